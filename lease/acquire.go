@@ -1,0 +1,217 @@
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// errLateReply makes an acquire unknown whose reply came after the lease's
+// cancel point: it was taken, but is no longer safe to use.
+var errLateReply = errors.New("acquire reply arrived after the lease's cancel point")
+
+// Acquire takes the lease on key, or fails:
+//
+//   - ErrNotAcquired (*NotAcquiredError with the holder's remaining TTL):
+//     another owner holds it, also after the optional wait (WithWait).
+//   - ErrUnknown (*UnknownError): the acquire may have taken effect (timeout,
+//     transport error, lost or late reply, too few replica acks). The work
+//     must not run. The Locker releases the key conditionally in the
+//     background and reports the Resolution through Hooks.UnknownResolved.
+//   - any other error: a definite failure (a Redis error reply, an invalid
+//     option or key, ErrClosed, ctx already done).
+//
+// One round trip: one script checks the lock, mints the fencing token and
+// sets the key with its TTL. The lease's context derives from ctx: cancel ctx
+// and the work is cancelled too (the lease stays held until Release). To bound
+// only the wait for a contended lease, use WithWait rather than a deadline on
+// ctx. Options override the Locker's for this lease. Always Release the lease.
+func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+	set := lk.set
+	if len(opts) > 0 {
+		s, err := applyOptions(lk.set.config, opts)
+		if err != nil {
+			lk.reportAcquire(ctx, lk.set, AcquireEvent{Name: lk.set.name, Key: key, Result: Failed, Err: err})
+			return nil, err
+		}
+		set = s
+	}
+	start := now()
+	ev := AcquireEvent{Name: set.name, Key: key}
+	l, err := lk.acquire(ctx, set, key, &ev)
+	ev.Duration, ev.Err = now()-start, err
+	lk.reportAcquire(ctx, set, ev)
+	return l, err
+}
+
+func (lk *Locker) reportAcquire(ctx context.Context, set *settings, ev AcquireEvent) {
+	if h := set.hooks.AcquireDone; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *AcquireEvent) (*Lease, error) {
+	ev.Result = Failed
+	switch {
+	case key == "":
+		return nil, invalidf("empty key")
+	case lk.closed.Load():
+		return nil, ErrClosed
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	lockKey, fenceKey := redisKeys(set.namespace, key)
+	owner := rand.Text()
+	waitUntil := now() + set.wait
+	for attempt := 0; ; attempt++ {
+		ev.Attempts++
+		sentAt := now()
+		r := lk.attempt(ctx, set, lockKey, fenceKey, owner)
+		switch {
+		case r.err != nil && !r.acquired && definite(r.err):
+			return nil, fmt.Errorf("lease: acquire %q: %w", key, r.err)
+		case r.err == nil && r.acquired && sentAt+set.cancelAfter() <= now():
+			r.err = errLateReply
+			fallthrough
+		case r.err != nil:
+			ev.Result = Unknown
+			lk.resolveUnknown(ctx, set, key, lockKey, owner)
+			return nil, &UnknownError{Key: key, Err: r.err}
+		case r.acquired:
+			l := lk.newLease(ctx, set, key, lockKey, owner, r.fence, sentAt)
+			if !lk.sched.add(l) {
+				return nil, ErrClosed
+			}
+			ev.Result, ev.Fence = Acquired, r.fence
+			return l, nil
+		}
+		ev.Result, ev.HolderTTL = Contended, r.holderTTL
+		notAcquired := &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
+		left := waitUntil - now()
+		if left <= 0 {
+			return nil, notAcquired
+		}
+		if err := sleep(ctx, min(left, backoff(set, attempt, r.holderTTL))); err != nil {
+			return nil, errors.Join(notAcquired, err)
+		}
+	}
+}
+
+// attemptResult is one acquire round trip: acquired with a fence, contended
+// with the holder's TTL, or an error.
+type attemptResult struct {
+	acquired  bool
+	fence     int64
+	holderTTL time.Duration
+	err       error
+}
+
+func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey, fenceKey, owner string) attemptResult {
+	ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
+	defer cancel()
+	keys := []string{lockKey, fenceKey}
+	args := []any{owner, set.ttlMs, set.retentionMs}
+	if set.ackReplicas > 0 {
+		return lk.attemptWithAck(ctx, set, keys, args)
+	}
+	return parseAcquire(acquireScript.Run(ctx, lk.client, keys, args...))
+}
+
+func parseAcquire(cmd *redis.Cmd) attemptResult {
+	vals, err := cmd.Int64Slice()
+	switch {
+	case err != nil:
+		return attemptResult{err: err}
+	case len(vals) != 2:
+		return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
+	case vals[0] == 1 && vals[1] > 0:
+		return attemptResult{acquired: true, fence: vals[1]}
+	case vals[0] == 0:
+		return attemptResult{holderTTL: max(0, time.Duration(vals[1])*time.Millisecond)}
+	}
+	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
+}
+
+// definite reports whether err is a definite answer from Redis (an error
+// reply: the script did not take the lock) or a failure before anything was
+// sent, rather than an ambiguous timeout or transport error.
+func definite(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
+}
+
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, owner string, fence int64, sentAt time.Duration) *Lease {
+	l := &Lease{
+		locker:      lk,
+		set:         set,
+		key:         key,
+		keys:        []string{lockKey},
+		owner:       owner,
+		fence:       fence,
+		sentAt:      sentAt,
+		renewArg:    []any{owner, set.ttlMs},
+		renewAt:     sentAt + set.renewEvery,
+		renewIdx:    -1,
+		deadlineIdx: -1,
+	}
+	l.ctx, l.cancel = context.WithCancelCause(ctx)
+	cancelAt := sentAt + set.cancelAfter()
+	if set.maxHold > 0 {
+		l.maxHold = sentAt + set.maxHold
+		cancelAt = min(cancelAt, l.maxHold)
+	}
+	l.cancelAt.Store(int64(cancelAt))
+	return l
+}
+
+// resolveUnknown releases, in the background, whatever an unknown acquire may
+// have taken, with the same owner token: nothing else can hold that token, so
+// the release can never remove another holder's lock.
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string) {
+	lk.background(func() {
+		ctx, cancel := releaseCtx(ctx, set)
+		defer cancel()
+		n, err := releaseScript.Run(ctx, lk.client, []string{lockKey}, owner).Int64()
+		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
+		switch {
+		case err != nil:
+			ev.Resolution, ev.Err = ResolvedUnresolved, err
+		case n == 1:
+			ev.Resolution = ResolvedReleased
+		}
+		if h := set.hooks.UnknownResolved; h != nil {
+			h(ctx, ev)
+		}
+	})
+}
+
+// backoff returns the n-th wait of a full-jitter exponential backoff: uniform
+// in [0, min(max, min·2^n, holder's TTL)), so waiters spread out and none
+// sleeps past the moment the key expires anyway.
+func backoff(set *settings, attempt int, holderTTL time.Duration) time.Duration {
+	ceiling := set.backoffMax
+	if attempt < 32 {
+		ceiling = min(ceiling, set.backoffMin<<attempt)
+	}
+	if holderTTL > 0 {
+		ceiling = min(ceiling, holderTTL+time.Millisecond)
+	}
+	return mrand.N(ceiling) + 1
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}

@@ -1,0 +1,507 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBehaviour runs every protocol claim that needs no fault injection
+// against a single redis-server and a 3-master Redis Cluster.
+func TestBehaviour(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, c redis.UniversalClient)
+	}{
+		{"AcquireIsOneRoundTrip", testAcquireIsOneRoundTrip},
+		{"ContendedReturnsHolderTTL", testContendedReturnsHolderTTL},
+		{"RetriedAcquireIsIdempotent", testRetriedAcquireIsIdempotent},
+		{"FenceIncreasesAcrossReleases", testFenceIncreasesAcrossReleases},
+		{"FenceIncreasesAcrossExpiry", testFenceIncreasesAcrossExpiry},
+		{"ExclusionAndFenceOrderUnderContention", testExclusionAndFenceOrder},
+		{"RenewalKeepsLeaseForManyTTLs", testRenewalKeepsLease},
+		{"RenewalsAreBatched", testRenewalsAreBatched},
+		{"DeletedKeyIsLostAtNextRenewal", testDeletedKeyIsLost},
+		{"OverwrittenKeyIsLostAndNotReleased", testOverwrittenKeyIsLost},
+		{"MaxHold", testMaxHold},
+		{"Commit", testCommit},
+		{"Release", testRelease},
+		{"WaitWithBackoff", testWaitWithBackoff},
+		{"CallerBracesDoNotChooseTheSlot", testCallerBracesDoNotChooseSlot},
+		{"LongAndBinaryKeys", testLongAndBinaryKeys},
+		{"NamespacesAreIndependent", testNamespacesAreIndependent},
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.client(t)) })
+			}
+		})
+	}
+}
+
+func testAcquireIsOneRoundTrip(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	// The first use of a script on a node answers NOSCRIPT and falls back to
+	// EVAL: at most two commands, once per node and script.
+	cold := &cmdCounter{}
+	c.AddHook(cold)
+	warm, err := lk.Acquire(ctx, "warm-up")
+	require.NoError(t, err)
+	assert.LessOrEqual(t, cold.cmds.Load(), int64(2))
+	require.NoError(t, warm.Release(ctx))
+	require.NoError(t, acquireScript.Load(ctx, c).Err()) // every node, on Cluster
+
+	counter := &cmdCounter{}
+	c.AddHook(counter)
+	l, err := lk.Acquire(ctx, "one-trip")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, counter.cmds.Load(), "acquire and fence minting must be one command")
+	assert.Positive(t, l.Fence())
+	assert.Less(t, l.Fence(), int64(1)<<53, "fence must be exact in a float64 (JSON)")
+	require.NoError(t, l.Release(ctx))
+}
+
+func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	lk := newLocker(t, c, WithTTL(5*time.Second), rec.withHooks())
+	l, err := lk.Acquire(ctx, "busy")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+
+	_, err = lk.Acquire(ctx, "busy")
+	require.ErrorIs(t, err, ErrNotAcquired)
+	var na *NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	assert.Greater(t, na.HolderTTL, 3*time.Second)
+	assert.LessOrEqual(t, na.HolderTTL, 5*time.Second)
+	rec.read(func() {
+		require.Len(t, rec.acquires, 2)
+		assert.Equal(t, Acquired, rec.acquires[0].Result)
+		assert.Equal(t, l.Fence(), rec.acquires[0].Fence)
+		assert.Equal(t, Contended, rec.acquires[1].Result)
+		assert.Equal(t, na.HolderTTL, rec.acquires[1].HolderTTL)
+	})
+}
+
+func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	lockKey, fenceKey := redisKeys(lk.set.namespace, "retry")
+	// Two sends with one owner token, as when go-redis retries a script
+	// whose reply was lost: the same fence, one lock.
+	first := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	require.NoError(t, first.err)
+	require.True(t, first.acquired)
+	again := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	require.NoError(t, again.err)
+	assert.True(t, again.acquired)
+	assert.Equal(t, first.fence, again.fence)
+	assert.Equal(t, "owner-a", c.Get(ctx, lockKey).Val())
+
+	other := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-b")
+	require.NoError(t, other.err)
+	assert.False(t, other.acquired)
+	fence, err := c.Get(ctx, fenceKey).Int64()
+	require.NoError(t, err)
+	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
+}
+
+func testFenceIncreasesAcrossReleases(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	var last int64
+	for i := 0; i < 20; i++ {
+		l, err := lk.Acquire(ctx, "seq")
+		require.NoError(t, err)
+		require.Greater(t, l.Fence(), last)
+		last = l.Fence()
+		require.NoError(t, l.Release(ctx))
+	}
+}
+
+func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c, WithTTL(50*time.Millisecond))
+	lockKey, fenceKey := redisKeys(lk.set.namespace, "expiry")
+	first := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	require.True(t, first.acquired)
+	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 },
+		5*time.Second, 5*time.Millisecond, "lock key never expired")
+	second := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-b")
+	require.True(t, second.acquired)
+	assert.Greater(t, second.fence, first.fence)
+}
+
+// testExclusionAndFenceOrder lets 8 workers contend for one key: at most one
+// holds it at a time, and the fences, in the order the holds happened, are
+// strictly increasing.
+func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c, WithTTL(2*time.Second), WithWait(10*time.Second), WithBackoff(time.Millisecond, 20*time.Millisecond))
+	var (
+		inside atomic.Int32
+		mu     sync.Mutex
+		fences []int64
+		wg     sync.WaitGroup
+		errs   = make(chan error, 64)
+	)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 5; i++ {
+				l, err := lk.Acquire(ctx, "shared")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n := inside.Add(1); n != 1 {
+					errs <- errors.New("two holders at once")
+				}
+				mu.Lock()
+				fences = append(fences, l.Fence())
+				mu.Unlock()
+				time.Sleep(time.Millisecond)
+				inside.Add(-1)
+				if err := l.Release(ctx); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, fences, 40)
+	for i := 1; i < len(fences); i++ {
+		require.Greater(t, fences[i], fences[i-1], "fence order must follow hold order")
+	}
+}
+
+func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	ttl := 300 * time.Millisecond
+	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+	l, err := lk.Acquire(ctx, "long")
+	require.NoError(t, err)
+	lockKey, _ := redisKeys(lk.set.namespace, "long")
+
+	deadline := time.Now().Add(6 * ttl)
+	for time.Now().Before(deadline) {
+		require.NoError(t, l.Err(), "lease lost while Redis is healthy")
+		require.Positive(t, c.PTTL(ctx, lockKey).Val(), "key must stay in Redis")
+		time.Sleep(ttl / 6)
+	}
+	require.NoError(t, l.Context().Err())
+	assert.Positive(t, l.Remaining())
+	rec.read(func() {
+		assert.GreaterOrEqual(t, len(rec.renewals), 10, "renewal every TTL/3 over 6 TTLs")
+		for _, r := range rec.renewals {
+			assert.Equal(t, Renewed, r.Result)
+		}
+	})
+	require.NoError(t, l.Release(ctx))
+}
+
+func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	const n = 200
+	lk := newLocker(t, c, WithTTL(600*time.Millisecond), rec.withHooks())
+	counter := &cmdCounter{}
+	c.AddHook(counter)
+	before := counter.pipelines.Load()
+	leases := make([]*Lease, n)
+	for i := range leases {
+		l, err := lk.Acquire(ctx, "batch-"+strings.Repeat("x", i%7)+string(rune('a'+i%26))+string(rune('a'+i/26)))
+		require.NoError(t, err)
+		leases[i] = l
+	}
+	require.Eventually(t, func() bool {
+		done := 0
+		rec.read(func() { done = len(rec.renewals) })
+		return done >= 3*n
+	}, 10*time.Second, 10*time.Millisecond, "three renewal rounds")
+
+	biggest := 0
+	rec.read(func() {
+		for _, r := range rec.renewals {
+			require.Equal(t, Renewed, r.Result)
+			biggest = max(biggest, r.BatchSize)
+		}
+	})
+	assert.Greater(t, biggest, n/4, "renewals of leases taken together share a pipeline")
+	renewals := 0
+	rec.read(func() { renewals = len(rec.renewals) })
+	// Cluster splits one batch into one pipeline per master, so allow a
+	// few pipelines per batch; one pipeline per renewal would be n times more.
+	pipelines := counter.pipelines.Load() - before
+	assert.Less(t, pipelines, int64(renewals/10), "pipelines %d for %d renewals", pipelines, renewals)
+	for _, l := range leases {
+		require.NoError(t, l.Err())
+		require.NoError(t, l.Release(ctx))
+	}
+}
+
+func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	lk := newLocker(t, c, WithTTL(300*time.Millisecond), rec.withHooks())
+	l, err := lk.Acquire(ctx, "deleted")
+	require.NoError(t, err)
+	lockKey, _ := redisKeys(lk.set.namespace, "deleted")
+	require.EqualValues(t, 1, c.Del(ctx, lockKey).Val())
+
+	cause := waitDone(t, l, 5*time.Second)
+	assert.Equal(t, LossRenewalRejected, lossReason(t, cause))
+	assert.Zero(t, l.Remaining())
+	rec.read(func() {
+		require.Len(t, rec.losses, 1)
+		assert.Equal(t, LossRenewalRejected, rec.losses[0].Reason)
+		assert.Equal(t, l.Fence(), rec.losses[0].Fence)
+	})
+	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
+}
+
+func testOverwrittenKeyIsLost(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c, WithTTL(300*time.Millisecond))
+	l, err := lk.Acquire(ctx, "overwritten")
+	require.NoError(t, err)
+	lockKey, _ := redisKeys(lk.set.namespace, "overwritten")
+	require.NoError(t, c.Set(ctx, lockKey, "someone-else", time.Minute).Err())
+
+	cause := waitDone(t, l, 5*time.Second)
+	assert.Equal(t, LossRenewalRejected, lossReason(t, cause))
+	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
+	assert.Equal(t, "someone-else", c.Get(ctx, lockKey).Val(), "release must never delete another holder's lock")
+}
+
+func testMaxHold(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	lk := newLocker(t, c, WithTTL(time.Second), WithMaxHold(250*time.Millisecond), rec.withHooks())
+	l, err := lk.Acquire(ctx, "bounded")
+	require.NoError(t, err)
+	cause := waitDone(t, l, 5*time.Second)
+	assert.Equal(t, LossMaxHold, lossReason(t, cause))
+	rec.read(func() {
+		require.Len(t, rec.losses, 1)
+		assert.GreaterOrEqual(t, rec.losses[0].Held, 250*time.Millisecond)
+		assert.Empty(t, rec.renewals, "no renewal is sent past the max hold")
+	})
+	require.NoError(t, l.Release(ctx), "the key is still ours: max hold ends the lease, not the key")
+}
+
+func testCommit(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	ttl := time.Second
+	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+
+	t.Run("runs with the fence", func(t *testing.T) {
+		l, err := lk.Acquire(ctx, "commit-ok")
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		var got int64
+		require.NoError(t, l.Commit(ctx, func(_ context.Context, fence int64) error { got = fence; return nil }))
+		assert.Equal(t, l.Fence(), got)
+		wantErr := errors.New("write failed")
+		require.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return wantErr }), wantErr)
+	})
+	t.Run("near expiry runs and is counted", func(t *testing.T) {
+		l, err := lk.Acquire(ctx, "commit-near", WithCommitMargins(0, ttl))
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		ran := false
+		require.NoError(t, l.Commit(ctx, func(context.Context, int64) error { ran = true; return nil }))
+		assert.True(t, ran)
+	})
+	t.Run("below the hard margin refuses", func(t *testing.T) {
+		l, err := lk.Acquire(ctx, "commit-hard", WithCommitMargins(ttl, ttl))
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran below the hard margin"); return nil })
+		require.ErrorIs(t, err, ErrExpiring)
+	})
+	t.Run("after loss refuses", func(t *testing.T) {
+		l, err := lk.Acquire(ctx, "commit-lost")
+		require.NoError(t, err)
+		lockKey, _ := redisKeys(lk.set.namespace, "commit-lost")
+		c.Del(ctx, lockKey)
+		waitDone(t, l, 5*time.Second)
+		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after loss"); return nil })
+		require.ErrorIs(t, err, ErrLost)
+		_ = l.Release(ctx)
+		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after release"); return nil })
+		require.ErrorIs(t, err, ErrLost, "a lost lease stays lost after Release")
+	})
+	t.Run("after release refuses", func(t *testing.T) {
+		l, err := lk.Acquire(ctx, "commit-released")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after release"); return nil })
+		require.ErrorIs(t, err, ErrReleased)
+	})
+	rec.read(func() {
+		outcomes := map[CommitOutcome]int{}
+		for _, e := range rec.commits {
+			outcomes[e.Outcome]++
+			if e.Outcome != CommitRefused {
+				assert.Positive(t, e.Remaining)
+			}
+		}
+		assert.Equal(t, map[CommitOutcome]int{Committed: 2, CommitNearExpiry: 1, CommitRefused: 4}, outcomes)
+	})
+}
+
+func testRelease(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	lk := newLocker(t, c, rec.withHooks())
+	lockKey, _ := redisKeys(lk.set.namespace, "rel")
+
+	l, err := lk.Acquire(ctx, "rel")
+	require.NoError(t, err)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.NoError(t, l.Release(cancelled), "release runs on a detached context")
+	assert.EqualValues(t, 0, c.Exists(ctx, lockKey).Val())
+	assert.ErrorIs(t, context.Cause(l.Context()), ErrReleased)
+	assert.ErrorIs(t, l.Err(), ErrReleased)
+	require.NoError(t, l.Release(ctx), "double release is harmless")
+
+	next, err := lk.Acquire(ctx, "rel")
+	require.NoError(t, err, "a released key is free at once")
+	assert.Greater(t, next.Fence(), l.Fence())
+	require.NoError(t, l.Release(ctx), "a stale double release must not delete the new holder's lock")
+	assert.EqualValues(t, 1, c.Exists(ctx, lockKey).Val())
+	require.NoError(t, next.Release(ctx))
+	rec.read(func() {
+		require.Len(t, rec.releases, 2, "only the first Release of each lease reports")
+		for _, e := range rec.releases {
+			assert.Equal(t, Released, e.Result)
+			assert.False(t, e.Lost)
+			assert.Positive(t, e.Held)
+		}
+	})
+}
+
+func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	rec := &recorder{}
+	lk := newLocker(t, c, rec.withHooks())
+	holder, err := lk.Acquire(ctx, "wait")
+	require.NoError(t, err)
+
+	t.Run("exhausted", func(t *testing.T) {
+		start := time.Now()
+		_, err := lk.Acquire(ctx, "wait", WithWait(150*time.Millisecond))
+		require.ErrorIs(t, err, ErrNotAcquired)
+		assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := lk.Acquire(cctx, "wait", WithWait(10*time.Second))
+		require.ErrorIs(t, err, ErrNotAcquired)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("acquires when the holder releases", func(t *testing.T) {
+		time.AfterFunc(150*time.Millisecond, func() { _ = holder.Release(context.Background()) })
+		l, err := lk.Acquire(ctx, "wait", WithWait(10*time.Second))
+		require.NoError(t, err)
+		assert.Greater(t, l.Fence(), holder.Fence())
+		require.NoError(t, l.Release(ctx))
+		rec.read(func() {
+			last := rec.acquires[len(rec.acquires)-1]
+			assert.Equal(t, Acquired, last.Result)
+			assert.Greater(t, last.Attempts, 1)
+		})
+	})
+}
+
+func testCallerBracesDoNotChooseSlot(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	slots := map[uint16]bool{}
+	for _, k := range []string{"{tag}a", "{tag}b", "{tag}c", "{tag}d", "{tag}e", "{tag}f", "{tag}g", "{tag}h", "}{", "{", "{}"} {
+		l, err := lk.Acquire(ctx, k)
+		require.NoError(t, err)
+		lockKey, fenceKey := redisKeys(lk.set.namespace, k)
+		ls, fs := keySlot(lockKey), keySlot(fenceKey)
+		require.Equal(t, ls, fs, "lock and fence keys must share a slot")
+		if cc, ok := c.(*redis.ClusterClient); ok {
+			require.EqualValues(t, ls, cc.ClusterKeySlot(ctx, lockKey).Val(), "slot computed as Redis does")
+		}
+		slots[ls] = true
+		require.NoError(t, l.Release(ctx))
+	}
+	assert.Greater(t, len(slots), 4, "keys sharing a caller hash tag must not share a slot")
+}
+
+// keySlot computes a key's Redis Cluster slot the way Redis does: CRC16
+// (XMODEM) of the hash tag if the key has a non-empty one, else of the key.
+func keySlot(key string) uint16 {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			key = key[open+1 : open+1+end]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for b := 0; b < 8; b++ {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+func testLongAndBinaryKeys(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	for _, k := range []string{strings.Repeat("k", 1<<20), "\x00\xff\n\r binary", "ключ 🔒"} {
+		l, err := lk.Acquire(ctx, k)
+		require.NoError(t, err)
+		lockKey, fenceKey := redisKeys(lk.set.namespace, k)
+		assert.Less(t, len(lockKey), 128)
+		assert.Less(t, len(fenceKey), 128)
+		assert.EqualValues(t, 1, c.Exists(ctx, lockKey).Val())
+		_, err = lk.Acquire(ctx, k)
+		require.ErrorIs(t, err, ErrNotAcquired)
+		require.NoError(t, l.Release(ctx))
+	}
+	_, err := lk.Acquire(ctx, "")
+	require.ErrorIs(t, err, ErrInvalidOption)
+}
+
+func testNamespacesAreIndependent(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	a := newLocker(t, c)
+	b := newLocker(t, c)
+	la, err := a.Acquire(ctx, "same")
+	require.NoError(t, err)
+	lb, err := b.Acquire(ctx, "same")
+	require.NoError(t, err, "the same key in another namespace is another lease")
+	require.NoError(t, la.Release(ctx))
+	require.NoError(t, lb.Release(ctx))
+}

@@ -1,0 +1,39 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+)
+
+// Commit runs fn, the final write of the protected work, with the lease's
+// fencing token, but only if the lease is active and the validity left is at
+// least the hard margin (WithCommitMargins). Otherwise it refuses: with the
+// loss (errors.Is ErrLost) after a loss, ErrReleased after Release, and
+// ErrExpiring below the hard margin. A commit that runs below the warning
+// threshold is reported as near_expiry.
+//
+// fn gets ctx unchanged: Commit does not cancel it when the lease is lost
+// meanwhile, because a half-done final write is worse than a finished one
+// that the resource's fence can reject. Pass the fence to the resource: it
+// is what makes a late write harmless, since a lease can be lost between
+// this check and the write (a pause, a stall) and no client-side check can
+// close that gap.
+func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, fence int64) error) error {
+	rem := l.Remaining()
+	ev := CommitEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Remaining: rem, Outcome: Committed}
+	switch err := l.Err(); {
+	case err != nil:
+		ev.Outcome, ev.Err = CommitRefused, err
+	case rem < l.set.commitHard:
+		ev.Outcome, ev.Err = CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
+	case rem < l.set.commitWarn:
+		ev.Outcome = CommitNearExpiry
+	}
+	if h := l.set.hooks.CommitDone; h != nil {
+		h(l.ctx, ev)
+	}
+	if ev.Err != nil {
+		return ev.Err
+	}
+	return fn(ctx, l.fence)
+}

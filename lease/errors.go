@@ -1,0 +1,88 @@
+package lease
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors, for errors.Is. The structured errors below wrap them and
+// carry the details, for errors.As.
+var (
+	// ErrNotAcquired: another owner holds the lease (after the optional wait).
+	ErrNotAcquired = errors.New("lease: not acquired")
+	// ErrUnknown: the acquire may or may not have taken effect in Redis (a
+	// timeout, a lost reply, a reply too late to be useful, or missing
+	// replica acknowledgements). The work must not run.
+	ErrUnknown = errors.New("lease: acquire result unknown")
+	// ErrLost: the lease was lost; its context is cancelled with a cause that
+	// wraps this error.
+	ErrLost = errors.New("lease: lost")
+	// ErrExpiring: Commit refused because the validity left is below the hard
+	// margin.
+	ErrExpiring = errors.New("lease: too close to expiry")
+	// ErrReleased: the lease was released; it is the cause of its context
+	// after Release.
+	ErrReleased = errors.New("lease: released")
+	// ErrNotHeld: Release found the key gone or owned by another holder: the
+	// lease had already expired in Redis.
+	ErrNotHeld = errors.New("lease: not held at release")
+	// ErrClosed: the Locker was closed.
+	ErrClosed = errors.New("lease: locker closed")
+	// ErrInvalidOption: an option or key was rejected; the error says which.
+	ErrInvalidOption = errors.New("lease: invalid option")
+)
+
+// NotAcquiredError is returned when another owner holds the lease.
+type NotAcquiredError struct {
+	Key string
+	// HolderTTL is the holder's remaining TTL as Redis reported it on the last
+	// attempt: a good Retry-After. Zero when Redis reported no expiry.
+	HolderTTL time.Duration
+}
+
+func (e *NotAcquiredError) Error() string {
+	return fmt.Sprintf("lease: not acquired: %q held by another owner for %v more", e.Key, e.HolderTTL)
+}
+
+// Unwrap makes errors.Is(err, ErrNotAcquired) hold.
+func (e *NotAcquiredError) Unwrap() error { return ErrNotAcquired }
+
+// UnknownError is returned when an acquire's outcome cannot be known. The
+// Locker resolves it in the background with a conditional release under the
+// same owner token and reports the Resolution through Hooks.UnknownResolved.
+type UnknownError struct {
+	Key string
+	// Err is what made the result unknown (a timeout, a transport error, a
+	// late reply, too few replica acknowledgements).
+	Err error
+}
+
+func (e *UnknownError) Error() string {
+	return fmt.Sprintf("lease: acquire result unknown for %q: %v", e.Key, e.Err)
+}
+
+// Unwrap makes errors.Is match both ErrUnknown and the underlying cause.
+func (e *UnknownError) Unwrap() []error { return []error{ErrUnknown, e.Err} }
+
+// LostError is the cause of a lost lease's context and the error Commit
+// returns after the loss.
+type LostError struct {
+	Reason LossReason
+	// Err is the renewal error behind a renewal_unknown loss, else nil.
+	Err error
+}
+
+func (e *LostError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("lease: lost (%s): %v", e.Reason, e.Err)
+	}
+	return fmt.Sprintf("lease: lost (%s)", e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrLost) hold.
+func (e *LostError) Unwrap() error { return ErrLost }
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+}

@@ -1,0 +1,184 @@
+package lease
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// backend is one Redis deployment the behaviour suite runs against.
+type backend struct {
+	name   string
+	client func(t *testing.T) redis.UniversalClient
+}
+
+// backends starts a single node and a 3-master cluster once per top-level
+// test; every subtest uses its own namespace, so they never see each
+// other's keys.
+func backends(t *testing.T) []backend {
+	single := redistest.Start(t)
+	cluster := redistest.StartCluster(t, 3)
+	return []backend{
+		{"single", func(t *testing.T) redis.UniversalClient { return single.Client(t) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient { return cluster.Client(t) }},
+	}
+}
+
+var nsSeq atomic.Int64
+
+var nsUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]+`)
+
+// testNamespace returns a namespace no other test uses.
+func testNamespace(t testing.TB) string {
+	name := nsUnsafe.ReplaceAllString(t.Name(), "_")
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	return fmt.Sprintf("t%d_%s", nsSeq.Add(1), name)
+}
+
+// newLocker returns a Locker in a fresh namespace, closed when the test ends.
+func newLocker(t testing.TB, c redis.UniversalClient, opts ...Option) *Locker {
+	lk := NewLocker(c, append([]Option{WithNamespace(testNamespace(t))}, opts...)...)
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// recorder keeps every hook event, with the monotonic instant of each loss.
+type recorder struct {
+	mu          sync.Mutex
+	acquires    []AcquireEvent
+	resolutions []ResolutionEvent
+	renewals    []RenewalEvent
+	losses      []LossEvent
+	lostAt      []time.Duration
+	commits     []CommitEvent
+	releases    []ReleaseEvent
+}
+
+func (r *recorder) hooks() Hooks {
+	return Hooks{
+		AcquireDone: func(_ context.Context, e AcquireEvent) { r.add(func() { r.acquires = append(r.acquires, e) }) },
+		UnknownResolved: func(_ context.Context, e ResolutionEvent) {
+			r.add(func() { r.resolutions = append(r.resolutions, e) })
+		},
+		RenewalDone: func(_ context.Context, e RenewalEvent) { r.add(func() { r.renewals = append(r.renewals, e) }) },
+		Lost: func(_ context.Context, e LossEvent) {
+			at := now()
+			r.add(func() { r.losses, r.lostAt = append(r.losses, e), append(r.lostAt, at) })
+		},
+		CommitDone:  func(_ context.Context, e CommitEvent) { r.add(func() { r.commits = append(r.commits, e) }) },
+		ReleaseDone: func(_ context.Context, e ReleaseEvent) { r.add(func() { r.releases = append(r.releases, e) }) },
+	}
+}
+
+func (r *recorder) add(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+// read runs f under the recorder's lock.
+func (r *recorder) read(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f()
+}
+
+func (r *recorder) withHooks() Option { return WithHooks(r.hooks()) }
+
+// waitResolution waits for the first unknown-acquire resolution.
+func (r *recorder) waitResolution(t *testing.T) ResolutionEvent {
+	t.Helper()
+	var ev ResolutionEvent
+	require.Eventually(t, func() bool {
+		ok := false
+		r.read(func() {
+			if len(r.resolutions) > 0 {
+				ev, ok = r.resolutions[0], true
+			}
+		})
+		return ok
+	}, 10*time.Second, 5*time.Millisecond, "no unknown-acquire resolution reported")
+	return ev
+}
+
+// waitDone waits for the lease's context to end and returns its cause.
+func waitDone(t *testing.T, l *Lease, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-l.Context().Done():
+		return context.Cause(l.Context())
+	case <-time.After(within):
+		t.Fatalf("lease context still alive after %v", within)
+		return nil
+	}
+}
+
+// lossReason returns the reason of a lost lease's context cause.
+func lossReason(t *testing.T, cause error) LossReason {
+	t.Helper()
+	var lost *LostError
+	require.ErrorAs(t, cause, &lost)
+	require.ErrorIs(t, cause, ErrLost)
+	return lost.Reason
+}
+
+// cmdCounter counts the scripts and pipelines a client sends, for
+// round-trip claims. (Connection set-up commands such as HELLO pass the
+// hook too; they are not counted.)
+type cmdCounter struct {
+	cmds, pipelines, pipelined atomic.Int64
+}
+
+func (h *cmdCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.HasPrefix(cmd.Name(), "eval") {
+			h.cmds.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.pipelines.Add(1)
+		h.pipelined.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// isScript reports whether cmd runs script s (by EVALSHA or EVAL).
+func isScript(cmd redis.Cmder, s *redis.Script, src string) bool {
+	args := cmd.Args()
+	if len(args) < 2 {
+		return false
+	}
+	switch cmd.Name() {
+	case "evalsha":
+		return args[1] == s.Hash()
+	case "eval":
+		return args[1] == src
+	}
+	return false
+}
+
+// errTimeout stands for a reply that never came.
+var errTimeout = fmt.Errorf("read tcp 127.0.0.1: i/o timeout: %w", os.ErrDeadlineExceeded)

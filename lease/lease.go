@@ -1,0 +1,84 @@
+package lease
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// state is ACTIVE → LOST | RELEASED. LOST is final: no renewal revives it.
+type state int32
+
+const (
+	stateActive state = iota
+	stateLost
+	stateReleased
+)
+
+// Lease is one held lease. Its methods are safe for concurrent use.
+type Lease struct {
+	locker   *Locker
+	set      *settings
+	key      string
+	keys     []string // {lock key}: the renew and release scripts' KEYS
+	owner    string
+	fence    int64
+	sentAt   time.Duration // when the acquire that took it was sent
+	maxHold  time.Duration // instant at which max_hold ends it; 0 for none
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	renewArg []any // renew script ARGV, built once
+
+	state     atomic.Int32
+	cancelAt  atomic.Int64 // instant: cancelled then unless a renewal is confirmed first
+	loss      atomic.Pointer[LostError]
+	releasing atomic.Bool // the first Release does the work
+
+	// Guarded by the scheduler's mutex.
+	renewAt     time.Duration
+	renewIdx    int // position in the renewal queue, -1 when not queued
+	deadlineIdx int // position in the deadline queue, -1 when not queued
+	lostAt      time.Duration
+}
+
+// Key returns the caller's key.
+func (l *Lease) Key() string { return l.key }
+
+// Name returns the bounded lock name (WithName).
+func (l *Lease) Name() string { return l.set.name }
+
+// Fence returns the lease's fencing token: strictly greater than every token
+// minted for this key before, and at most 2^53 (safe in JSON). Send it with
+// every write to the protected resource, which must reject tokens older than
+// the newest it accepted.
+func (l *Lease) Fence() int64 { return l.fence }
+
+// Context returns the lease's context. It is derived from the context given to
+// Acquire (so it carries its values and ends with it) and is cancelled when the
+// lease is lost, before the key can expire in Redis, with a cause that
+// satisfies errors.Is(context.Cause(ctx), ErrLost) and errors.As(...,
+// *LostError). After Release its cause is ErrReleased.
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Remaining returns how long the lease stays valid without another confirmed
+// renewal, by the local monotonic clock: the time until its context would be
+// cancelled. The key outlives this in Redis by at least the safety margin.
+// Zero once lost or released.
+func (l *Lease) Remaining() time.Duration {
+	if state(l.state.Load()) != stateActive {
+		return 0
+	}
+	return max(0, time.Duration(l.cancelAt.Load())-now())
+}
+
+// Err returns nil while the lease is active, its *LostError once lost, and
+// ErrReleased once released.
+func (l *Lease) Err() error {
+	switch state(l.state.Load()) {
+	case stateLost:
+		return l.loss.Load()
+	case stateReleased:
+		return ErrReleased
+	}
+	return nil
+}

@@ -1,0 +1,111 @@
+package lease
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Locker hands out leases on one Redis deployment (a *redis.Client, a
+// Sentinel failover client or a *redis.ClusterClient) and renews all of them
+// from one scheduler. It is safe for concurrent use; create one per process
+// and Close it on shutdown.
+type Locker struct {
+	client redis.UniversalClient
+	set    *settings
+	sched  *scheduler
+
+	mu      sync.Mutex // guards closing and the Add side of bg
+	closing bool
+	closed  atomic.Bool
+	bg      sync.WaitGroup // clean-ups of unknown acquires
+}
+
+// NewLocker returns a Locker using client. Options set the defaults of every
+// lease; Acquire can override them per lease.
+//
+// NewLocker panics on a nil client or an invalid option: both are
+// programming errors that should stop a service at start-up, not surface at
+// the first request. The panic message says which option is wrong.
+//
+// For a lease client, set ContextTimeoutEnabled in the go-redis options so
+// that the renewal deadline also bounds the socket read; without it a stalled
+// Redis holds a renewal for ReadTimeout (and go-redis retries it up to
+// MaxRetries times). The lease is cancelled at its cancel point either way.
+func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
+	if client == nil {
+		panic("lease: NewLocker with a nil client")
+	}
+	set, err := applyOptions(defaultConfig(), opts)
+	if err != nil {
+		panic(err.Error())
+	}
+	lk := &Locker{client: client, set: set}
+	lk.sched = newScheduler(lk)
+	return lk
+}
+
+func applyOptions(c config, opts []Option) (*settings, error) {
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c.settings()
+}
+
+// Close loses every lease still held (their contexts are cancelled with
+// reason closed; their keys expire by TTL, because their work may still be
+// running), stops renewal, and waits for the Locker's goroutines. It does not
+// close the Redis client. Release leases before Close for a clean hand-over.
+// Acquire after Close returns ErrClosed. Close is idempotent and returns nil.
+func (lk *Locker) Close() error {
+	lk.mu.Lock()
+	already := lk.closing
+	lk.closing = true
+	lk.closed.Store(true)
+	lk.mu.Unlock()
+	if already {
+		lk.bg.Wait()
+		return nil
+	}
+	lk.sched.close()
+	lk.bg.Wait()
+	return nil
+}
+
+// background runs f on its own goroutine, waited for by Close. Once Close
+// has begun it runs f inline instead, so nothing escapes the wait.
+func (lk *Locker) background(f func()) {
+	lk.mu.Lock()
+	if lk.closing {
+		lk.mu.Unlock()
+		f()
+		return
+	}
+	lk.bg.Add(1)
+	lk.mu.Unlock()
+	go func() {
+		defer lk.bg.Done()
+		f()
+	}()
+}
+
+// afterLoss cancels a lease that has just turned LOST and reports it.
+func (lk *Locker) afterLoss(l *Lease) {
+	cause := l.loss.Load()
+	l.cancel(cause)
+	if h := l.set.hooks.Lost; h != nil {
+		h(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
+			Held: l.lostAt - l.sentAt, Err: cause.Err})
+	}
+}
+
+// releaseCtx is the detached, bounded context of Release and clean-up: the
+// caller's context may already be cancelled (the request ended, the lease
+// was lost), and the key must be freed all the same.
+func releaseCtx(ctx context.Context, set *settings) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), set.releaseTimeout)
+}

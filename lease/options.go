@@ -1,0 +1,151 @@
+package lease
+
+import (
+	"time"
+)
+
+// Option configures a Locker (NewLocker) or one acquire (Locker.Acquire,
+// where it overrides the Locker's setting for that lease only).
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// config holds what the caller set. A zero duration means "derive from the
+// TTL", so that WithTTL alone scales every timing with it; settings() turns
+// it into the values a lease runs with.
+type config struct {
+	ttl            time.Duration
+	namespace      string
+	name           string
+	maxHold        time.Duration
+	wait           time.Duration
+	backoffMin     time.Duration
+	backoffMax     time.Duration
+	safety         time.Duration
+	commitHard     time.Duration
+	commitWarn     time.Duration
+	renewalTimeout time.Duration
+	acquireTimeout time.Duration
+	releaseTimeout time.Duration
+	fenceRetention time.Duration
+	ackReplicas    int
+	ackTimeout     time.Duration
+	hooks          Hooks
+	// safetySet and friends tell an explicit zero from "derive".
+	safetySet, hardSet bool
+}
+
+// Defaults, used where an option is not given.
+const (
+	DefaultTTL            = 10 * time.Second
+	DefaultNamespace      = "lockwatch"
+	DefaultName           = "default"
+	DefaultBackoffMin     = 10 * time.Millisecond
+	DefaultBackoffMax     = 500 * time.Millisecond
+	DefaultReleaseTimeout = 2 * time.Second
+	DefaultFenceRetention = 7 * 24 * time.Hour
+	// MinTTL is the shortest TTL accepted: below it the clock-drift allowance
+	// and one loopback round trip eat the lease.
+	MinTTL = 10 * time.Millisecond
+)
+
+func defaultConfig() config {
+	return config{
+		ttl:            DefaultTTL,
+		namespace:      DefaultNamespace,
+		name:           DefaultName,
+		backoffMin:     DefaultBackoffMin,
+		backoffMax:     DefaultBackoffMax,
+		releaseTimeout: DefaultReleaseTimeout,
+		fenceRetention: DefaultFenceRetention,
+	}
+}
+
+// WithTTL sets the lease time-to-live in Redis, rounded down to whole
+// milliseconds. Default DefaultTTL (10s); at least MinTTL. Renewal runs every
+// TTL/3, and the other timings default to fractions of it.
+func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl = d }) }
+
+// WithNamespace sets the prefix of every Redis key. Default "lockwatch".
+// Printable ASCII without spaces or braces, at most 64 bytes: braces would
+// let the namespace choose the Redis Cluster slot. The same key in two
+// namespaces is two independent leases with independent fences.
+func WithNamespace(ns string) Option { return optionFunc(func(c *config) { c.namespace = ns }) }
+
+// WithName sets the bounded lock name reported to Hooks and used as the
+// lock.name metric attribute (a route or method name, never a per-request
+// key). Default "default".
+func WithName(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
+// WithMaxHold bounds how long a lease may be held: at acquire time + d the
+// lease is lost with reason max_hold and renewal stops. Default 0: no bound.
+func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c.maxHold = d }) }
+
+// WithWait makes Acquire wait up to d for a contended lease, retrying with
+// full-jitter exponential backoff (see WithBackoff) capped by the holder's
+// remaining TTL and by ctx. Default 0: fail fast with ErrNotAcquired.
+func WithWait(d time.Duration) Option { return optionFunc(func(c *config) { c.wait = d }) }
+
+// WithBackoff sets the backoff bounds used while waiting: the n-th sleep is
+// uniform in [0, min(max, min·2^n)). Defaults 10ms and 500ms.
+func WithBackoff(min, max time.Duration) Option {
+	return optionFunc(func(c *config) { c.backoffMin, c.backoffMax = min, max })
+}
+
+// WithSafetyMargin sets how long before the estimated expiry the lease is
+// cancelled when no renewal has been confirmed: the time the work has to
+// stop before another holder can get the key. Default TTL/10.
+func WithSafetyMargin(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.safety, c.safetySet = d, true })
+}
+
+// WithCommitMargins sets Commit's thresholds on the validity left: below hard
+// Commit refuses with ErrExpiring; below warn it runs and is counted as
+// near_expiry. Defaults TTL/20 and TTL/4 (a healthy lease renewed every TTL/3
+// never drops below about half its TTL).
+func WithCommitMargins(hard, warn time.Duration) Option {
+	return optionFunc(func(c *config) { c.commitHard, c.commitWarn, c.hardSet = hard, warn, true })
+}
+
+// WithRenewalTimeout bounds one renewal round trip; a renewal that does not
+// answer in time loses the lease (renewal_unknown). Default TTL/5. The
+// renewal's deadline is also never later than the lease's cancel point.
+func WithRenewalTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.renewalTimeout = d })
+}
+
+// WithAcquireTimeout bounds one acquire round trip; past it the result is
+// unknown. Default TTL/5.
+func WithAcquireTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.acquireTimeout = d })
+}
+
+// WithReleaseTimeout bounds Release and the clean-up of an unknown acquire,
+// which run on a context detached from the caller's. Default 2s.
+func WithReleaseTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.releaseTimeout = d })
+}
+
+// WithFenceRetention sets how long a key's last fencing token is remembered
+// after its last acquire. Default 7 days. Tokens stay increasing after the
+// record expires too (they follow the Redis server clock); the record covers
+// acquires faster than one per microsecond and clock steps backwards.
+func WithFenceRetention(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.fenceRetention = d })
+}
+
+// WithReplicationAck makes every acquire wait until n replicas acknowledged
+// it (Redis WAIT, at most timeout). Fewer acknowledgements make the result
+// unknown: the lease is released and Acquire returns ErrUnknown. Default: no
+// wait.
+func WithReplicationAck(n int, timeout time.Duration) Option {
+	return optionFunc(func(c *config) { c.ackReplicas, c.ackTimeout = n, timeout })
+}
+
+// WithHooks sets the callbacks that observe every acquire, renewal, loss,
+// commit and release.
+func WithHooks(h Hooks) Option { return optionFunc(func(c *config) { c.hooks = h }) }

@@ -1,0 +1,47 @@
+package lease
+
+import (
+	"context"
+	"time"
+)
+
+// renew sends one batch of renewals in a pipeline. Its deadline is the
+// earliest of each lease's send + renewal timeout and cancel point, so no
+// reply can count once the lease should already be cancelled.
+func (lk *Locker) renew(batch []*Lease) {
+	sentAt := now()
+	deadline := sentAt + time.Hour
+	calls := make([]scriptCall, len(batch))
+	for i, l := range batch {
+		deadline = min(deadline, sentAt+l.set.renewalTimeout, time.Duration(l.cancelAt.Load()))
+		calls[i] = scriptCall{keys: l.keys, args: l.renewArg}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), wallTime(deadline))
+	cmds := runPipelined(ctx, lk.client, renewScript, calls)
+	cancel()
+	rtt := now() - sentAt
+
+	results := make([]RenewalResult, len(batch))
+	errs := make([]error, len(batch))
+	for i, cmd := range cmds {
+		n, err := cmd.Int64()
+		switch {
+		case err != nil:
+			results[i], errs[i] = RenewalUnknown, err
+		case n == 1:
+			results[i] = Renewed
+		default:
+			results[i] = RenewalRejected
+		}
+	}
+	lost := lk.sched.renewed(batch, sentAt, results, errs)
+	for i, l := range batch {
+		if h := l.set.hooks.RenewalDone; h != nil {
+			h(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
+				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
+		}
+	}
+	for _, l := range lost {
+		lk.afterLoss(l)
+	}
+}

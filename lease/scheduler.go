@@ -1,0 +1,220 @@
+package lease
+
+import (
+	"sync"
+	"time"
+)
+
+// maxBatch bounds the commands of one renewal pipeline: large enough that
+// 100k leases need a few hundred round trips per TTL/3, small enough that one
+// slow batch does not hold a connection for long.
+const maxBatch = 1000
+
+// scheduler renews every lease of one Locker and enforces their cancel
+// points, from one goroutine and one timer, however many leases are held.
+//
+// Two min-heaps: the renewal queue (leases waiting for their next renewal,
+// by renewal instant) and the deadline queue (every active lease, by cancel
+// point). When the earliest renewal is due, every lease due within its slack
+// (TTL/12) joins the same batch, so renewals of many leases share pipelines.
+// Batches run on their own goroutines: a stalled Redis delays replies, never
+// the deadline queue, so a lease is cancelled at its cancel point even while
+// its renewal hangs.
+type scheduler struct {
+	lk      *Locker
+	mu      sync.Mutex
+	renewQ  queue
+	dlQ     queue
+	closed  bool
+	wake    chan struct{}
+	quit    chan struct{}
+	done    chan struct{}
+	batches sync.WaitGroup
+}
+
+func newScheduler(lk *Locker) *scheduler {
+	s := &scheduler{
+		lk:     lk,
+		renewQ: newRenewQueue(),
+		dlQ:    newDeadlineQueue(),
+		wake:   make(chan struct{}, 1),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go s.run()
+	return s
+}
+
+func (s *scheduler) signal() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// add starts renewing l. It reports false when the scheduler is closed; l is
+// then lost (reason closed).
+func (s *scheduler) add(l *Lease) bool {
+	s.mu.Lock()
+	if s.closed {
+		s.loseLocked(l, &LostError{Reason: LossClosed}, now())
+		s.mu.Unlock()
+		s.lk.afterLoss(l)
+		return false
+	}
+	s.renewQ.push(l)
+	s.dlQ.push(l)
+	first := s.renewQ.next() == l || s.dlQ.next() == l
+	s.mu.Unlock()
+	if first {
+		s.signal()
+	}
+	return true
+}
+
+// remove stops renewing l for Release; an active lease becomes RELEASED.
+func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state(l.state.Load()) == stateLost {
+		return l.lostAt, true
+	}
+	l.state.Store(int32(stateReleased))
+	s.renewQ.remove(l)
+	s.dlQ.remove(l)
+	return 0, false
+}
+
+// loseLocked turns an active lease LOST. The caller cancels its context and
+// reports it (afterLoss) once the mutex is released.
+func (s *scheduler) loseLocked(l *Lease, cause *LostError, at time.Duration) bool {
+	if state(l.state.Load()) != stateActive {
+		return false
+	}
+	l.loss.Store(cause)
+	l.lostAt = at
+	l.state.Store(int32(stateLost))
+	s.renewQ.remove(l)
+	s.dlQ.remove(l)
+	return true
+}
+
+func (s *scheduler) run() {
+	defer close(s.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		lost, batch, next := s.step()
+		for _, l := range lost {
+			s.lk.afterLoss(l)
+		}
+		for len(batch) > 0 {
+			chunk := batch[:min(len(batch), maxBatch)]
+			batch = batch[len(chunk):]
+			s.batches.Add(1)
+			go func() {
+				defer s.batches.Done()
+				s.lk.renew(chunk)
+			}()
+		}
+		timer.Reset(next - now())
+		select {
+		case <-timer.C:
+		case <-s.wake:
+		case <-s.quit:
+			return
+		}
+	}
+}
+
+// step ends the leases whose cancel point has come, takes the renewals that
+// are due, and returns when to look again.
+func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now()
+	for l := s.dlQ.next(); l != nil && time.Duration(l.cancelAt.Load()) <= t; l = s.dlQ.next() {
+		reason := LossDeadline
+		if l.maxHold > 0 && t >= l.maxHold {
+			reason = LossMaxHold
+		}
+		s.loseLocked(l, &LostError{Reason: reason}, t)
+		lost = append(lost, l)
+	}
+	if l := s.renewQ.next(); l != nil && l.renewAt <= t {
+		for ; l != nil && l.renewAt <= t+l.set.renewSlack; l = s.renewQ.next() {
+			s.renewQ.remove(l)
+			batch = append(batch, l)
+		}
+	}
+	next = t + time.Hour
+	if l := s.renewQ.next(); l != nil {
+		next = min(next, l.renewAt)
+	}
+	if l := s.dlQ.next(); l != nil {
+		next = min(next, time.Duration(l.cancelAt.Load()))
+	}
+	return lost, batch, next
+}
+
+// renewed applies one batch's replies: a confirmed renewal moves the cancel
+// point to sentAt + TTL − drift − safety and queues the next renewal; a
+// rejected or failed one loses the lease. Replies for leases that were lost
+// or released meanwhile change nothing.
+func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []RenewalResult, errs []error) (lost []*Lease) {
+	s.mu.Lock()
+	t := now()
+	for i, l := range batch {
+		if state(l.state.Load()) != stateActive {
+			continue
+		}
+		switch results[i] {
+		case Renewed:
+			at := sentAt + l.set.cancelAfter()
+			if l.maxHold > 0 {
+				at = min(at, l.maxHold)
+			}
+			if at > time.Duration(l.cancelAt.Load()) {
+				l.cancelAt.Store(int64(at))
+				s.dlQ.fix(l)
+			}
+			l.renewAt = sentAt + l.set.renewEvery
+			if l.maxHold == 0 || l.renewAt < l.maxHold {
+				s.renewQ.push(l)
+			}
+		case RenewalRejected:
+			s.loseLocked(l, &LostError{Reason: LossRenewalRejected}, t)
+			lost = append(lost, l)
+		default:
+			s.loseLocked(l, &LostError{Reason: LossRenewalUnknown, Err: errs[i]}, t)
+			lost = append(lost, l)
+		}
+	}
+	s.mu.Unlock()
+	s.signal()
+	return lost
+}
+
+// close stops the loop and loses every lease still held (their keys are left
+// to expire: the work may still be running). It waits for batches in flight.
+func (s *scheduler) close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.closed = true
+	var lost []*Lease
+	t := now()
+	for l := s.dlQ.next(); l != nil; l = s.dlQ.next() {
+		s.loseLocked(l, &LostError{Reason: LossClosed}, t)
+		lost = append(lost, l)
+	}
+	s.mu.Unlock()
+	close(s.quit)
+	<-s.done
+	for _, l := range lost {
+		s.lk.afterLoss(l)
+	}
+	s.batches.Wait()
+}

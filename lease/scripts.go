@@ -1,0 +1,60 @@
+package lease
+
+import (
+	"context"
+	_ "embed"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// One Lua script per operation, each run by EVALSHA with EVAL as the
+// fallback when the server answers NOSCRIPT (after a restart or a failover
+// the script cache is empty). KEYS are passed as KEYS so Cluster routes them.
+var (
+	//go:embed scripts/acquire.lua
+	acquireSrc string
+	//go:embed scripts/renew.lua
+	renewSrc string
+	//go:embed scripts/release.lua
+	releaseSrc string
+
+	acquireScript = redis.NewScript(acquireSrc)
+	renewScript   = redis.NewScript(renewSrc)
+	releaseScript = redis.NewScript(releaseSrc)
+)
+
+func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
+
+// scriptCall is one script invocation inside a pipeline.
+type scriptCall struct {
+	keys []string
+	args []any
+}
+
+// runPipelined sends all calls of one script in one pipeline (Cluster splits
+// it per node) and returns one command per call. Calls answered NOSCRIPT did
+// not run, so they are sent again with the script body; nothing that may
+// have run is ever sent twice.
+func runPipelined(ctx context.Context, c redis.UniversalClient, s *redis.Script, calls []scriptCall) []*redis.Cmd {
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := c.Pipeline()
+	for i, call := range calls {
+		cmds[i] = s.EvalSha(ctx, pipe, call.keys, call.args...)
+	}
+	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	var again []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) == 0 {
+		return cmds
+	}
+	pipe = c.Pipeline()
+	for _, i := range again {
+		cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	return cmds
+}
