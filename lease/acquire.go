@@ -86,6 +86,7 @@ func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *Ac
 		case r.acquired:
 			l := lk.newLease(ctx, set, key, lockKey, owner, r.fence, sentAt)
 			if !lk.sched.add(l) {
+				_ = l.Release(ctx) // closed meanwhile: free the key at once
 				return nil, ErrClosed
 			}
 			ev.Result, ev.Fence = Acquired, r.fence
@@ -163,8 +164,8 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, own
 	l.ctx, l.cancel = context.WithCancelCause(ctx)
 	cancelAt := sentAt + set.cancelAfter()
 	if set.maxHold > 0 {
-		l.maxHold = sentAt + set.maxHold
-		cancelAt = min(cancelAt, l.maxHold)
+		l.maxHoldAt = sentAt + set.maxHold
+		cancelAt = min(cancelAt, l.maxHoldAt)
 	}
 	l.cancelAt.Store(int64(cancelAt))
 	return l

@@ -269,11 +269,10 @@ func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
 	cause := waitDone(t, l, 5*time.Second)
 	assert.Equal(t, LossRenewalRejected, lossReason(t, cause))
 	assert.Zero(t, l.Remaining())
-	rec.read(func() {
-		require.Len(t, rec.losses, 1)
-		assert.Equal(t, LossRenewalRejected, rec.losses[0].Reason)
-		assert.Equal(t, l.Fence(), rec.losses[0].Fence)
-	})
+	losses, _ := rec.waitLosses(t, 1)
+	require.Len(t, losses, 1)
+	assert.Equal(t, LossRenewalRejected, losses[0].Reason)
+	assert.Equal(t, l.Fence(), losses[0].Fence)
 	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
 }
 
@@ -299,11 +298,10 @@ func testMaxHold(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, err)
 	cause := waitDone(t, l, 5*time.Second)
 	assert.Equal(t, LossMaxHold, lossReason(t, cause))
-	rec.read(func() {
-		require.Len(t, rec.losses, 1)
-		assert.GreaterOrEqual(t, rec.losses[0].Held, 250*time.Millisecond)
-		assert.Empty(t, rec.renewals, "no renewal is sent past the max hold")
-	})
+	losses, _ := rec.waitLosses(t, 1)
+	require.Len(t, losses, 1)
+	assert.GreaterOrEqual(t, losses[0].Held, 250*time.Millisecond)
+	rec.read(func() { assert.Empty(t, rec.renewals, "no renewal is sent past the max hold") })
 	require.NoError(t, l.Release(ctx), "the key is still ours: max hold ends the lease, not the key")
 }
 

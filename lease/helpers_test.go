@@ -120,6 +120,18 @@ func (r *recorder) waitResolution(t *testing.T) ResolutionEvent {
 	return ev
 }
 
+// waitLosses waits until n losses were reported and returns them with
+// their instants. (A lease's context is cancelled before its loss is
+// reported, so Done alone does not mean the hook has run.)
+func (r *recorder) waitLosses(t *testing.T, n int) (losses []LossEvent, at []time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		r.read(func() { losses, at = append([]LossEvent(nil), r.losses...), append([]time.Duration(nil), r.lostAt...) })
+		return len(losses) >= n
+	}, 10*time.Second, 2*time.Millisecond, "want %d losses reported", n)
+	return losses, at
+}
+
 // waitDone waits for the lease's context to end and returns its cause.
 func waitDone(t *testing.T, l *Lease, within time.Duration) error {
 	t.Helper()

@@ -17,17 +17,17 @@ const (
 
 // Lease is one held lease. Its methods are safe for concurrent use.
 type Lease struct {
-	locker   *Locker
-	set      *settings
-	key      string
-	keys     []string // {lock key}: the renew and release scripts' KEYS
-	owner    string
-	fence    int64
-	sentAt   time.Duration // when the acquire that took it was sent
-	maxHold  time.Duration // instant at which max_hold ends it; 0 for none
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	renewArg []any // renew script ARGV, built once
+	locker    *Locker
+	set       *settings
+	key       string
+	keys      []string // {lock key}: the renew and release scripts' KEYS
+	owner     string
+	fence     int64
+	sentAt    time.Duration // when the acquire that took it was sent
+	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	renewArg  []any // renew script ARGV, built once
 
 	state     atomic.Int32
 	cancelAt  atomic.Int64 // instant: cancelled then unless a renewal is confirmed first

@@ -135,7 +135,7 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 	t := now()
 	for l := s.dlQ.next(); l != nil && time.Duration(l.cancelAt.Load()) <= t; l = s.dlQ.next() {
 		reason := LossDeadline
-		if l.maxHold > 0 && t >= l.maxHold {
+		if l.maxHoldAt > 0 && t >= l.maxHoldAt {
 			reason = LossMaxHold
 		}
 		s.loseLocked(l, &LostError{Reason: reason}, t)
@@ -171,15 +171,15 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []Rene
 		switch results[i] {
 		case Renewed:
 			at := sentAt + l.set.cancelAfter()
-			if l.maxHold > 0 {
-				at = min(at, l.maxHold)
+			if l.maxHoldAt > 0 {
+				at = min(at, l.maxHoldAt)
 			}
 			if at > time.Duration(l.cancelAt.Load()) {
 				l.cancelAt.Store(int64(at))
 				s.dlQ.fix(l)
 			}
 			l.renewAt = sentAt + l.set.renewEvery
-			if l.maxHold == 0 || l.renewAt < l.maxHold {
+			if l.maxHoldAt == 0 || l.renewAt < l.maxHoldAt {
 				s.renewQ.push(l)
 			}
 		case RenewalRejected:

@@ -1,0 +1,211 @@
+package faultproxy
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Bounds a dial to a target that is paused or gone; Close cancels it sooner.
+const dialTimeout = 5 * time.Second
+
+// Proxy forwards TCP connections from Addr to a target, subject to a Mode.
+type Proxy struct {
+	target string
+	ln     net.Listener
+	ctx    context.Context // cancelled by Close: aborts dials and delays
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine the proxy started
+
+	mu     sync.Mutex
+	mode   Mode
+	closed bool
+	links  map[*link]struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// link is one proxied connection: the accepted client side and the dialed
+// server side.
+type link struct{ client, server net.Conn }
+
+// Start listens on 127.0.0.1:0 in Pass mode and forwards every accepted
+// connection to target. The proxy is closed on t.Cleanup.
+func Start(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("faultproxy: listen: %v", err)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("faultproxy: close: %v", err)
+		}
+	})
+	return p
+}
+
+// Addr is the address clients should dial instead of the target's.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Set switches the mode for open and future connections. Switching to Reset
+// has closed every open connection by the time Set returns.
+func (p *Proxy) Set(m Mode) {
+	p.mu.Lock()
+	p.mode = m
+	var victims []*link
+	if m.kind == reset {
+		for l := range p.links {
+			victims = append(victims, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range victims {
+		l.reset()
+	}
+}
+
+// Close stops listening, closes every connection and waits for all of the
+// proxy's goroutines to end. It is safe to call more than once.
+func (p *Proxy) Close() error {
+	p.closeOnce.Do(func() {
+		p.mu.Lock()
+		p.closed = true
+		links := p.links
+		p.links = nil
+		p.mu.Unlock()
+		p.cancel()
+		p.closeErr = p.ln.Close()
+		for l := range links {
+			l.close()
+		}
+		p.wg.Wait()
+	})
+	return p.closeErr
+}
+
+func (p *Proxy) current() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+func (p *Proxy) accept() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return // only Close makes a loopback listener fail
+		}
+		p.wg.Add(1)
+		go p.serve(c)
+	}
+}
+
+func (p *Proxy) serve(client net.Conn) {
+	defer p.wg.Done()
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
+	server, err := d.DialContext(ctx, "tcp", p.target)
+	cancel()
+	if err != nil {
+		// The client sees what it would see without the proxy: a refused
+		// connection becomes a reset one.
+		resetConn(client)
+		return
+	}
+	l := &link{client: client, server: server}
+	// The mode is checked under the lock that Set holds, so a Set(Reset)
+	// racing with the dial cannot miss this connection.
+	p.mu.Lock()
+	ok := !p.closed && p.mode.kind != reset
+	if ok {
+		p.links[l] = struct{}{}
+	}
+	p.mu.Unlock()
+	if !ok {
+		l.reset()
+		return
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		p.pipe(l, server, client, true)
+	}()
+	p.pipe(l, client, server, false)
+	p.mu.Lock()
+	delete(p.links, l)
+	p.mu.Unlock()
+}
+
+// pipe copies src to dst chunk by chunk, consulting the mode for every
+// chunk so that Set takes effect on open connections. When either side ends,
+// it closes both, which also ends the pipe running the other way.
+func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
+	defer l.close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			switch m := p.current(); {
+			case m.kind == reset:
+				l.reset()
+				return
+			case m.kind == blackhole, m.kind == dropReplies && toClient:
+				// Read and discarded, so the sender never blocks on a full
+				// window and cannot tell anything is wrong.
+			default:
+				if m.kind == delay && !p.sleep(m.delay) {
+					return
+				}
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// sleep waits d unless the proxy closes first, so a long Delay cannot hold
+// Close up.
+func (p *Proxy) sleep(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-p.ctx.Done():
+		return false
+	}
+}
+
+func (l *link) close() {
+	_ = l.client.Close()
+	_ = l.server.Close()
+}
+
+func (l *link) reset() {
+	resetConn(l.client)
+	resetConn(l.server)
+}
+
+// resetConn closes c with an RST: with SO_LINGER 0 the kernel drops unsent
+// data and aborts the connection, so the peer's next read or write fails
+// with "connection reset" instead of seeing an orderly EOF.
+func resetConn(c net.Conn) {
+	if tcp, ok := c.(*net.TCPConn); ok {
+		_ = tcp.SetLinger(0)
+	}
+	_ = c.Close()
+}

@@ -1,0 +1,181 @@
+package faultproxy_test
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+const (
+	shortTimeout = 200 * time.Millisecond
+	waitFor      = 10 * time.Second
+	tick         = 10 * time.Millisecond
+)
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// setup returns a server, a proxy in front of it, and a client that reaches
+// the server only through the proxy. The client neither retries nor waits
+// long, so every injected fault shows up as exactly one error.
+func setup(t *testing.T, readTimeout time.Duration) (*redistest.Server, *faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	srv := redistest.Start(t)
+	p := faultproxy.Start(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{
+		Addr:          p.Addr(),
+		ReadTimeout:   readTimeout,
+		WriteTimeout:  readTimeout,
+		MaxRetries:    -1,
+		DialerRetries: 1,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return srv, p, c
+}
+
+func requireTimeout(t *testing.T, err error) {
+	t.Helper()
+	var netErr net.Error
+	require.ErrorAs(t, err, &netErr)
+	assert.True(t, netErr.Timeout(), "want a timeout, got %v", err)
+}
+
+func TestPassForwards(t *testing.T) {
+	t.Parallel()
+	srv, p, c := setup(t, 5*time.Second)
+	ctx := testContext(t)
+
+	host, _, err := net.SplitHostPort(p.Addr())
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", host)
+
+	require.NoError(t, c.Set(ctx, "k", "v", 0).Err())
+	v, err := srv.Do(ctx, "GET", "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", v)
+	got, err := c.Get(ctx, "k").Result()
+	require.NoError(t, err)
+	assert.Equal(t, "v", got)
+}
+
+func TestDropRepliesLosesTheReplyNotTheCommand(t *testing.T) {
+	t.Parallel()
+	srv, p, c := setup(t, shortTimeout)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err(), "warm a pooled connection so the switch hits an open one")
+
+	p.Set(faultproxy.DropReplies)
+	requireTimeout(t, c.Set(ctx, "k", "v", 0).Err())
+	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+		v, err := srv.Do(ctx, "GET", "k")
+		assert.NoError(c2, err)
+		assert.Equal(c2, "v", v)
+	}, waitFor, tick, "the command must have reached Redis")
+
+	p.Set(faultproxy.Pass)
+	// The timed-out connection was discarded by the client; a new one works.
+	assert.NoError(t, c.Ping(ctx).Err())
+}
+
+func TestBlackholeTimesOutAndDeliversNothing(t *testing.T) {
+	t.Parallel()
+	srv, p, c := setup(t, shortTimeout)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err())
+
+	p.Set(faultproxy.Blackhole)
+	requireTimeout(t, c.Set(ctx, "k", "v", 0).Err())
+	// Blackhole discards the command in the proxy itself, so by the time
+	// the client has timed out nothing is left in flight to reach Redis.
+	_, err := srv.Do(ctx, "GET", "k")
+	assert.ErrorIs(t, err, redis.Nil)
+
+	p.Set(faultproxy.Pass)
+	assert.NoError(t, c.Ping(ctx).Err())
+}
+
+func TestResetFailsFast(t *testing.T) {
+	t.Parallel()
+	const timeout = 5 * time.Second
+	_, p, c := setup(t, timeout)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err())
+
+	p.Set(faultproxy.Reset)
+	for _, name := range []string{"open connection", "new connection"} {
+		start := time.Now()
+		err := c.Ping(ctx).Err()
+		elapsed := time.Since(start)
+		require.Error(t, err, name)
+		// Far below the timeouts: the failure came from the reset, not
+		// from waiting.
+		assert.Less(t, elapsed, timeout/2, "%s: %v", name, err)
+	}
+
+	p.Set(faultproxy.Pass)
+	assert.NoError(t, c.Ping(ctx).Err())
+}
+
+func TestDelayAddsLatencyBothWays(t *testing.T) {
+	t.Parallel()
+	const d = 100 * time.Millisecond
+	_, p, c := setup(t, 5*time.Second)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err())
+
+	p.Set(faultproxy.Delay(d))
+	start := time.Now()
+	require.NoError(t, c.Ping(ctx).Err())
+	// Only a lower bound: a loaded machine may add any amount on top.
+	assert.GreaterOrEqual(t, time.Since(start), 2*d, "request and reply are each delayed")
+}
+
+func TestCloseEndsOpenConnections(t *testing.T) {
+	t.Parallel()
+	_, p, c := setup(t, 5*time.Second)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err())
+	p.Set(faultproxy.Delay(time.Hour))
+
+	// Close must not wait for the hour-long delay, and goleak in TestMain
+	// checks that nothing it started survives.
+	done := make(chan error, 1)
+	go func() { done <- c.Ping(ctx).Err() }()
+	require.NoError(t, p.Close())
+	select {
+	case err := <-done:
+		assert.Error(t, err)
+	case <-time.After(waitFor):
+		t.Fatal("a request stuck in the proxy did not fail after Close")
+	}
+	assert.NoError(t, p.Close(), "Close is idempotent")
+
+	_, err := net.DialTimeout("tcp", p.Addr(), time.Second)
+	assert.Error(t, err, "a closed proxy accepts nothing")
+}
+
+func TestModeString(t *testing.T) {
+	for _, tc := range []struct {
+		mode faultproxy.Mode
+		want string
+	}{
+		{faultproxy.Pass, "Pass"},
+		{faultproxy.DropReplies, "DropReplies"},
+		{faultproxy.Blackhole, "Blackhole"},
+		{faultproxy.Reset, "Reset"},
+		{faultproxy.Delay(time.Second), "Delay(1s)"},
+	} {
+		assert.Equal(t, tc.want, tc.mode.String())
+	}
+}

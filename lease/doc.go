@@ -1,0 +1,92 @@
+// Package lease holds fenced leases on Redis: mutual exclusion between the
+// replicas of a service that stays correct when a holder pauses, Redis
+// stalls, or a failover loses writes — and says so when it cannot know.
+//
+// # Lease, not lock
+//
+// A Redis lock is a lease: it proves exclusivity only while its TTL runs. A
+// holder can pause (GC, page fault, network stall) past the TTL while
+// another replica takes the key; when it resumes, it still writes. Owner
+// tokens stop it from deleting the other's key, not from writing. Renewal
+// lowers the odds of such an overlap; it cannot make them zero. So the
+// package does three things:
+//
+//  1. A lease whose renewal fails, times out or cannot be confirmed is LOST,
+//     at once and for good: its context is cancelled with a cause wrapping
+//     ErrLost. Cancellation happens at validity − safety margin, before Redis
+//     can expire the key, so the work has time to stop before anyone else
+//     can start.
+//  2. An acquire whose reply is lost or late is UNKNOWN (ErrUnknown), not
+//     "not acquired": the work must not run. The Locker releases the key
+//     conditionally, with the same owner token, and reports how that ended.
+//  3. Every lease carries a fencing token (Fence) that strictly increases per
+//     key. The resource written at the end rejects tokens older than the
+//     newest it accepted. Cancellation is not rollback; only this fence makes
+//     a late write harmless.
+//
+// # The protocol
+//
+// One Lua script per operation, one round trip each: acquire checks the key,
+// mints the fence and sets the key with PX ttl; renew and release compare the
+// owner token (128 random bits) before PEXPIRE or DEL. Keys are derived by
+// hashing the caller's key (see the key layout in keys.go): request input
+// never chooses a Redis Cluster slot, and long or binary keys cost the same.
+// The lock and fence keys share one hash tag, so the package works on a
+// single node, behind Sentinel and on Redis Cluster.
+//
+// One scheduler per Locker renews every lease at about TTL/3 in pipelined
+// batches (leases due within TTL/12 of each other share a pipeline), and
+// cancels each lease at its cancel point whether or not a renewal is in
+// flight: a stalled Redis delays replies, never the loss signal.
+//
+// # Timing and clocks
+//
+// All timing uses Go's monotonic clock. For a command sent at t_send and
+// confirmed, the key cannot expire in Redis before t_send + TTL (Redis starts
+// the TTL when the command arrives, after t_send). The lease counts as valid
+// until t_send + TTL − drift, with Redlock's drift allowance TTL/100 + 2ms for
+// clock-rate differences, and is cancelled a safety margin (default TTL/10)
+// earlier if no later renewal has been confirmed. Remaining reports the time
+// left until that cancel point.
+//
+// # Fencing tokens and their clock assumption
+//
+// A fence is max(last token for the key + 1, Redis server TIME in
+// microseconds). A plain INCR counter goes back to 1 when Redis restarts
+// without persistence and goes back by the missed increments when a replica
+// that lagged is promoted; the TIME term keeps tokens increasing through
+// both, as long as the clocks of the Redis servers agree to within the time a
+// restart or failover takes. This is Kleppmann's point about Redlock turned
+// into an explicit assumption: the lease alone gives no safety under clock
+// jumps or pauses, the fence checked by the resource does, and the fence
+// relies on server clocks only across a restart or failover, never during
+// normal operation (there the stored counter decides). Tokens are below 2^53,
+// exact in JSON and JavaScript.
+//
+// # Ambiguity, stated
+//
+//   - A retried acquire (go-redis retries a script whose reply was lost)
+//     finds its own owner token and returns the same fence: no second lock.
+//   - An unknown acquire's clean-up reports released (it had been acquired),
+//     absent, or unresolved (the key may stay held until its TTL runs out).
+//   - A release that finds the key gone or changed returns ErrNotHeld: the
+//     lease had already expired in Redis.
+//   - Commit (the final write) runs only while the lease is active and its
+//     remaining validity is above a hard margin, and reports commits made
+//     below a warning threshold as near_expiry.
+//
+// # Client settings
+//
+// For the client a Locker uses, set ContextTimeoutEnabled so that renewal
+// deadlines also bound socket reads; otherwise a renewal against a stalled
+// Redis waits for ReadTimeout (and MaxRetries retries), which was measured
+// here to double the time to notice the stall. The lease is cancelled at its
+// cancel point either way.
+//
+// # Observing
+//
+// Hooks report every acquire result, unknown resolution, renewal, loss,
+// commit and release, with the durations that matter (hold time, time from
+// loss to the end of the work). The telemetry package turns them into
+// OpenTelemetry metrics and spans.
+package lease

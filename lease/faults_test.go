@@ -1,0 +1,322 @@
+package lease
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// replyFault injects faults into a client's acquire and release scripts.
+type replyFault struct {
+	dropAcquireReply  atomic.Bool // the acquire reaches Redis, its reply is lost
+	failAcquireBefore atomic.Bool // the acquire fails before it is sent
+	failRelease       atomic.Bool // releases fail in transport
+	acquireSent       atomic.Int32
+}
+
+func (f *replyFault) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		switch {
+		case isScript(cmd, acquireScript, acquireSrc) && f.failAcquireBefore.Load():
+			cmd.SetErr(errTimeout)
+			return errTimeout
+		case isScript(cmd, acquireScript, acquireSrc) && f.dropAcquireReply.Load():
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+			f.acquireSent.Add(1)
+			cmd.SetErr(errTimeout)
+			return errTimeout
+		case isScript(cmd, releaseScript, releaseSrc) && f.failRelease.Load():
+			cmd.SetErr(errTimeout)
+			return errTimeout
+		}
+		return next(ctx, cmd)
+	}
+}
+func (f *replyFault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestUnknownAcquire(t *testing.T) {
+	bs := backends(t)
+	cases := []struct {
+		name  string
+		setup func(f *replyFault)
+		want  Resolution
+		held  bool // whether the key is still held after the clean-up
+	}{
+		{"reply lost, then released", func(f *replyFault) { f.dropAcquireReply.Store(true) }, ResolvedReleased, false},
+		{"never sent, absent", func(f *replyFault) { f.failAcquireBefore.Store(true) }, ResolvedAbsent, false},
+		{"reply lost and release failing, unresolved", func(f *replyFault) {
+			f.dropAcquireReply.Store(true)
+			f.failRelease.Store(true)
+		}, ResolvedUnresolved, true},
+	}
+	for _, b := range bs {
+		for _, tc := range cases {
+			t.Run(b.name+"/"+tc.name, func(t *testing.T) {
+				ctx := testCtx(t)
+				c := b.client(t)
+				fault := &replyFault{}
+				c.AddHook(fault)
+				tc.setup(fault)
+				rec := &recorder{}
+				lk := newLocker(t, c, rec.withHooks())
+				lockKey, _ := redisKeys(lk.set.namespace, "k")
+
+				ran := false
+				l, err := lk.Acquire(ctx, "k")
+				if err == nil {
+					ran = true // the work would run here
+					_ = l.Release(ctx)
+				}
+				require.ErrorIs(t, err, ErrUnknown)
+				require.ErrorIs(t, err, errTimeout, "the cause is kept")
+				var unknown *UnknownError
+				require.ErrorAs(t, err, &unknown)
+				assert.False(t, ran, "the work must not run on an unknown acquire")
+
+				ev := rec.waitResolution(t)
+				assert.Equal(t, tc.want, ev.Resolution)
+				assert.Equal(t, "k", ev.Key)
+				assert.EqualValues(t, map[bool]int64{true: 1, false: 0}[tc.held], b.client(t).Exists(ctx, lockKey).Val())
+				rec.read(func() {
+					require.Len(t, rec.acquires, 1)
+					assert.Equal(t, Unknown, rec.acquires[0].Result)
+				})
+			})
+		}
+	}
+}
+
+// TestUnknownAcquireThroughProxy loses real replies on the wire: the acquire
+// reaches Redis, the client times out. The clean-up through the same broken
+// path cannot resolve it, so the key stays held until its TTL runs out; the
+// next acquirer sees contention, never a second lock.
+func TestUnknownAcquireThroughProxy(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	proxy := faultproxy.Start(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	rec := &recorder{}
+	ttl := 2 * time.Second
+	lk := newLocker(t, c, WithTTL(ttl), WithReleaseTimeout(300*time.Millisecond), rec.withHooks())
+	warm, err := lk.Acquire(ctx, "warm") // loads the scripts through the proxy
+	require.NoError(t, err)
+	require.NoError(t, warm.Release(ctx))
+
+	proxy.Set(faultproxy.DropReplies)
+	_, err = lk.Acquire(ctx, "k")
+	require.ErrorIs(t, err, ErrUnknown)
+	assert.Equal(t, ResolvedUnresolved, rec.waitResolution(t).Resolution)
+
+	direct := srv.Client(t)
+	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	pttl := direct.PTTL(ctx, lockKey).Val()
+	assert.Positive(t, pttl, "the lost acquire did take the key")
+	assert.LessOrEqual(t, pttl, ttl, "and it expires by its TTL")
+
+	proxy.Set(faultproxy.Pass)
+	_, err = lk.Acquire(ctx, "k")
+	require.ErrorIs(t, err, ErrNotAcquired, "the orphaned key blocks, it is never taken twice")
+	l, err := lk.Acquire(ctx, "k", WithWait(3*ttl))
+	require.NoError(t, err, "the key frees itself after one TTL")
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestLossBeforeExpiryWhenRedisStalls SIGSTOPs the redis-server that holds
+// the key right after the acquire (on a single node, and the key's master in
+// a 3-master cluster). The lease must be cancelled before the key could have
+// expired in Redis: strictly before the acquire's send time + TTL on the
+// monotonic clock.
+func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
+	type target struct {
+		client func(ctxBounds bool) redis.UniversalClient
+		server func(c redis.UniversalClient, lockKey string) *redistest.Server
+	}
+	targets := map[string]func(t *testing.T) target{
+		"single": func(t *testing.T) target {
+			srv := redistest.Start(t)
+			return target{
+				client: func(b bool) redis.UniversalClient {
+					return srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = b })
+				},
+				server: func(redis.UniversalClient, string) *redistest.Server { return srv },
+			}
+		},
+		"cluster": func(t *testing.T) target {
+			cluster := redistest.StartCluster(t, 3)
+			return target{
+				client: func(b bool) redis.UniversalClient {
+					return cluster.Client(t, func(o *redis.ClusterOptions) { o.ContextTimeoutEnabled = b })
+				},
+				server: func(c redis.UniversalClient, lockKey string) *redistest.Server {
+					master, err := c.(*redis.ClusterClient).MasterForKey(context.Background(), lockKey)
+					require.NoError(t, err)
+					for _, n := range cluster.Nodes() {
+						if n.Addr() == master.Options().Addr {
+							return n
+						}
+					}
+					t.Fatalf("no node serves %s", master.Options().Addr)
+					return nil
+				},
+			}
+		},
+	}
+	for _, backend := range []string{"single", "cluster"} {
+		tgt := targets[backend](t)
+		for _, tc := range []struct {
+			name      string
+			ctxBounds bool // go-redis ContextTimeoutEnabled
+			want      LossReason
+		}{
+			// The renewal's deadline ends the read: the renewal fails first.
+			{"context deadline bounds the read", true, LossRenewalUnknown},
+			// go-redis ignores the deadline and waits ReadTimeout (3s): the
+			// cancel point comes first and ends the lease anyway.
+			{"read outlives the deadline", false, LossDeadline},
+		} {
+			t.Run(backend+"/"+tc.name, func(t *testing.T) {
+				ctx := testCtx(t)
+				c := tgt.client(tc.ctxBounds)
+				rec := &recorder{}
+				ttl := time.Second
+				lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+				l, err := lk.Acquire(ctx, "stall")
+				require.NoError(t, err)
+				lockKey, _ := redisKeys(lk.set.namespace, "stall")
+				srv := tgt.server(c, lockKey)
+				require.NoError(t, srv.Pause())
+				t.Cleanup(func() { _ = srv.Resume() })
+
+				cause := waitDone(t, l, 5*time.Second)
+				assert.Equal(t, tc.want, lossReason(t, cause))
+				// The hook runs just after the cancel: its instant bounds the
+				// cancel from above.
+				_, at := rec.waitLosses(t, 1)
+				require.Len(t, at, 1)
+				lostAt := at[0]
+				expiry := l.sentAt + ttl
+				assert.Less(t, lostAt, expiry, "cancelled %v before the earliest expiry", expiry-lostAt)
+				assert.GreaterOrEqual(t, expiry-lostAt, lk.set.safety/2, "the work gets about the safety margin to stop")
+
+				// Redis comes back: a lost lease stays lost, nothing renews it.
+				require.NoError(t, srv.Resume())
+				time.Sleep(2 * lk.set.renewEvery)
+				assert.ErrorIs(t, l.Err(), ErrLost)
+				assert.Zero(t, l.Remaining())
+				require.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return nil }), ErrLost)
+				rec.read(func() { assert.Len(t, rec.losses, 1) })
+				_ = l.Release(ctx)
+			})
+		}
+	}
+}
+
+// TestFenceSurvivesRestartWithoutPersistence: kill -9 and an empty restart
+// reset an INCR counter to 1; the fence stays above every earlier one.
+func TestFenceSurvivesRestartWithoutPersistence(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c)
+	var last int64
+	for i := 0; i < 5; i++ {
+		l, err := lk.Acquire(ctx, "k")
+		require.NoError(t, err)
+		last = l.Fence()
+		require.NoError(t, l.Release(ctx))
+	}
+	require.NoError(t, srv.Kill())
+	require.NoError(t, srv.Restart())
+	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	require.EqualValues(t, 0, c.Exists(ctx, fenceKey).Val(), "the restart lost the fence record")
+
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	assert.Greater(t, l.Fence(), last)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestFenceSurvivesPromotionOfStaleReplica: the replica misses the last
+// acquires, is promoted, and still mints a larger fence than any the old
+// primary handed out.
+func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
+	ctx := testCtx(t)
+	primary := redistest.Start(t)
+	replica := redistest.Start(t)
+	require.NoError(t, replica.ReplicaOf(primary))
+	ns := testNamespace(t)
+
+	onPrimary := newLocker(t, primary.Client(t), WithNamespace(ns))
+	l, err := onPrimary.Acquire(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	_, fenceKey := redisKeys(ns, "k")
+	require.Eventually(t, func() bool {
+		v, _ := replica.Client(t).Get(ctx, fenceKey).Int64()
+		return v == l.Fence()
+	}, 5*time.Second, 5*time.Millisecond, "replica never saw the first fence")
+
+	require.NoError(t, replica.StopReplication())
+	var last int64
+	for i := 0; i < 5; i++ {
+		l, err := onPrimary.Acquire(ctx, "k")
+		require.NoError(t, err)
+		last = l.Fence()
+		require.NoError(t, l.Release(ctx))
+	}
+	stale, err := replica.Client(t).Get(ctx, fenceKey).Int64()
+	require.NoError(t, err)
+	require.Less(t, stale, last, "the replica must have missed the last acquires")
+
+	require.NoError(t, replica.Promote())
+	onReplica := newLocker(t, replica.Client(t), WithNamespace(ns))
+	l, err = onReplica.Acquire(ctx, "k")
+	require.NoError(t, err)
+	assert.Greater(t, l.Fence(), last, "stale record %d + 1 would not do; the fence must pass %d", stale, last)
+	require.NoError(t, l.Release(ctx))
+}
+
+func TestReplicationAck(t *testing.T) {
+	ctx := testCtx(t)
+	primary := redistest.Start(t)
+	replica := redistest.Start(t)
+	require.NoError(t, replica.ReplicaOf(primary))
+	rec := &recorder{}
+	lk := newLocker(t, primary.Client(t), WithReplicationAck(1, 300*time.Millisecond), rec.withHooks())
+
+	l, err := lk.Acquire(ctx, "acked")
+	require.NoError(t, err, "one replica is connected and acknowledges")
+	require.NoError(t, l.Release(ctx))
+
+	require.NoError(t, replica.Pause())
+	t.Cleanup(func() { _ = replica.Resume() })
+	_, err = lk.Acquire(ctx, "unacked")
+	require.ErrorIs(t, err, ErrUnknown, "too few acknowledgements is an unknown acquire")
+	assert.Contains(t, err.Error(), "0 of 1 replicas")
+	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution, "the unacknowledged lock is released")
+}
+
+func TestClusterReplicationAckGoesToTheKeysMaster(t *testing.T) {
+	ctx := testCtx(t)
+	cluster := redistest.StartCluster(t, 3)
+	lk := newLocker(t, cluster.Client(t), WithReplicationAck(1, 100*time.Millisecond))
+	// No replicas in this cluster: WAIT must run on the key's master (not a
+	// random node) and report zero, which makes the acquire unknown.
+	_, err := lk.Acquire(ctx, "k")
+	require.ErrorIs(t, err, ErrUnknown)
+	assert.Contains(t, err.Error(), "0 of 1 replicas")
+}
