@@ -119,26 +119,22 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 
 func testFenceIncreasesAcrossReleases(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
-	var last int64
-	for i := 0; i < 20; i++ {
-		l, err := lk.Acquire(ctx, "seq")
-		require.NoError(t, err)
-		require.Greater(t, l.Fence(), last)
-		last = l.Fence()
-		require.NoError(t, l.Release(ctx))
-	}
+	acquireReleaseN(ctx, t, newLocker(t, c), "seq", 20)
 }
 
 func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithTTL(50*time.Millisecond))
+	// A short TTL, and a round trip allowed to take longer than TTL/5 on a
+	// loaded machine.
+	lk := newLocker(t, c, WithTTL(50*time.Millisecond), WithAcquireTimeout(5*time.Second))
 	lockKey, fenceKey := redisKeys(lk.set.namespace, "expiry")
 	first := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	require.NoError(t, first.err)
 	require.True(t, first.acquired)
 	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 },
 		5*time.Second, 5*time.Millisecond, "lock key never expired")
 	second := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-b")
+	require.NoError(t, second.err)
 	require.True(t, second.acquired)
 	assert.Greater(t, second.fence, first.fence)
 }
@@ -194,7 +190,7 @@ func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
 func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	rec := &recorder{}
-	ttl := 300 * time.Millisecond
+	ttl := 500 * time.Millisecond
 	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
 	l, err := lk.Acquire(ctx, "long")
 	require.NoError(t, err)

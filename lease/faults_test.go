@@ -199,6 +199,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				lockKey, _ := redisKeys(lk.set.namespace, "stall")
 				srv := tgt.server(c, lockKey)
 				require.NoError(t, srv.Pause())
+				stalledAt := now()
 				t.Cleanup(func() { _ = srv.Resume() })
 
 				cause := waitDone(t, l, 5*time.Second)
@@ -209,6 +210,8 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				require.Len(t, at, 1)
 				lostAt := at[0]
 				expiry := l.sentAt + ttl
+				t.Logf("stalled at %v after the acquire was sent; lease cancelled %v before the key could expire",
+					stalledAt-l.sentAt, expiry-lostAt)
 				assert.Less(t, lostAt, expiry, "cancelled %v before the earliest expiry", expiry-lostAt)
 				assert.GreaterOrEqual(t, expiry-lostAt, lk.set.safety/2, "the work gets about the safety margin to stop")
 
@@ -232,13 +235,7 @@ func TestFenceSurvivesRestartWithoutPersistence(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	lk := newLocker(t, c)
-	var last int64
-	for i := 0; i < 5; i++ {
-		l, err := lk.Acquire(ctx, "k")
-		require.NoError(t, err)
-		last = l.Fence()
-		require.NoError(t, l.Release(ctx))
-	}
+	last := acquireReleaseN(ctx, t, lk, "k", 5)
 	require.NoError(t, srv.Kill())
 	require.NoError(t, srv.Restart())
 	_, fenceKey := redisKeys(lk.set.namespace, "k")
@@ -265,25 +262,20 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 	_, fenceKey := redisKeys(ns, "k")
+	replicaClient := replica.Client(t)
 	require.Eventually(t, func() bool {
-		v, _ := replica.Client(t).Get(ctx, fenceKey).Int64()
+		v, _ := replicaClient.Get(ctx, fenceKey).Int64()
 		return v == l.Fence()
 	}, 5*time.Second, 5*time.Millisecond, "replica never saw the first fence")
 
 	require.NoError(t, replica.StopReplication())
-	var last int64
-	for i := 0; i < 5; i++ {
-		l, err := onPrimary.Acquire(ctx, "k")
-		require.NoError(t, err)
-		last = l.Fence()
-		require.NoError(t, l.Release(ctx))
-	}
-	stale, err := replica.Client(t).Get(ctx, fenceKey).Int64()
+	last := acquireReleaseN(ctx, t, onPrimary, "k", 5)
+	stale, err := replicaClient.Get(ctx, fenceKey).Int64()
 	require.NoError(t, err)
 	require.Less(t, stale, last, "the replica must have missed the last acquires")
 
 	require.NoError(t, replica.Promote())
-	onReplica := newLocker(t, replica.Client(t), WithNamespace(ns))
+	onReplica := newLocker(t, replicaClient, WithNamespace(ns))
 	l, err = onReplica.Acquire(ctx, "k")
 	require.NoError(t, err)
 	assert.Greater(t, l.Fence(), last, "stale record %d + 1 would not do; the fence must pass %d", stale, last)

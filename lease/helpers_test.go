@@ -194,3 +194,18 @@ func isScript(cmd redis.Cmder, s *redis.Script, src string) bool {
 
 // errTimeout stands for a reply that never came.
 var errTimeout = fmt.Errorf("read tcp 127.0.0.1: i/o timeout: %w", os.ErrDeadlineExceeded)
+
+// acquireReleaseN takes and releases key n times, checks that every fence
+// is larger than the one before, and returns the last.
+func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, n int) int64 {
+	t.Helper()
+	var last int64
+	for range n {
+		l, err := lk.Acquire(ctx, key)
+		require.NoError(t, err)
+		require.Greater(t, l.Fence(), last)
+		last = l.Fence()
+		require.NoError(t, l.Release(ctx))
+	}
+	return last
+}

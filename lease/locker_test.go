@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
@@ -72,12 +73,16 @@ func TestDefaultsScaleWithTTL(t *testing.T) {
 func TestCloseLosesHeldLeasesAndRefusesAcquire(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
+	c := srv.Client(t)
+	require.NoError(t, c.Ping(ctx).Err())
+	baseline := goleak.IgnoreCurrent()
 	rec := &recorder{}
-	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), rec.withHooks())
+	lk := NewLocker(c, WithNamespace(testNamespace(t)), rec.withHooks())
 	l, err := lk.Acquire(ctx, "held")
 	require.NoError(t, err)
 
 	require.NoError(t, lk.Close())
+	goleak.VerifyNone(t, baseline) // nothing of the Locker's outlives Close
 	assert.Equal(t, LossClosed, lossReason(t, context.Cause(l.Context())))
 	_, err = lk.Acquire(ctx, "other")
 	require.ErrorIs(t, err, ErrClosed)
