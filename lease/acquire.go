@@ -19,12 +19,16 @@ var errLateReply = errors.New("acquire reply arrived after the lease's cancel po
 //
 //   - ErrNotAcquired (*NotAcquiredError with the holder's remaining TTL):
 //     another owner holds it, also after the optional wait (WithWait).
-//   - ErrUnknown (*UnknownError): the acquire may have taken effect (timeout,
-//     transport error, lost or late reply, too few replica acks). The work
-//     must not run. The Locker releases the key conditionally in the
-//     background and reports the Resolution through Hooks.UnknownResolved.
-//   - any other error: a definite failure (a Redis error reply, an invalid
-//     option or key, ErrClosed, ctx already done).
+//   - ErrUnknown (*UnknownError): the acquire may have taken effect. Any
+//     error once the script may have been sent counts: a timeout, a
+//     transport error, a lost or late reply, too few replica acks, and also
+//     a Redis error reply, because go-redis retries (MaxRetries) and the
+//     last attempt's error says nothing about whether an earlier attempt
+//     ran. The work must not run. The Locker releases the key conditionally
+//     in the background and reports the Resolution through
+//     Hooks.UnknownResolved.
+//   - any other error: nothing was sent (an invalid option or key,
+//     ErrClosed, ctx already done).
 //
 // One round trip: one script checks the lock, mints the fencing token and
 // sets the key with its TTL. The lease's context derives from ctx: cancel ctx
@@ -34,7 +38,7 @@ var errLateReply = errors.New("acquire reply arrived after the lease's cancel po
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	set := lk.set
 	if len(opts) > 0 {
-		s, err := applyOptions(lk.set.config, opts)
+		s, err := withOptions(lk.cfg, opts).settings()
 		if err != nil {
 			lk.reportAcquire(ctx, lk.set, AcquireEvent{Name: lk.set.name, Key: key, Result: Failed, Err: err})
 			return nil, err
@@ -74,8 +78,6 @@ func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *Ac
 		sentAt := now()
 		r := lk.attempt(ctx, set, lockKey, fenceKey, owner)
 		switch {
-		case r.err != nil && !r.acquired && definite(r.err):
-			return nil, fmt.Errorf("lease: acquire %q: %w", key, r.err)
 		case r.err == nil && r.acquired && sentAt+set.cancelAfter() <= now():
 			r.err = errLateReply
 			fallthrough
@@ -84,7 +86,7 @@ func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *Ac
 			lk.resolveUnknown(ctx, set, key, lockKey, owner)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, owner, r.fence, sentAt)
+			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, r.fence, sentAt)
 			if !lk.sched.add(l) {
 				_ = l.Release(ctx) // closed meanwhile: free the key at once
 				return nil, ErrClosed
@@ -114,7 +116,11 @@ type attemptResult struct {
 }
 
 func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey, fenceKey, owner string) attemptResult {
-	ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
+	timeout := set.acquireTimeout
+	if set.ackReplicas > 0 {
+		timeout += set.ackTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	keys := []string{lockKey, fenceKey}
 	args := []any{owner, set.ttlMs, set.retentionMs}
@@ -139,24 +145,16 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }
 
-// definite reports whether err is a definite answer from Redis (an error
-// reply: the script did not take the lock) or a failure before anything was
-// sent, rather than an ambiguous timeout or transport error.
-func definite(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrClosed)
-}
-
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, owner string, fence int64, sentAt time.Duration) *Lease {
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fenceKey, owner string, fence int64, sentAt time.Duration) *Lease {
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
-		keys:        []string{lockKey},
+		keys:        []string{lockKey, fenceKey},
 		owner:       owner,
 		fence:       fence,
 		sentAt:      sentAt,
-		renewArg:    []any{owner, set.ttlMs},
+		renewArg:    []any{owner, set.ttlMs, set.retentionMs},
 		renewAt:     sentAt + set.renewEvery,
 		renewIdx:    -1,
 		deadlineIdx: -1,
@@ -197,8 +195,8 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 // sleeps past the moment the key expires anyway.
 func backoff(set *settings, attempt int, holderTTL time.Duration) time.Duration {
 	ceiling := set.backoffMax
-	if attempt < 32 {
-		ceiling = min(ceiling, set.backoffMin<<attempt)
+	if attempt < 62 && set.backoffMin <= ceiling>>attempt {
+		ceiling = set.backoffMin << attempt // no overflow: below backoffMax
 	}
 	if holderTTL > 0 {
 		ceiling = min(ceiling, holderTTL+time.Millisecond)

@@ -2,13 +2,20 @@ package lease
 
 import "time"
 
-// Every lease timing is measured on Go's monotonic clock, never the wall
-// clock: a wall-clock step (NTP, a VM resume) must not stretch a lease. An
-// instant is the monotonic time since the package's epoch.
-var epoch = time.Now()
+// Every lease timing is measured on a clock that only moves forward at a
+// steady rate, never on the wall clock: a wall-clock step (NTP, an operator)
+// must not stretch or shrink a lease. On Linux that clock is CLOCK_BOOTTIME,
+// because Go's monotonic clock (CLOCK_MONOTONIC) stops while the system is
+// suspended: a host that sleeps through a TTL must find its lease past its
+// cancel point on waking, not valid for most of another TTL. Elsewhere it is
+// Go's monotonic clock. A stop the guest kernel is not told about (a frozen
+// VM) stops both clocks; only the fence protects against that, as against
+// any pause.
+//
+// An instant is the time since the package's epoch on that clock.
+var epoch = clockNow()
 
-func now() time.Duration { return time.Since(epoch) }
+func now() time.Duration { return clockNow() - epoch }
 
-// wallTime turns an instant into a time.Time that keeps the monotonic
-// reading, for context deadlines.
-func wallTime(at time.Duration) time.Time { return epoch.Add(at) }
+// wallTime turns an instant into a time.Time for a context deadline.
+func wallTime(at time.Duration) time.Time { return time.Now().Add(at - now()) }

@@ -6,8 +6,8 @@ import (
 )
 
 // Commit runs fn, the final write of the protected work, with the lease's
-// fencing token, but only if the lease is active and the validity left is at
-// least the hard margin (WithCommitMargins). Otherwise it refuses: with the
+// fencing token, but only if the lease is active and the validity left is
+// above the hard margin (WithCommitMargins). Otherwise it refuses: with the
 // loss (errors.Is ErrLost) after a loss, ErrReleased after Release, and
 // ErrExpiring below the hard margin. A commit that runs below the warning
 // threshold is reported as near_expiry.
@@ -24,7 +24,7 @@ func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, fence i
 	switch err := l.Err(); {
 	case err != nil:
 		ev.Outcome, ev.Err = CommitRefused, err
-	case rem < l.set.commitHard:
+	case rem <= l.set.commitHard: // rem is 0 past the cancel point, even before the scheduler marks the loss
 		ev.Outcome, ev.Err = CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
 	case rem < l.set.commitWarn:
 		ev.Outcome = CommitNearExpiry

@@ -41,7 +41,9 @@
 //
 // # Timing and clocks
 //
-// All timing uses Go's monotonic clock. For a command sent at t_send and
+// All timing uses a clock that never jumps: CLOCK_BOOTTIME on Linux (it keeps
+// running through a system suspend, unlike Go's monotonic clock), Go's
+// monotonic clock elsewhere. For a command sent at t_send and
 // confirmed, the key cannot expire in Redis before t_send + TTL (Redis starts
 // the TTL when the command arrives, after t_send). The lease counts as valid
 // until t_send + TTL − drift, with Redlock's drift allowance TTL/100 + 2ms for
@@ -75,13 +77,21 @@
 //     remaining validity is above a hard margin, and reports commits made
 //     below a warning threshold as near_expiry.
 //
-// # Client settings
+// # Redis and client settings
+//
+// Redis 5 or later (the acquire script reads TIME before it writes, which
+// needs effects replication, the default since 5.0). The server must not
+// evict lock keys: use maxmemory-policy noeviction (a volatile-* policy may
+// evict a held lock and let a second holder in).
 //
 // For the client a Locker uses, set ContextTimeoutEnabled so that renewal
 // deadlines also bound socket reads; otherwise a renewal against a stalled
 // Redis waits for ReadTimeout (and MaxRetries retries), which was measured
 // here to double the time to notice the stall. The lease is cancelled at its
 // cancel point either way.
+//
+// Hooks run on the Locker's goroutines and must not block; Close waits for
+// them, so a hook that wants to shut down calls go locker.Close().
 //
 // # Observing
 //

@@ -42,7 +42,7 @@ type NotAcquiredError struct {
 }
 
 func (e *NotAcquiredError) Error() string {
-	return fmt.Sprintf("lease: not acquired: %q held by another owner for %v more", e.Key, e.HolderTTL)
+	return fmt.Sprintf("lease: not acquired: %q held by another owner for %v more", shortKey(e.Key), e.HolderTTL)
 }
 
 // Unwrap makes errors.Is(err, ErrNotAcquired) hold.
@@ -59,7 +59,7 @@ type UnknownError struct {
 }
 
 func (e *UnknownError) Error() string {
-	return fmt.Sprintf("lease: acquire result unknown for %q: %v", e.Key, e.Err)
+	return fmt.Sprintf("lease: acquire result unknown for %q: %v", shortKey(e.Key), e.Err)
 }
 
 // Unwrap makes errors.Is match both ErrUnknown and the underlying cause.
@@ -82,6 +82,16 @@ func (e *LostError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrLost) hold.
 func (e *LostError) Unwrap() error { return ErrLost }
+
+// shortKey bounds a caller key for error messages: keys are request input
+// and may be megabytes long.
+func shortKey(key string) string {
+	const limit = 64
+	if len(key) <= limit {
+		return key
+	}
+	return key[:limit] + "…"
+}
 
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)

@@ -16,10 +16,11 @@ import (
 
 // replyFault injects faults into a client's acquire and release scripts.
 type replyFault struct {
-	dropAcquireReply  atomic.Bool // the acquire reaches Redis, its reply is lost
-	failAcquireBefore atomic.Bool // the acquire fails before it is sent
-	failRelease       atomic.Bool // releases fail in transport
-	acquireSent       atomic.Int32
+	dropAcquireReply   atomic.Bool // the acquire reaches Redis, its reply is lost
+	failAcquireBefore  atomic.Bool // the acquire fails before it is sent
+	failRelease        atomic.Bool // releases fail in transport
+	errorReplyAfterRun atomic.Bool // the acquire runs, the client gets an error reply
+	acquireSent        atomic.Int32
 }
 
 func (f *replyFault) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -36,6 +37,12 @@ func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			f.acquireSent.Add(1)
 			cmd.SetErr(errTimeout)
 			return errTimeout
+		case isScript(cmd, acquireScript, acquireSrc) && f.errorReplyAfterRun.Load():
+			if err := next(ctx, cmd); err != nil {
+				return err
+			}
+			cmd.SetErr(masterDown{})
+			return masterDown{}
 		case isScript(cmd, releaseScript, releaseSrc) && f.failRelease.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
@@ -47,20 +54,30 @@ func (f *replyFault) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return next
 }
 
+// masterDown is a Redis error reply, as a retried command may get.
+type masterDown struct{}
+
+func (masterDown) Error() string { return "MASTERDOWN Link with MASTER is down" }
+func (masterDown) RedisError()   {}
+
 func TestUnknownAcquire(t *testing.T) {
 	bs := backends(t)
 	cases := []struct {
 		name  string
 		setup func(f *replyFault)
 		want  Resolution
-		held  bool // whether the key is still held after the clean-up
+		held  bool  // whether the key is still held after the clean-up
+		cause error // the error behind the unknown result
 	}{
-		{"reply lost, then released", func(f *replyFault) { f.dropAcquireReply.Store(true) }, ResolvedReleased, false},
-		{"never sent, absent", func(f *replyFault) { f.failAcquireBefore.Store(true) }, ResolvedAbsent, false},
+		{"reply lost, then released", func(f *replyFault) { f.dropAcquireReply.Store(true) }, ResolvedReleased, false, errTimeout},
+		{"never sent, absent", func(f *replyFault) { f.failAcquireBefore.Store(true) }, ResolvedAbsent, false, errTimeout},
+		// go-redis retries: the first attempt ran, a retry got an error reply.
+		// The error reply must not pass for a definite "not acquired".
+		{"ran, then an error reply, released", func(f *replyFault) { f.errorReplyAfterRun.Store(true) }, ResolvedReleased, false, masterDown{}},
 		{"reply lost and release failing, unresolved", func(f *replyFault) {
 			f.dropAcquireReply.Store(true)
 			f.failRelease.Store(true)
-		}, ResolvedUnresolved, true},
+		}, ResolvedUnresolved, true, errTimeout},
 	}
 	for _, b := range bs {
 		for _, tc := range cases {
@@ -81,7 +98,7 @@ func TestUnknownAcquire(t *testing.T) {
 					_ = l.Release(ctx)
 				}
 				require.ErrorIs(t, err, ErrUnknown)
-				require.ErrorIs(t, err, errTimeout, "the cause is kept")
+				require.ErrorIs(t, err, tc.cause, "the cause is kept")
 				var unknown *UnknownError
 				require.ErrorAs(t, err, &unknown)
 				assert.False(t, ran, "the work must not run on an unknown acquire")
@@ -100,9 +117,11 @@ func TestUnknownAcquire(t *testing.T) {
 }
 
 // TestUnknownAcquireThroughProxy loses real replies on the wire: the acquire
-// reaches Redis, the client times out. The clean-up through the same broken
-// path cannot resolve it, so the key stays held until its TTL runs out; the
-// next acquirer sees contention, never a second lock.
+// reaches Redis, the client times out. go-redis discards the timed-out
+// connection, so the clean-up dials a new one, whose handshake reply is
+// dropped too: the release never reaches Redis and the resolution is
+// unresolved. The key stays held until its TTL runs out; the next acquirer
+// sees contention, never a second lock.
 func TestUnknownAcquireThroughProxy(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)

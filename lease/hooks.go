@@ -52,8 +52,8 @@ const (
 	// LossRenewalRejected: a renewal found the key gone or owned by another
 	// token (deleted or overwritten outside lockwatch, or expired and taken).
 	LossRenewalRejected LossReason = "renewal_rejected"
-	// LossRenewalUnknown: a renewal timed out or failed in transport. It is
-	// never retried into success: the lease cannot be proven held.
+	// LossRenewalUnknown: a renewal timed out or failed in transport. The
+	// lease cannot be proven held, and lockwatch never renews it again.
 	LossRenewalUnknown LossReason = "renewal_unknown"
 	// LossDeadline: the cancel point (validity minus the safety margin) came
 	// without a confirmed renewal, e.g. while a renewal was still in flight.
@@ -96,6 +96,31 @@ type Hooks struct {
 	Lost            func(context.Context, LossEvent)
 	CommitDone      func(context.Context, CommitEvent)
 	ReleaseDone     func(context.Context, ReleaseEvent)
+}
+
+// join returns hooks that call h's, then o's.
+func (h Hooks) join(o Hooks) Hooks {
+	return Hooks{
+		AcquireDone:     join(h.AcquireDone, o.AcquireDone),
+		UnknownResolved: join(h.UnknownResolved, o.UnknownResolved),
+		RenewalDone:     join(h.RenewalDone, o.RenewalDone),
+		Lost:            join(h.Lost, o.Lost),
+		CommitDone:      join(h.CommitDone, o.CommitDone),
+		ReleaseDone:     join(h.ReleaseDone, o.ReleaseDone),
+	}
+}
+
+func join[E any](a, b func(context.Context, E)) func(context.Context, E) {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	return func(ctx context.Context, e E) {
+		a(ctx, e)
+		b(ctx, e)
+	}
 }
 
 // AcquireEvent describes one Acquire call, after its last attempt.

@@ -20,7 +20,7 @@ type Lease struct {
 	locker    *Locker
 	set       *settings
 	key       string
-	keys      []string // {lock key}: the renew and release scripts' KEYS
+	keys      []string // {lock key, fence key}: the renew script's KEYS
 	owner     string
 	fence     int64
 	sentAt    time.Duration // when the acquire that took it was sent
@@ -72,7 +72,8 @@ func (l *Lease) Remaining() time.Duration {
 }
 
 // Err returns nil while the lease is active, its *LostError once lost, and
-// ErrReleased once released.
+// ErrReleased once released. Past the cancel point it reports the loss at
+// once, even if the scheduler has not marked it yet.
 func (l *Lease) Err() error {
 	switch state(l.state.Load()) {
 	case stateLost:
@@ -80,5 +81,17 @@ func (l *Lease) Err() error {
 	case stateReleased:
 		return ErrReleased
 	}
+	if t := now(); time.Duration(l.cancelAt.Load()) <= t {
+		return &LostError{Reason: l.deadlineReason(t)}
+	}
 	return nil
+}
+
+// deadlineReason says why a lease reached its cancel point at t: its max
+// hold, or a renewal that was not confirmed in time.
+func (l *Lease) deadlineReason(t time.Duration) LossReason {
+	if l.maxHoldAt > 0 && t >= l.maxHoldAt {
+		return LossMaxHold
+	}
+	return LossDeadline
 }

@@ -14,13 +14,15 @@ import (
 // and Close it on shutdown.
 type Locker struct {
 	client redis.UniversalClient
-	set    *settings
+	cfg    config    // as the caller set it: per-acquire options apply to this
+	set    *settings // cfg resolved
 	sched  *scheduler
 
-	mu      sync.Mutex // guards closing and the Add side of bg
-	closing bool
-	closed  atomic.Bool
-	bg      sync.WaitGroup // clean-ups of unknown acquires
+	mu        sync.Mutex // guards closing and the Add side of bg
+	closing   bool
+	closed    atomic.Bool
+	bg        sync.WaitGroup // clean-ups of unknown acquires
+	closeOnce sync.Once
 }
 
 // NewLocker returns a Locker using client. Options set the defaults of every
@@ -38,41 +40,45 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	if client == nil {
 		panic("lease: NewLocker with a nil client")
 	}
-	set, err := applyOptions(defaultConfig(), opts)
+	cfg := withOptions(defaultConfig(), opts)
+	set, err := cfg.settings()
 	if err != nil {
 		panic(err.Error())
 	}
-	lk := &Locker{client: client, set: set}
+	lk := &Locker{client: client, cfg: cfg, set: set}
 	lk.sched = newScheduler(lk)
 	return lk
 }
 
-func applyOptions(c config, opts []Option) (*settings, error) {
+// withOptions returns c with opts applied; nil options are ignored.
+func withOptions(c config, opts []Option) config {
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	return c.settings()
+	return c
 }
 
 // Close loses every lease still held (their contexts are cancelled with
 // reason closed; their keys expire by TTL, because their work may still be
 // running), stops renewal, and waits for the Locker's goroutines. It does not
 // close the Redis client. Release leases before Close for a clean hand-over.
-// Acquire after Close returns ErrClosed. Close is idempotent and returns nil.
+// Acquire after Close returns ErrClosed. Close is idempotent, returns nil,
+// and every call returns only once the first has finished.
+//
+// Close waits for the goroutines that run Hooks, so a hook must not call it
+// directly (it would wait for itself); a hook that shuts down starts
+// go locker.Close() instead.
 func (lk *Locker) Close() error {
-	lk.mu.Lock()
-	already := lk.closing
-	lk.closing = true
-	lk.closed.Store(true)
-	lk.mu.Unlock()
-	if already {
+	lk.closeOnce.Do(func() {
+		lk.mu.Lock()
+		lk.closing = true
+		lk.closed.Store(true)
+		lk.mu.Unlock()
+		lk.sched.close()
 		lk.bg.Wait()
-		return nil
-	}
-	lk.sched.close()
-	lk.bg.Wait()
+	})
 	return nil
 }
 
@@ -93,10 +99,9 @@ func (lk *Locker) background(f func()) {
 	}()
 }
 
-// afterLoss cancels a lease that has just turned LOST and reports it.
-func (lk *Locker) afterLoss(l *Lease) {
+// reportLoss reports a lease that has turned LOST (and was cancelled then).
+func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.cancel(cause)
 	if h := l.set.hooks.Lost; h != nil {
 		h(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
 			Held: l.lostAt - l.sentAt, Err: cause.Err})

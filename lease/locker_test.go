@@ -55,7 +55,7 @@ func TestInvalidOptions(t *testing.T) {
 }
 
 func TestDefaultsScaleWithTTL(t *testing.T) {
-	s, err := applyOptions(defaultConfig(), []Option{WithTTL(3 * time.Second)})
+	s, err := withOptions(defaultConfig(), []Option{WithTTL(3 * time.Second)}).settings()
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, s.renewEvery)
 	assert.Equal(t, 300*time.Millisecond, s.safety)
@@ -64,7 +64,7 @@ func TestDefaultsScaleWithTTL(t *testing.T) {
 	assert.Equal(t, 150*time.Millisecond, s.commitHard)
 	assert.Equal(t, 750*time.Millisecond, s.commitWarn)
 
-	d, err := applyOptions(defaultConfig(), nil)
+	d, err := defaultConfig().settings()
 	require.NoError(t, err)
 	assert.Equal(t, DefaultTTL, d.ttl)
 	assert.Equal(t, DefaultNamespace, d.namespace)
@@ -110,4 +110,75 @@ func TestOneGoroutinePerLocker(t *testing.T) {
 	for _, l := range leases {
 		require.NoError(t, l.Release(ctx))
 	}
+}
+
+// TestPerAcquireOptionsScaleFromTheCallersConfig: a per-acquire TTL derives
+// its timings from the TTL, as on NewLocker, not from the Locker's TTL.
+func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t)) // default TTL 10s
+	short, err := lk.Acquire(ctx, "short", WithTTL(time.Second))
+	require.NoError(t, err, "a 1s lease on a 10s Locker is valid")
+	assert.Equal(t, 200*time.Millisecond, short.set.renewalTimeout)
+	long, err := lk.Acquire(ctx, "long", WithTTL(time.Minute))
+	require.NoError(t, err)
+	assert.Equal(t, 12*time.Second, long.set.renewalTimeout)
+	assert.Equal(t, 2*time.Second, lk.set.renewalTimeout, "the Locker's settings are untouched")
+	require.NoError(t, short.Release(ctx))
+	require.NoError(t, long.Release(ctx))
+}
+
+func TestHooksAddUp(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	var calls []string
+	hook := func(name string) Option {
+		return WithHooks(Hooks{AcquireDone: func(context.Context, AcquireEvent) { calls = append(calls, name) }})
+	}
+	lk := newLocker(t, srv.Client(t), hook("locker-1"), hook("locker-2"))
+	l, err := lk.Acquire(ctx, "k", hook("acquire"))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	assert.Equal(t, []string{"locker-1", "locker-2", "acquire"}, calls)
+}
+
+func TestBackoffIsBounded(t *testing.T) {
+	set, err := withOptions(defaultConfig(), []Option{WithBackoff(5*time.Second, 10*time.Second)}).settings()
+	require.NoError(t, err)
+	for attempt := range 100 {
+		d := backoff(set, attempt, 0)
+		require.Positive(t, d)
+		require.LessOrEqual(t, d, 10*time.Second, "attempt %d", attempt)
+	}
+	assert.LessOrEqual(t, backoff(set, 50, 20*time.Millisecond), 21*time.Millisecond, "capped by the holder's TTL")
+}
+
+// TestPastTheCancelPointNothingCommits: the lease's own clock decides, not
+// the scheduler: with a zero hard margin, a lease past its cancel point that
+// the scheduler has not marked yet still refuses to commit.
+func TestPastTheCancelPointNothingCommits(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), WithCommitMargins(0, 0))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	// As if the scheduler were late: move the cancel point into the past
+	// without telling it.
+	l.cancelAt.Store(int64(now() - time.Millisecond))
+	require.ErrorIs(t, l.Err(), ErrLost)
+	assert.Zero(t, l.Remaining())
+	err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran past the cancel point"); return nil })
+	require.ErrorIs(t, err, ErrLost, "past the cancel point the lease counts as lost")
+	_ = l.Release(ctx)
+}
+
+func TestClockFollowsElapsedTime(t *testing.T) {
+	start, wall := now(), time.Now()
+	time.Sleep(20 * time.Millisecond)
+	elapsed, wallElapsed := now()-start, time.Since(wall)
+	assert.GreaterOrEqual(t, elapsed, 20*time.Millisecond)
+	assert.InDelta(t, float64(wallElapsed), float64(elapsed), float64(5*time.Millisecond))
+	at := now() + time.Second
+	assert.WithinDuration(t, time.Now().Add(time.Second), wallTime(at), 5*time.Millisecond)
 }

@@ -141,11 +141,13 @@ func WithFenceRetention(d time.Duration) Option {
 // WithReplicationAck makes every acquire wait until n replicas acknowledged
 // it (Redis WAIT, at most timeout). Fewer acknowledgements make the result
 // unknown: the lease is released and Acquire returns ErrUnknown. Default: no
-// wait.
+// wait. Keep timeout below the client's ReadTimeout: go-redis reads the WAIT
+// reply with ReadTimeout, and a read timeout is an unknown result too.
 func WithReplicationAck(n int, timeout time.Duration) Option {
 	return optionFunc(func(c *config) { c.ackReplicas, c.ackTimeout = n, timeout })
 }
 
-// WithHooks sets the callbacks that observe every acquire, renewal, loss,
-// commit and release.
-func WithHooks(h Hooks) Option { return optionFunc(func(c *config) { c.hooks = h }) }
+// WithHooks adds callbacks that observe every acquire, renewal, loss, commit
+// and release. Hooks add up: given to NewLocker several times, or again to
+// Acquire, every set is called, in the order given.
+func WithHooks(h Hooks) Option { return optionFunc(func(c *config) { c.hooks = c.hooks.join(h) }) }

@@ -29,7 +29,7 @@ func (l *Lease) Release(ctx context.Context) error {
 
 	rctx, cancel := releaseCtx(ctx, l.set)
 	defer cancel()
-	n, err := releaseScript.Run(rctx, l.locker.client, l.keys, l.owner).Int64()
+	n, err := releaseScript.Run(rctx, l.locker.client, l.keys[:1], l.owner).Int64()
 
 	ev := ReleaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
@@ -37,7 +37,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	switch {
 	case err != nil:
-		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", l.key, err)
+		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
 	case n == 1:
 		ev.Result = Released
 	default:

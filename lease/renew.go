@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// renew sends one batch of renewals in a pipeline. Its deadline is the
-// earliest of each lease's send + renewal timeout and cancel point, so no
-// reply can count once the lease should already be cancelled.
+// renew sends one batch of renewals (leases with one renewal timeout) in a
+// pipeline. Its deadline is send + renewal timeout, or the earliest cancel
+// point in the batch if sooner: a reply after that could not count anyway.
 func (lk *Locker) renew(batch []*Lease) {
 	sentAt := now()
 	deadline := sentAt + time.Hour
@@ -34,14 +34,14 @@ func (lk *Locker) renew(batch []*Lease) {
 			results[i] = RenewalRejected
 		}
 	}
-	lost := lk.sched.renewed(batch, sentAt, results, errs)
+	lost := lk.sched.renewed(batch, sentAt, results, errs) // cancels the lost at once
+	for _, l := range lost {
+		reportLoss(l)
+	}
 	for i, l := range batch {
-		if h := l.set.hooks.RenewalDone; h != nil {
+		if h := l.set.hooks.RenewalDone; h != nil && results[i] != "" {
 			h(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
 		}
-	}
-	for _, l := range lost {
-		lk.afterLoss(l)
 	}
 }

@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"cmp"
+	"slices"
 	"sync"
 	"time"
 )
@@ -19,7 +21,9 @@ const maxBatch = 1000
 // (TTL/12) joins the same batch, so renewals of many leases share pipelines.
 // Batches run on their own goroutines: a stalled Redis delays replies, never
 // the deadline queue, so a lease is cancelled at its cancel point even while
-// its renewal hangs.
+// its renewal hangs. A lease's context is cancelled the moment it turns LOST,
+// under the scheduler's mutex; hooks run afterwards, so a slow hook can delay
+// reports, never another lease's cancellation.
 type scheduler struct {
 	lk      *Locker
 	mu      sync.Mutex
@@ -59,17 +63,26 @@ func (s *scheduler) add(l *Lease) bool {
 	if s.closed {
 		s.loseLocked(l, &LostError{Reason: LossClosed}, now())
 		s.mu.Unlock()
-		s.lk.afterLoss(l)
+		reportLoss(l)
 		return false
 	}
-	s.renewQ.push(l)
 	s.dlQ.push(l)
+	s.queueRenewalLocked(l)
 	first := s.renewQ.next() == l || s.dlQ.next() == l
 	s.mu.Unlock()
 	if first {
 		s.signal()
 	}
 	return true
+}
+
+// queueRenewalLocked queues l's next renewal unless it could not move the
+// cancel point: once that is the max-hold instant, renewing is pointless, and
+// a lease about to hit it would give its whole batch a deadline of ~0.
+func (s *scheduler) queueRenewalLocked(l *Lease) {
+	if l.maxHoldAt == 0 || time.Duration(l.cancelAt.Load()) < l.maxHoldAt {
+		s.renewQ.push(l)
+	}
 }
 
 // remove stops renewing l for Release; an active lease becomes RELEASED.
@@ -85,8 +98,8 @@ func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost bool) {
 	return 0, false
 }
 
-// loseLocked turns an active lease LOST. The caller cancels its context and
-// reports it (afterLoss) once the mutex is released.
+// loseLocked turns an active lease LOST and cancels its context at once.
+// The caller reports it (reportLoss) once the mutex is released.
 func (s *scheduler) loseLocked(l *Lease, cause *LostError, at time.Duration) bool {
 	if state(l.state.Load()) != stateActive {
 		return false
@@ -96,6 +109,7 @@ func (s *scheduler) loseLocked(l *Lease, cause *LostError, at time.Duration) boo
 	l.state.Store(int32(stateLost))
 	s.renewQ.remove(l)
 	s.dlQ.remove(l)
+	l.cancel(cause) // runs no caller code: AfterFunc callbacks get their own goroutines
 	return true
 }
 
@@ -105,17 +119,15 @@ func (s *scheduler) run() {
 	defer timer.Stop()
 	for {
 		lost, batch, next := s.step()
-		for _, l := range lost {
-			s.lk.afterLoss(l)
-		}
-		for len(batch) > 0 {
-			chunk := batch[:min(len(batch), maxBatch)]
-			batch = batch[len(chunk):]
+		for _, chunk := range chunks(batch) {
 			s.batches.Add(1)
 			go func() {
 				defer s.batches.Done()
 				s.lk.renew(chunk)
 			}()
+		}
+		for _, l := range lost {
+			reportLoss(l)
 		}
 		timer.Reset(next - now())
 		select {
@@ -134,11 +146,7 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 	defer s.mu.Unlock()
 	t := now()
 	for l := s.dlQ.next(); l != nil && time.Duration(l.cancelAt.Load()) <= t; l = s.dlQ.next() {
-		reason := LossDeadline
-		if l.maxHoldAt > 0 && t >= l.maxHoldAt {
-			reason = LossMaxHold
-		}
-		s.loseLocked(l, &LostError{Reason: reason}, t)
+		s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
 		lost = append(lost, l)
 	}
 	if l := s.renewQ.next(); l != nil && l.renewAt <= t {
@@ -157,15 +165,34 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 	return lost, batch, next
 }
 
+// chunks splits due renewals into pipelines of leases with the same renewal
+// timeout (one pipeline has one deadline: a lease must not inherit a shorter
+// one from a neighbour), at most maxBatch each.
+func chunks(batch []*Lease) [][]*Lease {
+	slices.SortStableFunc(batch, func(a, b *Lease) int { return cmp.Compare(a.set.renewalTimeout, b.set.renewalTimeout) })
+	var out [][]*Lease
+	for len(batch) > 0 {
+		n := 1
+		for n < len(batch) && n < maxBatch && batch[n].set.renewalTimeout == batch[0].set.renewalTimeout {
+			n++
+		}
+		out = append(out, batch[:n:n])
+		batch = batch[n:]
+	}
+	return out
+}
+
 // renewed applies one batch's replies: a confirmed renewal moves the cancel
 // point to sentAt + TTL − drift − safety and queues the next renewal; a
 // rejected or failed one loses the lease. Replies for leases that were lost
-// or released meanwhile change nothing.
+// or released meanwhile change nothing, and their result is cleared so that
+// nobody reports them.
 func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []RenewalResult, errs []error) (lost []*Lease) {
 	s.mu.Lock()
 	t := now()
 	for i, l := range batch {
 		if state(l.state.Load()) != stateActive {
+			results[i] = ""
 			continue
 		}
 		switch results[i] {
@@ -179,9 +206,7 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []Rene
 				s.dlQ.fix(l)
 			}
 			l.renewAt = sentAt + l.set.renewEvery
-			if l.maxHoldAt == 0 || l.renewAt < l.maxHoldAt {
-				s.renewQ.push(l)
-			}
+			s.queueRenewalLocked(l)
 		case RenewalRejected:
 			s.loseLocked(l, &LostError{Reason: LossRenewalRejected}, t)
 			lost = append(lost, l)
@@ -199,10 +224,6 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []Rene
 // to expire: the work may still be running). It waits for batches in flight.
 func (s *scheduler) close() {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
 	s.closed = true
 	var lost []*Lease
 	t := now()
@@ -214,7 +235,7 @@ func (s *scheduler) close() {
 	close(s.quit)
 	<-s.done
 	for _, l := range lost {
-		s.lk.afterLoss(l)
+		reportLoss(l)
 	}
 	s.batches.Wait()
 }

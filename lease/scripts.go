@@ -33,8 +33,9 @@ type scriptCall struct {
 
 // runPipelined sends all calls of one script in one pipeline (Cluster splits
 // it per node) and returns one command per call. Calls answered NOSCRIPT did
-// not run, so they are sent again with the script body; nothing that may
-// have run is ever sent twice.
+// not run, so they are sent again with the script body. (go-redis itself may
+// re-send a pipeline after a timeout, within MaxRetries; for renewals that is
+// harmless, since their validity counts from before the first send.)
 func runPipelined(ctx context.Context, c redis.UniversalClient, s *redis.Script, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := c.Pipeline()

@@ -20,11 +20,26 @@ const (
 	clusterNodeTimeout = "2000"
 )
 
-// Cluster is a Redis Cluster of masters only, each a Server owned by the
-// test. It exists because key-to-slot routing, cross-slot errors and
-// per-shard failures only show up against a real cluster.
+// clusterArgs are the redis-server arguments of every cluster node, master
+// or replica.
+var clusterArgs = []string{
+	"--cluster-enabled", "yes",
+	"--cluster-config-file", "nodes.conf",
+	"--cluster-node-timeout", clusterNodeTimeout,
+	// Without it a lone node does not know its own address and
+	// reports an empty host in CLUSTER SLOTS.
+	"--cluster-announce-ip", "127.0.0.1",
+}
+
+// Cluster is a Redis Cluster of masters, each a Server owned by the test,
+// plus any replicas added with AddReplica. It exists because key-to-slot
+// routing, cross-slot errors and per-shard failures only show up against a
+// real cluster.
+//
+// Its methods are not safe for concurrent use by several goroutines.
 type Cluster struct {
-	nodes []*Server
+	nodes    []*Server // masters, in slot order
+	replicas []*Server
 }
 
 // StartCluster starts masters cluster-mode servers on free loopback ports,
@@ -45,14 +60,7 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 	}
 	c := &Cluster{}
 	for range masters {
-		c.nodes = append(c.nodes, Start(t,
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", "nodes.conf",
-			"--cluster-node-timeout", clusterNodeTimeout,
-			// Without it a lone node does not know its own address and
-			// reports an empty host in CLUSTER SLOTS.
-			"--cluster-announce-ip", "127.0.0.1",
-		))
+		c.nodes = append(c.nodes, Start(t, clusterArgs...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
@@ -76,7 +84,78 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 	return c
 }
 
-// Addrs returns the nodes' addresses, usable as ClusterOptions.Addrs.
+// AddReplica starts one more cluster-mode redis-server, joins it to the
+// cluster and makes it a replica of master (CLUSTER REPLICATE <master node id>),
+// then waits until: the replica's link is up and its initial sync is done, the
+// master has an acknowledgement from it (so that WAIT on the master is
+// answered at once), and every node of the cluster (masters and replicas)
+// knows all nodes and agrees on the slot map, replicas included. Killed by
+// t.Cleanup like every Server.
+//
+// master must be one of Nodes(). The replica is not counted by Nodes or
+// Addrs. Like any Redis Cluster replica it fails over on its own: once master
+// has been unreachable for longer than the cluster node timeout (2s here),
+// the replica promotes itself and takes master's slots.
+func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
+	t.Helper()
+	if master == nil || !slices.Contains(c.nodes, master) {
+		t.Fatalf("redistest: AddReplica: %v is not a master of this cluster", master)
+		return nil
+	}
+	r := Start(t, clusterArgs...)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.attachReplica(ctx, r, master); err != nil {
+		t.Fatalf("%v", err)
+		return nil
+	}
+	c.replicas = append(c.replicas, r)
+	if err := c.waitConverged(ctx); err != nil {
+		t.Fatalf("redistest: cluster did not converge after adding replica %s of %s: %v", r.Addr(), master.Addr(), err)
+		return nil
+	}
+	return r
+}
+
+// attachReplica joins r to the cluster through master, makes it master's
+// replica and waits until the replication stream is acknowledged.
+func (c *Cluster) attachReplica(ctx context.Context, r, master *Server) error {
+	reply, err := master.Do(ctx, "CLUSTER", "MYID")
+	if err != nil {
+		return fmt.Errorf("redistest: %s: CLUSTER MYID: %w", master.Addr(), err)
+	}
+	id, _ := reply.(string)
+	// Meeting master itself, rather than any node, is what teaches r the
+	// master's node id soonest: it arrives with master's first PONG.
+	if _, err := r.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", master.Port(), master.busPort); err != nil {
+		return fmt.Errorf("redistest: %s: CLUSTER MEET %s: %w", r.Addr(), master.Addr(), err)
+	}
+	// Until that PONG, r answers "Unknown node".
+	for {
+		_, err = r.Do(ctx, "CLUSTER", "REPLICATE", id)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: %s: CLUSTER REPLICATE %s (%s): %w", r.Addr(), id, master.Addr(), err)
+		case <-time.After(pollInterval):
+		}
+	}
+	port := strconv.Itoa(master.Port())
+	err = r.waitInfo(ctx, "replication", func(info map[string]string) bool {
+		return info["role"] == "slave" &&
+			info["master_port"] == port &&
+			info["master_link_status"] == "up" &&
+			info["master_sync_in_progress"] == "0"
+	})
+	if err != nil {
+		return err
+	}
+	return r.waitAcknowledged(ctx, master)
+}
+
+// Addrs returns the masters' addresses, usable as ClusterOptions.Addrs.
 func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
@@ -85,7 +164,8 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// Nodes returns the servers so tests can kill, pause or restart one shard.
+// Nodes returns the masters so tests can kill, pause or restart one shard.
+// Replicas added with AddReplica are not among them.
 func (c *Cluster) Nodes() []*Server { return slices.Clone(c.nodes) }
 
 // Client returns a cluster client, closed on t.Cleanup, that has already
@@ -117,12 +197,14 @@ func (c *Cluster) Client(t testing.TB, opts ...func(*redis.ClusterOptions)) *red
 	return cc
 }
 
-// waitConverged polls until every node reports a healthy cluster and the
-// same slot map. cluster_state:ok alone is not enough: a node can be ok with
-// a slot map that gossip has not finished updating on its peers.
+// waitConverged polls until every node, master or replica, reports a healthy
+// cluster, knows every node and sees the same slot map with the same
+// replicas. cluster_state:ok alone is not enough: a node can be ok with a
+// slot map that gossip has not finished updating on its peers.
 func (c *Cluster) waitConverged(ctx context.Context) error {
-	clients := make([]*redis.Client, len(c.nodes))
-	for i, n := range c.nodes {
+	all := slices.Concat(c.nodes, c.replicas)
+	clients := make([]*redis.Client, len(all))
+	for i, n := range all {
 		clients[i] = redis.NewClient(&redis.Options{Addr: n.Addr(), MaxRetries: -1})
 		defer clients[i].Close()
 	}
@@ -141,6 +223,8 @@ func (c *Cluster) waitConverged(ctx context.Context) error {
 	}
 }
 
+// converged reports whether the nodes behind clients, which must be all the
+// nodes of the cluster, agree; if not, it says why.
 func converged(ctx context.Context, clients []*redis.Client) (bool, string) {
 	var first string
 	for _, cl := range clients {
@@ -169,17 +253,22 @@ func converged(ctx context.Context, clients []*redis.Client) (bool, string) {
 	return true, ""
 }
 
-// slotMap renders the slot ranges and their owners in a canonical order so
-// two nodes' views can be compared as strings.
+// slotMap renders the slot ranges, their owners and the owners' replicas in
+// a canonical order so two nodes' views can be compared as strings. The
+// replicas count because a node lists a replica in CLUSTER SLOTS only once
+// gossip told it the replica is attached and has synced.
 func slotMap(slots []redis.ClusterSlot) string {
 	ranges := make([]string, 0, len(slots))
 	slices.SortFunc(slots, func(a, b redis.ClusterSlot) int { return a.Start - b.Start })
 	for _, s := range slots {
-		owner := ""
-		if len(s.Nodes) > 0 {
-			owner = s.Nodes[0].ID + "@" + s.Nodes[0].Addr
+		nodes := make([]string, len(s.Nodes))
+		for i, n := range s.Nodes {
+			nodes[i] = n.ID + "@" + n.Addr
 		}
-		ranges = append(ranges, fmt.Sprintf("%d-%d=%s", s.Start, s.End, owner))
+		if len(nodes) > 1 {
+			slices.Sort(nodes[1:]) // replicas, in no particular order
+		}
+		ranges = append(ranges, fmt.Sprintf("%d-%d=%s", s.Start, s.End, strings.Join(nodes, "+")))
 	}
 	return strings.Join(ranges, ",")
 }

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package lease
+
+import "time"
+
+var monoBase = time.Now()
+
+func clockNow() time.Duration { return time.Since(monoBase) }
