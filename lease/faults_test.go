@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -321,13 +322,37 @@ func TestReplicationAck(t *testing.T) {
 	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution, "the unacknowledged lock is released")
 }
 
+// TestClusterReplicationAckGoesToTheKeysMaster: WAIT takes no key, so on a
+// cluster it must be sent to the master of the lock's slot. One master has a
+// replica: acquires of keys on that master are acknowledged, acquires of keys
+// elsewhere are not. Sent to a random node, WAIT would answer wrongly for
+// about two keys in three.
 func TestClusterReplicationAckGoesToTheKeysMaster(t *testing.T) {
 	ctx := testCtx(t)
 	cluster := redistest.StartCluster(t, 3)
-	lk := newLocker(t, cluster.Client(t), WithReplicationAck(1, 100*time.Millisecond))
-	// No replicas in this cluster: WAIT must run on the key's master (not a
-	// random node) and report zero, which makes the acquire unknown.
-	_, err := lk.Acquire(ctx, "k")
-	require.ErrorIs(t, err, ErrUnknown)
-	assert.Contains(t, err.Error(), "0 of 1 replicas")
+	c := cluster.Client(t)
+	lk := newLocker(t, c, WithReplicationAck(1, 200*time.Millisecond))
+	masterOf := func(key string) string {
+		lockKey, _ := redisKeys(lk.set.namespace, key)
+		m, err := c.MasterForKey(ctx, lockKey)
+		require.NoError(t, err)
+		return m.Options().Addr
+	}
+	replicated := cluster.Nodes()[0]
+	cluster.AddReplica(t, replicated)
+
+	var on, off int
+	for i := 0; on < 5 || off < 5; i++ {
+		key := "k" + strconv.Itoa(i)
+		l, err := lk.Acquire(ctx, key)
+		if masterOf(key) == replicated.Addr() {
+			on++
+			require.NoError(t, err, "key %s lives on the replicated master", key)
+			require.NoError(t, l.Release(ctx))
+		} else {
+			off++
+			require.ErrorIs(t, err, ErrUnknown, "key %s lives on a master without replicas", key)
+			assert.Contains(t, err.Error(), "0 of 1 replicas")
+		}
+	}
 }
