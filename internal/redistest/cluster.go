@@ -142,17 +142,7 @@ func (c *Cluster) attachReplica(ctx context.Context, r, master *Server) error {
 		case <-time.After(pollInterval):
 		}
 	}
-	port := strconv.Itoa(master.Port())
-	err = r.waitInfo(ctx, "replication", func(info map[string]string) bool {
-		return info["role"] == "slave" &&
-			info["master_port"] == port &&
-			info["master_link_status"] == "up" &&
-			info["master_sync_in_progress"] == "0"
-	})
-	if err != nil {
-		return err
-	}
-	return r.waitAcknowledged(ctx, master)
+	return r.waitReplicating(ctx, master)
 }
 
 // Addrs returns the masters' addresses, usable as ClusterOptions.Addrs.

@@ -29,6 +29,12 @@ func (s *Server) ReplicaOf(primary *Server) error {
 	// Released only now: until REPLICAOF switched away from it, another
 	// server could have taken the port and fed this replica.
 	s.closeParked()
+	return s.waitReplicating(ctx, primary)
+}
+
+// waitReplicating waits until s, a replica of primary, has finished its
+// initial sync and primary streams to it (waitAcknowledged).
+func (s *Server) waitReplicating(ctx context.Context, primary *Server) error {
 	port := strconv.Itoa(primary.Port())
 	err := s.waitInfo(ctx, "replication", func(info map[string]string) bool {
 		return info["role"] == "slave" &&
