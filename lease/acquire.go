@@ -37,30 +37,29 @@ var errLateReply = errors.New("acquire reply arrived after the lease's cancel po
 // ctx. Options override the Locker's for this lease. Always Release the lease.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	set := lk.set
+	var optErr error
 	if len(opts) > 0 {
-		s, err := withOptions(lk.cfg, opts).settings()
-		if err != nil {
-			lk.reportAcquire(ctx, lk.set, AcquireEvent{Name: lk.set.name, Key: key, Result: Failed, Err: err})
-			return nil, err
+		set, optErr = withOptions(lk.cfg, opts).settings()
+		if optErr != nil {
+			set = lk.set // report under the Locker's name
 		}
-		set = s
 	}
+	lockKey, fenceKey := redisKeys(set.namespace, key)
+	actx, span := set.tel.StartAcquire(ctx, set.name, key, hashTag(lockKey))
 	start := now()
-	ev := AcquireEvent{Name: set.name, Key: key}
-	l, err := lk.acquire(ctx, set, key, &ev)
-	ev.Duration, ev.Err = now()-start, err
-	lk.reportAcquire(ctx, set, ev)
-	return l, err
-}
-
-func (lk *Locker) reportAcquire(ctx context.Context, set *settings, ev AcquireEvent) {
-	if h := set.hooks.AcquireDone; h != nil {
-		h(ctx, ev)
+	ev := AcquireEvent{Name: set.name, Key: key, Result: Failed, Err: optErr}
+	var l *Lease
+	if optErr == nil {
+		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
+	ev.Duration = now() - start
+	set.observeAcquire(actx, span, ev)
+	return l, ev.Err
 }
 
-func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *AcquireEvent) (*Lease, error) {
-	ev.Result = Failed
+// acquire runs the attempts of one Acquire: Redis calls go under actx (the
+// lease.acquire span), the lease's context derives from ctx.
+func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey string, ev *AcquireEvent) (*Lease, error) {
 	switch {
 	case key == "":
 		return nil, invalidf("empty key")
@@ -70,25 +69,28 @@ func (lk *Locker) acquire(ctx context.Context, set *settings, key string, ev *Ac
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
-	lockKey, fenceKey := redisKeys(set.namespace, key)
 	owner := rand.Text()
 	waitUntil := now() + set.wait
 	for attempt := 0; ; attempt++ {
 		ev.Attempts++
 		sentAt := now()
-		r := lk.attempt(ctx, set, lockKey, fenceKey, owner)
+		r := lk.attempt(actx, set, lockKey, fenceKey, owner)
 		switch {
 		case r.err == nil && r.acquired && sentAt+set.cancelAfter() <= now():
 			r.err = errLateReply
 			fallthrough
 		case r.err != nil:
 			ev.Result = Unknown
-			lk.resolveUnknown(ctx, set, key, lockKey, owner)
+			lk.resolveUnknown(actx, set, key, lockKey, owner)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
 			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, r.fence, sentAt)
 			if !lk.sched.add(l) {
-				_ = l.Release(ctx) // closed meanwhile: free the key at once
+				// Closed meanwhile: the lease never became active; free the key.
+				l.cancel(ErrClosed)
+				rctx, cancel := releaseCtx(ctx, set)
+				defer cancel()
+				_ = releaseScript.Run(rctx, lk.client, l.keys[:1], owner).Err()
 				return nil, ErrClosed
 			}
 			ev.Result, ev.Fence = Acquired, r.fence
@@ -184,9 +186,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		case n == 1:
 			ev.Resolution = ResolvedReleased
 		}
-		if h := set.hooks.UnknownResolved; h != nil {
-			h(ctx, ev)
-		}
+		set.observeResolution(ctx, ev)
 	})
 }
 

@@ -29,9 +29,7 @@ func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, fence i
 	case rem < l.set.commitWarn:
 		ev.Outcome = CommitNearExpiry
 	}
-	if h := l.set.hooks.CommitDone; h != nil {
-		h(l.ctx, ev)
-	}
+	l.set.observeCommit(ctx, ev)
 	if ev.Err != nil {
 		return ev.Err
 	}

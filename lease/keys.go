@@ -3,6 +3,7 @@ package lease
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 )
 
 // Key derivation. A caller key is request input and untrusted: it may be
@@ -30,6 +31,13 @@ func redisKeys(namespace, key string) (lock, fence string) {
 	tag := hex.EncodeToString(h.Sum(sum[:0])[:16])
 	base := namespace + ":{" + tag + "}:"
 	return base + "l", base + "f"
+}
+
+// hashTag returns the hash of a derived key (the part between the braces):
+// what spans carry instead of the caller's key.
+func hashTag(redisKey string) string {
+	open := strings.IndexByte(redisKey, '{')
+	return redisKey[open+1 : open+1+2*16]
 }
 
 func validNamespace(ns string) error {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Locker hands out leases on one Redis deployment (a *redis.Client, a
@@ -41,6 +43,9 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 		panic("lease: NewLocker with a nil client")
 	}
 	cfg := withOptions(defaultConfig(), opts)
+	if cfg.tel == nil {
+		cfg.tel = telemetry.New()
+	}
 	set, err := cfg.settings()
 	if err != nil {
 		panic(err.Error())
@@ -102,10 +107,8 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	if h := l.set.hooks.Lost; h != nil {
-		h(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
-			Held: l.lostAt - l.sentAt, Err: cause.Err})
-	}
+	l.set.observeLoss(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
+		Held: l.lostAt - l.sentAt, Err: cause.Err})
 }
 
 // releaseCtx is the detached, bounded context of Release and clean-up: the

@@ -2,6 +2,8 @@ package lease
 
 import (
 	"time"
+
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Option configures a Locker (NewLocker) or one acquire (Locker.Acquire,
@@ -35,6 +37,7 @@ type config struct {
 	ackReplicas    int
 	ackTimeout     time.Duration
 	hooks          Hooks
+	tel            *telemetry.Telemetry
 	// safetySet and friends tell an explicit zero from "derive".
 	safetySet, hardSet bool
 }
@@ -145,6 +148,19 @@ func WithFenceRetention(d time.Duration) Option {
 // reply with ReadTimeout, and a read timeout is an unknown result too.
 func WithReplicationAck(n int, timeout time.Duration) Option {
 	return optionFunc(func(c *config) { c.ackReplicas, c.ackTimeout = n, timeout })
+}
+
+// WithTelemetry sets where metrics, spans and logs go. Default: a
+// telemetry.New() made by NewLocker on the global OpenTelemetry providers and
+// slog.Default(), so setting the global providers is all it takes to see
+// every signal. Share one *telemetry.Telemetry between a Locker and its
+// middleware. Nil is ignored.
+func WithTelemetry(t *telemetry.Telemetry) Option {
+	return optionFunc(func(c *config) {
+		if t != nil {
+			c.tel = t
+		}
+	})
 }
 
 // WithHooks adds callbacks that observe every acquire, renewal, loss, commit

@@ -43,8 +43,6 @@ func (l *Lease) Release(ctx context.Context) error {
 	default:
 		ev.Result, ev.Err = ReleaseNotHeld, ErrNotHeld
 	}
-	if h := l.set.hooks.ReleaseDone; h != nil {
-		h(l.ctx, ev)
-	}
+	l.set.observeRelease(l.ctx, ev)
 	return ev.Err
 }

@@ -39,8 +39,8 @@ func (lk *Locker) renew(batch []*Lease) {
 		reportLoss(l)
 	}
 	for i, l := range batch {
-		if h := l.set.hooks.RenewalDone; h != nil && results[i] != "" {
-			h(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
+		if results[i] != "" {
+			l.set.observeRenewal(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
 		}
 	}

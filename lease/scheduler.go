@@ -56,14 +56,12 @@ func (s *scheduler) signal() {
 	}
 }
 
-// add starts renewing l. It reports false when the scheduler is closed; l is
-// then lost (reason closed).
+// add starts renewing l. It reports false, and does nothing, when the
+// scheduler is closed.
 func (s *scheduler) add(l *Lease) bool {
 	s.mu.Lock()
 	if s.closed {
-		s.loseLocked(l, &LostError{Reason: LossClosed}, now())
 		s.mu.Unlock()
-		reportLoss(l)
 		return false
 	}
 	s.dlQ.push(l)

@@ -1,0 +1,59 @@
+package lease
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Every observation point records telemetry first (metrics, span events,
+// logs), then calls the caller's hooks with the same event.
+
+func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev AcquireEvent) {
+	var failure error // contention is an answer, not a failure
+	if ev.Result == Unknown || ev.Result == Failed {
+		failure = ev.Err
+	}
+	s.tel.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, ev.Fence, ev.Attempts, failure)
+	if h := s.hooks.AcquireDone; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (s *settings) observeResolution(ctx context.Context, ev ResolutionEvent) {
+	s.tel.UnknownResolved(ctx, s.name, string(ev.Resolution), ev.Err)
+	if h := s.hooks.UnknownResolved; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (s *settings) observeRenewal(ctx context.Context, ev RenewalEvent) {
+	s.tel.Renewal(ctx, s.name, string(ev.Result), ev.Duration)
+	if ev.Result != Renewed {
+		s.tel.RenewalFailed(ctx, s.name, string(ev.Result), ev.Fence, ev.Err)
+	}
+	if h := s.hooks.RenewalDone; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (s *settings) observeLoss(ctx context.Context, ev LossEvent) {
+	s.tel.Lost(ctx, s.name, string(ev.Reason), ev.Fence, ev.Err)
+	if h := s.hooks.Lost; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (s *settings) observeCommit(ctx context.Context, ev CommitEvent) {
+	s.tel.Committed(ctx, s.name, string(ev.Outcome), ev.Remaining, ev.Fence)
+	if h := s.hooks.CommitDone; h != nil {
+		h(ctx, ev)
+	}
+}
+
+func (s *settings) observeRelease(ctx context.Context, ev ReleaseEvent) {
+	s.tel.Released(ctx, s.name, string(ev.Result), ev.Held, ev.Lost, ev.SinceLoss)
+	if h := s.hooks.ReleaseDone; h != nil {
+		h(ctx, ev)
+	}
+}

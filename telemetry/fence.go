@@ -1,0 +1,41 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The resource side: a fenced store or guard checks a write's token against
+// the newest it accepted. resource is a bounded name (a table, a service).
+
+// StartFenceCheck starts the fence.check span, a child of ctx's span.
+func (t *Telemetry) StartFenceCheck(ctx context.Context, resource string) (context.Context, trace.Span) {
+	return t.tracer.Start(ctx, SpanFenceCheck, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String(AttrResource, resource)))
+}
+
+// EndFenceCheck records a check and, when the token was stale, a rejection
+// (with an exemplar of ctx's span, so a stale-write spike links to the trace
+// that wrote late), logged at Warn. highWater is the newest token the
+// resource had accepted, when known. A rejection is the fence working, not a
+// failure of the resource: the span status stays unset.
+func (t *Telemetry) EndFenceCheck(ctx context.Context, span trace.Span, resource string, token, highWater int64, accepted bool) {
+	result := FenceAccepted
+	if !accepted {
+		result = FenceRejected
+	}
+	t.fenceChecks.Add(ctx, 1, t.opts(AttrResource, resource, AttrResult, result).add...)
+	span.SetAttributes(attribute.String(AttrResult, result), attribute.Int64(AttrFence, token))
+	if highWater > 0 {
+		span.SetAttributes(attribute.Int64(AttrHighWater, highWater))
+	}
+	if !accepted {
+		t.fenceRejections.Add(ctx, 1, t.opts(AttrResource, resource, "", "").add...)
+		t.warn(ctx, "lockwatch: stale write rejected by the fence", slog.String(AttrResource, resource),
+			slog.Int64(AttrFence, token), slog.Int64(AttrHighWater, highWater))
+	}
+	span.End()
+}

@@ -1,0 +1,119 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The lease side. Each method records one moment of a lease's life; the
+// lease package calls them, and callers of other lock implementations can
+// too. lock is the bounded lock name; results, reasons and outcomes come from
+// the lease package's closed sets.
+
+// StartAcquire starts the lease.acquire span, a child of ctx's span, carrying
+// the lock name and the key's hash (or the key, with WithRawKeys).
+func (t *Telemetry) StartAcquire(ctx context.Context, lock, key, keyHash string) (context.Context, trace.Span) {
+	keyAttr := attribute.String(AttrKeyHash, keyHash)
+	if t.rawKeys {
+		keyAttr = attribute.String(AttrKey, key)
+	}
+	return t.tracer.Start(ctx, SpanAcquire, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String(AttrLockName, lock), keyAttr))
+}
+
+// EndAcquire records an Acquire call's result and latency and ends its span.
+// failure is the error of an unknown or failed acquire (nil when acquired or
+// contended: contention is not an error); it sets the span status to Error
+// and is logged at Warn.
+func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, result string, d time.Duration, fence int64, attempts int, failure error) {
+	o := t.lock(lock, AttrResult, result)
+	t.acquires.Add(ctx, 1, o.add...)
+	t.acquireDuration.Record(ctx, d.Seconds(), o.record...)
+	if fence > 0 {
+		t.active.Add(ctx, 1, t.lock(lock, "", "").add...)
+	}
+	span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts))
+	if fence > 0 {
+		span.SetAttributes(attribute.Int64(AttrFence, fence))
+	}
+	if failure != nil {
+		span.RecordError(failure)
+		span.SetStatus(codes.Error, result)
+		t.warn(ctx, "lockwatch: acquire failed; the work must not run", slog.String(AttrLockName, lock),
+			slog.String(AttrResult, result), slog.Any("error", failure))
+	}
+	span.End()
+}
+
+// UnknownResolved records how the clean-up of an unknown acquire ended.
+func (t *Telemetry) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
+	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResolution, resolution).add...)
+	t.warn(ctx, "lockwatch: unknown acquire cleaned up", slog.String(AttrLockName, lock),
+		slog.String(AttrResolution, resolution), slog.Any("error", err))
+}
+
+// Renewal records one lease's renewal result and the round trip of the
+// pipeline it went in.
+func (t *Telemetry) Renewal(ctx context.Context, lock, result string, d time.Duration) {
+	t.renewals.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
+	t.renewalDuration.Record(ctx, d.Seconds(), t.lock(lock, "", "").record...)
+}
+
+// RenewalFailed marks a failed renewal on ctx's span and logs it. The loss
+// that follows is reported by Lost.
+func (t *Telemetry) RenewalFailed(ctx context.Context, lock, result string, fence int64, err error) {
+	trace.SpanFromContext(ctx).AddEvent(EventRenewalFailed, trace.WithAttributes(
+		attribute.String(AttrLockName, lock), attribute.String(AttrResult, result), attribute.Int64(AttrFence, fence)))
+	t.warn(ctx, "lockwatch: renewal failed", slog.String(AttrLockName, lock), slog.String(AttrResult, result),
+		slog.Int64(AttrFence, fence), slog.Any("error", err))
+}
+
+// Lost records a lease turning LOST: one loss, one active lease less, one
+// piece of work running past its lease until Released.
+func (t *Telemetry) Lost(ctx context.Context, lock, reason string, fence int64, err error) {
+	t.losses.Add(ctx, 1, t.lock(lock, AttrReason, reason).add...)
+	one := t.lock(lock, "", "").add
+	t.active.Add(ctx, -1, one...)
+	t.overrunning.Add(ctx, 1, one...)
+	trace.SpanFromContext(ctx).AddEvent(EventLost, trace.WithAttributes(
+		attribute.String(AttrLockName, lock), attribute.String(AttrReason, reason), attribute.Int64(AttrFence, fence)))
+	t.warn(ctx, "lockwatch: lease lost; its work is cancelled", slog.String(AttrLockName, lock),
+		slog.String(AttrReason, reason), slog.Int64(AttrFence, fence), slog.Any("error", err))
+}
+
+// Committed records a Commit decision and the validity left at it.
+func (t *Telemetry) Committed(ctx context.Context, lock, outcome string, remaining time.Duration, fence int64) {
+	t.commits.Add(ctx, 1, t.lock(lock, AttrOutcome, outcome).add...)
+	t.commitRemaining.Record(ctx, remaining.Seconds(), t.lock(lock, "", "").record...)
+	trace.SpanFromContext(ctx).AddEvent(EventCommit, trace.WithAttributes(
+		attribute.String(AttrLockName, lock), attribute.String(AttrOutcome, outcome),
+		attribute.Float64(AttrRemaining, remaining.Seconds()), attribute.Int64(AttrFence, fence)))
+}
+
+// Released records the end of a lease's work: the release result and hold
+// time, and for a lease lost earlier the cancellation latency (loss to
+// release) and one overrunning piece of work less.
+func (t *Telemetry) Released(ctx context.Context, lock, result string, held time.Duration, lost bool, sinceLoss time.Duration) {
+	t.releases.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
+	one := t.lock(lock, "", "")
+	t.holdDuration.Record(ctx, held.Seconds(), one.record...)
+	if lost {
+		t.cancellation.Record(ctx, sinceLoss.Seconds(), one.record...)
+		t.overrunning.Add(ctx, -1, one.add...)
+		return
+	}
+	t.active.Add(ctx, -1, one.add...)
+}
+
+// LateCompletion records work that finished successfully after its lease was
+// lost, a potential stale write, and marks ctx's span.
+func (t *Telemetry) LateCompletion(ctx context.Context, lock string) {
+	t.lateCompletions.Add(ctx, 1, t.lock(lock, "", "").add...)
+	trace.SpanFromContext(ctx).AddEvent(EventLateCompletion, trace.WithAttributes(attribute.String(AttrLockName, lock)))
+	t.warn(ctx, "lockwatch: work completed after its lease was lost", slog.String(AttrLockName, lock))
+}

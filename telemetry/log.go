@@ -1,0 +1,20 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// warn logs msg at Warn with the trace and span ids of ctx's span, so a log
+// line leads to its trace.
+func (t *Telemetry) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+	if !t.logger.Enabled(ctx, slog.LevelWarn) {
+		return
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	t.logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
+}

@@ -1,0 +1,85 @@
+package telemetry
+
+// Kind is the instrument kind, and so the Prometheus type.
+type Kind string
+
+// Instrument kinds.
+const (
+	Counter       Kind = "counter"   // Prometheus counter
+	Histogram     Kind = "histogram" // Prometheus histogram
+	UpDownCounter Kind = "updown"    // Prometheus gauge
+)
+
+// Metric describes one instrument: the single table that the recorder, the
+// dashboards, the alerts and the tests read.
+type Metric struct {
+	Name        string   // OpenTelemetry instrument name
+	Prom        string   // Prometheus series name (histograms: the base of _bucket, _sum, _count)
+	Kind        Kind     //
+	Unit        string   // UCUM; "s" for every duration
+	Description string   //
+	Labels      []string // Prometheus labels it carries
+	Buckets     []float64
+}
+
+// Bucket boundaries in seconds, one set per kind of duration: the SDK default
+// assumes milliseconds and would put every lock timing in its first buckets.
+var (
+	// Round trips: sub-millisecond on loopback to seconds under a stall.
+	roundTripBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}
+	// Acquire includes the optional wait: up to tens of seconds.
+	acquireBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+	// Validity left at commit: fractions of a TTL (seconds to a minute).
+	remainingBuckets = []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60}
+	// Loss to the end of the work: a well-behaved handler stops in
+	// microseconds; one that ignores its context runs on for seconds.
+	cancellationBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+	// Hold time: a request (milliseconds) to a batch job (an hour).
+	holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
+)
+
+// Metrics lists every instrument lockwatch records.
+var Metrics = []Metric{
+	{LeaseAcquires, PromLeaseAcquires, Counter, "{acquire}", "Acquire calls by result: acquired, contended, unknown (may or may not have taken effect) or error.",
+		[]string{LabelLockName, AttrResult}, nil},
+	{LeaseAcquireDuration, PromLeaseAcquireDuration, Histogram, "s", "Time of an Acquire call, waits included, by result.",
+		[]string{LabelLockName, AttrResult}, acquireBuckets},
+	{LeaseUnknownResolutions, PromLeaseUnknownResolved, Counter, "{resolution}", "How the clean-up of unknown acquires ended: released (it had been acquired), absent, unresolved.",
+		[]string{LabelLockName, AttrResolution}, nil},
+	{LeaseRenewals, PromLeaseRenewals, Counter, "{renewal}", "Renewals by result: renewed, rejected (someone else holds the key), unknown (timeout or transport error).",
+		[]string{LabelLockName, AttrResult}, nil},
+	{LeaseRenewalDuration, PromLeaseRenewalDuration, Histogram, "s", "Round trip of the renewal pipeline each renewal was sent in.",
+		[]string{LabelLockName}, roundTripBuckets},
+	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, renewal_unknown, deadline, max_hold, closed.",
+		[]string{LabelLockName, AttrReason}, nil},
+	{LeaseCommits, PromLeaseCommits, Counter, "{commit}", "Commit calls by outcome: committed, near_expiry (below the warning threshold), refused.",
+		[]string{LabelLockName, AttrOutcome}, nil},
+	{LeaseCommitRemaining, PromLeaseCommitRemaining, Histogram, "s", "Validity left when Commit decided.",
+		[]string{LabelLockName}, remainingBuckets},
+	{LeaseCancellationLatency, PromLeaseCancellation, Histogram, "s", "Time from a lease's loss (its context cancelled) to the end of the work it protected.",
+		[]string{LabelLockName}, cancellationBuckets},
+	{LeaseOverrunning, PromLeaseOverrunning, UpDownCounter, "{lease}", "Work still running after its lease was lost.",
+		[]string{LabelLockName}, nil},
+	{LeaseLateCompletions, PromLeaseLateCompletions, Counter, "{completion}", "Handlers that finished successfully after their lease was lost: potential stale writes.",
+		[]string{LabelLockName}, nil},
+	{FenceChecks, PromFenceChecks, Counter, "{check}", "Fencing-token checks at a resource, by result: accepted, rejected.",
+		[]string{AttrResource, AttrResult}, nil},
+	{FenceRejections, PromFenceRejections, Counter, "{rejection}", "Writes rejected at a resource for carrying a fencing token older than one it accepted: stale writes stopped.",
+		[]string{AttrResource}, nil},
+	{LeaseActive, PromLeaseActive, UpDownCounter, "{lease}", "Leases held and active.",
+		[]string{LabelLockName}, nil},
+	{LeaseHoldDuration, PromLeaseHoldDuration, Histogram, "s", "Time from acquire to release.",
+		[]string{LabelLockName}, holdBuckets},
+	{LeaseReleases, PromLeaseReleases, Counter, "{release}", "Releases by result: released, not_held (the key had expired or changed hands), unknown.",
+		[]string{LabelLockName, AttrResult}, nil},
+}
+
+// metricByName returns the table entry of an instrument name.
+func metricByName(name string) Metric {
+	for _, m := range Metrics {
+		if m.Name == name {
+			return m
+		}
+	}
+	panic("telemetry: no metric " + name)
+}

@@ -1,0 +1,87 @@
+package telemetry
+
+// ScopeName is the instrumentation scope of every instrument and span:
+// lockwatch's module path. Version is its version.
+const (
+	ScopeName = "github.com/lockwatch/lockwatch"
+	Version   = "0.1.0"
+)
+
+// Instrument names (OpenTelemetry) and the Prometheus series the OTel
+// Prometheus exporter makes of them with its default translation
+// (dots to underscores, unit suffix, _total on counters). Dashboards and
+// alerts query the Prom* names; a test scrapes a real exporter and checks
+// every one of them.
+const (
+	LeaseAcquires            = "lockwatch.lease.acquires"
+	PromLeaseAcquires        = "lockwatch_lease_acquires_total"
+	LeaseAcquireDuration     = "lockwatch.lease.acquire.duration"
+	PromLeaseAcquireDuration = "lockwatch_lease_acquire_duration_seconds"
+	LeaseUnknownResolutions  = "lockwatch.lease.unknown.resolutions"
+	PromLeaseUnknownResolved = "lockwatch_lease_unknown_resolutions_total"
+	LeaseRenewals            = "lockwatch.lease.renewals"
+	PromLeaseRenewals        = "lockwatch_lease_renewals_total"
+	LeaseRenewalDuration     = "lockwatch.lease.renewal.duration"
+	PromLeaseRenewalDuration = "lockwatch_lease_renewal_duration_seconds"
+	LeaseLosses              = "lockwatch.lease.losses"
+	PromLeaseLosses          = "lockwatch_lease_losses_total"
+	LeaseCommits             = "lockwatch.lease.commits"
+	PromLeaseCommits         = "lockwatch_lease_commits_total"
+	LeaseCommitRemaining     = "lockwatch.lease.commit.remaining"
+	PromLeaseCommitRemaining = "lockwatch_lease_commit_remaining_seconds"
+	LeaseCancellationLatency = "lockwatch.lease.cancellation.latency"
+	PromLeaseCancellation    = "lockwatch_lease_cancellation_latency_seconds"
+	LeaseOverrunning         = "lockwatch.lease.overrunning"
+	PromLeaseOverrunning     = "lockwatch_lease_overrunning"
+	LeaseLateCompletions     = "lockwatch.lease.late_completions"
+	PromLeaseLateCompletions = "lockwatch_lease_late_completions_total"
+	FenceChecks              = "lockwatch.fence.checks"
+	PromFenceChecks          = "lockwatch_fence_checks_total"
+	FenceRejections          = "lockwatch.fence.rejections"
+	PromFenceRejections      = "lockwatch_fence_rejections_total"
+	LeaseActive              = "lockwatch.lease.active"
+	PromLeaseActive          = "lockwatch_lease_active"
+	LeaseHoldDuration        = "lockwatch.lease.hold.duration"
+	PromLeaseHoldDuration    = "lockwatch_lease_hold_duration_seconds"
+	LeaseReleases            = "lockwatch.lease.releases"
+	PromLeaseReleases        = "lockwatch_lease_releases_total"
+)
+
+// Attribute keys (on metrics and spans) and the Prometheus labels they
+// become. Metric attributes take values from closed sets, plus the lock name,
+// which the caller bounds (a route or method, never a per-request key).
+const (
+	AttrLockName   = "lock.name"
+	LabelLockName  = "lock_name"
+	AttrResult     = "result"
+	AttrReason     = "reason"
+	AttrOutcome    = "outcome"
+	AttrResolution = "resolution"
+	AttrResource   = "resource"
+)
+
+// Span-only attributes: high cardinality, never on a metric.
+const (
+	AttrKeyHash   = "lockwatch.key.hash" // the key's hash as used in Redis
+	AttrKey       = "lockwatch.key"      // the raw key, only with WithRawKeys
+	AttrFence     = "lockwatch.fence"
+	AttrAttempts  = "lockwatch.attempts"
+	AttrRemaining = "lockwatch.remaining_seconds"
+	AttrHighWater = "lockwatch.fence.high_water"
+)
+
+// Span and span-event names.
+const (
+	SpanAcquire         = "lease.acquire"
+	SpanFenceCheck      = "fence.check"
+	EventRenewalFailed  = "lease.renewal_failed"
+	EventLost           = "lease.lost"
+	EventCommit         = "lease.commit"
+	EventLateCompletion = "lease.late_completion"
+)
+
+// Fence check results.
+const (
+	FenceAccepted = "accepted"
+	FenceRejected = "rejected"
+)
