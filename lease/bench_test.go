@@ -2,22 +2,31 @@ package lease
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // BenchmarkAcquireRelease measures one acquire + release cycle on a private
 // loopback redis-server, alone and from 16 goroutines on distinct keys, with
-// a PING round trip as the floor to compare against.
+// telemetry off (no-op providers) and on (SDK meter provider, always-sample
+// tracer with a discarding exporter, inside a sampled span so exemplars are
+// taken), and a PING round trip as the floor, all in one run.
 func BenchmarkAcquireRelease(b *testing.B) {
 	srv := redistest.Start(b)
 	c := srv.Client(b)
 	ctx := context.Background()
-	lk := newLocker(b, c)
 
 	b.Run("ping", func(b *testing.B) {
 		b.ReportAllocs()
@@ -27,30 +36,48 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			}
 		}
 	})
-	cycle := func(b *testing.B, key string) {
-		l, err := lk.Acquire(ctx, key)
-		if err != nil {
-			b.Fatal(err)
+	discard := telemetry.WithLogger(slog.New(slog.DiscardHandler))
+	off := telemetry.New(telemetry.WithMeterProvider(metricnoop.NewMeterProvider()),
+		telemetry.WithTracerProvider(tracenoop.NewTracerProvider()), discard)
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
+	on := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), discard)
+	sampled, span := tp.Tracer("bench").Start(ctx, "request")
+	defer span.End()
+
+	for _, tc := range []struct {
+		name string
+		tel  *telemetry.Telemetry
+		ctx  context.Context
+	}{{"telemetry-off", off, ctx}, {"telemetry-on", on, sampled}} {
+		lk := newLocker(b, c, WithTelemetry(tc.tel))
+		cycle := func(b *testing.B, key string) {
+			l, err := lk.Acquire(tc.ctx, key)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Release(tc.ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
-		if err := l.Release(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.Run("single", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			cycle(b, "bench")
-		}
-	})
-	b.Run("parallel16", func(b *testing.B) {
-		b.ReportAllocs()
-		var worker atomic.Int64
-		b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 goroutines
-		b.RunParallel(func(pb *testing.PB) {
-			key := "bench-" + strconv.FormatInt(worker.Add(1), 10)
-			for pb.Next() {
-				cycle(b, key)
+		b.Run("single/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				cycle(b, "bench")
 			}
 		})
-	})
+		b.Run("parallel16/"+tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var worker atomic.Int64
+			b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) // 16 goroutines
+			b.RunParallel(func(pb *testing.PB) {
+				key := "bench-" + strconv.FormatInt(worker.Add(1), 10)
+				for pb.Next() {
+					cycle(b, key)
+				}
+			})
+		})
+	}
 }

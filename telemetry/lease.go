@@ -37,9 +37,10 @@ func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, resul
 	if fence > 0 {
 		t.active.Add(ctx, 1, t.lock(lock, "", "").add...)
 	}
-	span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts))
 	if fence > 0 {
-		span.SetAttributes(attribute.Int64(AttrFence, fence))
+		span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts), attribute.Int64(AttrFence, fence))
+	} else {
+		span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts))
 	}
 	if failure != nil {
 		span.RecordError(failure)

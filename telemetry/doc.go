@@ -1,0 +1,58 @@
+// Package telemetry is the one place that names and records lockwatch's
+// signals: OpenTelemetry metrics, spans, span events and Warn logs for every
+// moment at which a lock may fail to protect anything — an acquire whose
+// result is unknown, a failed renewal, a lost lease, a commit near expiry,
+// work that runs on after its lease was lost, and a stale write rejected by
+// a fence.
+//
+// It depends on the OpenTelemetry API only. By default it uses the global
+// providers (otel.GetMeterProvider, otel.GetTracerProvider) and
+// slog.Default(), so a service that sets the global providers sees every
+// signal without further configuration; WithMeterProvider,
+// WithTracerProvider and WithLogger override them. The lease package creates
+// one Telemetry per Locker unless given one (lease.WithTelemetry); share one
+// between a Locker, its middleware and fence guards. Package otelsetup builds
+// SDK providers with a Prometheus endpoint, for services that have none.
+//
+// # Names
+//
+// Metrics lists every instrument with its OpenTelemetry name, the Prometheus
+// series the OTel Prometheus exporter makes of it (default translation), its
+// unit, labels and bucket boundaries. The names are also Go constants: the
+// dashboard and alert generators import them, so a rename cannot silently
+// break a panel or an alert, and a test scrapes the real exporter to check
+// every one.
+//
+// # Cardinality
+//
+// Metric attributes come from closed sets (result, reason, outcome,
+// resolution) plus the lock name, which callers bound (a route or method,
+// never a per-request key), and the resource name of fence checks. The key,
+// owner token and fence go on spans only, and the key only as its hash
+// unless WithRawKeys is given. Attribute sets are built once per lock name
+// and value and cached, so recording allocates nothing for attributes.
+//
+// # Exemplars and traces
+//
+// Every measurement is recorded with the context of the work it concerns:
+// the caller's span for acquire latency, the request's span (the lease's
+// context) for renewals, losses, commits and releases, the writer's span for
+// fence rejections. With a sampled span, the SDK attaches its trace and span
+// ids to histograms and counters as exemplars, visible on an OpenMetrics
+// scrape, so a spike in stale writes links to the trace that wrote late.
+// Spans: lease.acquire (a child of the caller's span, status Error only for
+// unknown or failed acquires; contention is an answer, not an error),
+// fence.check, and the events lease.renewal_failed, lease.lost,
+// lease.commit and lease.late_completion on the request's span. A renewal
+// that succeeds adds no event: a lease held for hours would otherwise fill
+// its span.
+//
+// # Logs
+//
+// Losses, unknown or failed acquires, their clean-up, renewal failures, late
+// completions and fence rejections are logged at Warn with trace_id and
+// span_id. The default logger is slog.Default(): these are the events an
+// operator must not miss, and a Warn per event is cheap next to the Redis
+// round trip behind it. Under a Redis outage that is one line per lease;
+// give WithLogger a rate-limiting or discarding handler if that is too many.
+package telemetry

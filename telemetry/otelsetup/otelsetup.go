@@ -1,0 +1,128 @@
+// Package otelsetup wires the OpenTelemetry SDK for a service that uses
+// lockwatch: a MeterProvider whose metrics are served in the Prometheus and
+// OpenMetrics formats (exemplars included), and a TracerProvider that exports
+// over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+//
+// It is optional and kept apart from the core: lease, middleware and
+// telemetry depend on the OpenTelemetry API only, so a service that already
+// configures the SDK its own way never links this package.
+//
+// Spans are sampled (parent-based, always on for new traces) even without an
+// exporter, so that metric exemplars carry trace and span ids; without an
+// OTLP endpoint those ids point to traces that are not stored anywhere.
+package otelsetup
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// Providers holds the SDK providers and the Prometheus registry they feed.
+type Providers struct {
+	MeterProvider  *sdkmetric.MeterProvider
+	TracerProvider *sdktrace.TracerProvider
+	// Registry holds the OTel exporter's collector; register the service's
+	// own client_golang collectors here too, to serve them on one handler.
+	Registry *prometheus.Registry
+}
+
+// Option configures New.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	res      *resource.Resource
+	registry *prometheus.Registry
+}
+
+// WithResource sets the resource describing the service. Default:
+// resource.Default(), which reads OTEL_SERVICE_NAME and
+// OTEL_RESOURCE_ATTRIBUTES. Nil is ignored.
+func WithResource(r *resource.Resource) Option {
+	return optionFunc(func(c *config) {
+		if r != nil {
+			c.res = r
+		}
+	})
+}
+
+// WithRegistry serves metrics from an existing registry. Default: a new
+// prometheus.Registry. Nil is ignored.
+func WithRegistry(r *prometheus.Registry) Option {
+	return optionFunc(func(c *config) {
+		if r != nil {
+			c.registry = r
+		}
+	})
+}
+
+// New builds the providers. It does not make them global: call SetGlobal for
+// that, and Shutdown on exit.
+func New(ctx context.Context, opts ...Option) (*Providers, error) {
+	c := config{res: resource.Default(), registry: prometheus.NewRegistry()}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	exporter, err := promexporter.New(promexporter.WithRegisterer(c.registry))
+	if err != nil {
+		return nil, fmt.Errorf("otelsetup: prometheus exporter: %w", err)
+	}
+	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(c.res)}
+	if otlpConfigured() {
+		spans, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("otelsetup: OTLP trace exporter: %w", err)
+		}
+		traceOpts = append(traceOpts, sdktrace.WithBatcher(spans))
+	}
+	return &Providers{
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.res)),
+		TracerProvider: sdktrace.NewTracerProvider(traceOpts...),
+		Registry:       c.registry,
+	}, nil
+}
+
+func otlpConfigured() bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Handler serves the registry, in the OpenMetrics format (with exemplars)
+// to scrapers that ask for it, in the Prometheus text format otherwise.
+func (p *Providers) Handler() http.Handler {
+	return promhttp.HandlerFor(p.Registry, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// SetGlobal makes the providers the global ones, with W3C trace-context and
+// baggage propagation, so that lockwatch (whose default is the globals) and
+// every other instrumented library report through them.
+func (p *Providers) SetGlobal() {
+	otel.SetMeterProvider(p.MeterProvider)
+	otel.SetTracerProvider(p.TracerProvider)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+}
+
+// Shutdown flushes and stops both providers.
+func (p *Providers) Shutdown(ctx context.Context) error {
+	return errors.Join(p.TracerProvider.Shutdown(ctx), p.MeterProvider.Shutdown(ctx))
+}

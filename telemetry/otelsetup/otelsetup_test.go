@@ -1,0 +1,142 @@
+package otelsetup_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/goleak"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recordEverySignal records one of each signal through the real exporter,
+// inside a sampled span, and returns that span.
+func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
+	t.Helper()
+	ctx := context.Background()
+	p, err := otelsetup.New(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	tel := telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
+		telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+
+	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
+	defer span.End()
+	actx, aspan := tel.StartAcquire(ctx, "report", "tenant-7", "0123456789abcdef0123456789abcdef")
+	tel.EndAcquire(actx, aspan, "report", "acquired", 2*time.Millisecond, 42, 1, nil)
+	tel.UnknownResolved(ctx, "report", "released", nil)
+	tel.Renewal(ctx, "report", "renewed", time.Millisecond)
+	tel.Lost(ctx, "report", "deadline", 42, nil)
+	tel.Committed(ctx, "report", "near_expiry", time.Second, 42)
+	tel.Released(ctx, "report", "released", 3*time.Second, true, 10*time.Millisecond)
+	tel.LateCompletion(ctx, "report")
+	fctx, fspan := tel.StartFenceCheck(ctx, "ledger")
+	tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
+	return p, span
+}
+
+// TestExportedNamesMatchTheConstants scrapes the real Prometheus exporter and
+// checks every series the dashboards and alerts query: name, type, help and
+// labels, and that promlint finds nothing to complain about.
+func TestExportedNamesMatchTheConstants(t *testing.T) {
+	p, _ := recordEverySignal(t)
+	families, err := p.Registry.Gather()
+	require.NoError(t, err)
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range families {
+		byName[f.GetName()] = f
+	}
+	wantType := map[telemetry.Kind]dto.MetricType{
+		telemetry.Counter:       dto.MetricType_COUNTER,
+		telemetry.Histogram:     dto.MetricType_HISTOGRAM,
+		telemetry.UpDownCounter: dto.MetricType_GAUGE,
+	}
+	scope := []string{"otel_scope_name", "otel_scope_schema_url", "otel_scope_version"}
+	for _, m := range telemetry.Metrics {
+		t.Run(m.Prom, func(t *testing.T) {
+			f := byName[m.Prom]
+			require.NotNil(t, f, "no series %s; exported: %v", m.Prom, keys(byName))
+			assert.Equal(t, wantType[m.Kind], f.GetType())
+			assert.Equal(t, m.Description, f.GetHelp())
+			require.NotEmpty(t, f.GetMetric())
+			for _, metric := range f.GetMetric() {
+				var labels []string
+				for _, l := range metric.GetLabel() {
+					if !slices.Contains(scope, l.GetName()) {
+						labels = append(labels, l.GetName())
+					}
+				}
+				assert.ElementsMatch(t, m.Labels, labels)
+			}
+			if m.Kind == telemetry.Histogram {
+				var bounds []float64
+				for _, b := range f.GetMetric()[0].GetHistogram().GetBucket() {
+					bounds = append(bounds, b.GetUpperBound())
+				}
+				assert.Equal(t, m.Buckets, bounds, "explicit second-scale buckets")
+			}
+		})
+	}
+	problems, err := testutil.GatherAndLint(p.Registry)
+	require.NoError(t, err)
+	assert.Empty(t, problems)
+}
+
+// TestExemplarsOnOpenMetricsScrape: a value recorded inside a sampled span
+// carries that span's trace id as an exemplar on the OpenMetrics scrape, on
+// the latency histograms and on the fence-rejection counter.
+func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
+	p, span := recordEverySignal(t)
+	srv := httptest.NewServer(p.Handler())
+	defer srv.Close()
+	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/openmetrics-text")
+
+	traceID := span.SpanContext().TraceID().String()
+	for _, series := range []string{
+		telemetry.PromLeaseCancellation + "_bucket",
+		telemetry.PromLeaseCommitRemaining + "_bucket",
+		telemetry.PromLeaseHoldDuration + "_bucket",
+		telemetry.PromFenceRejections,
+	} {
+		found := false
+		for line := range strings.SplitSeq(string(body), "\n") {
+			if strings.HasPrefix(line, series) && strings.Contains(line, `trace_id="`+traceID+`"`) {
+				found = true
+				break
+			}
+		}
+		assert.True(t, found, "no exemplar with trace %s on %s", traceID, series)
+	}
+}
+
+func keys(m map[string]*dto.MetricFamily) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,136 @@
+package telemetry_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/goleak"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type records struct {
+	mu   sync.Mutex
+	msgs []slog.Record
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Clone())
+	return nil
+}
+func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
+func (r *records) WithGroup(string) slog.Handler      { return r }
+
+func sums(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, map[string][]string) {
+	values, exemplars, err := sumsOf(reader)
+	require.NoError(t, err)
+	return values, exemplars
+}
+
+// sumsOf collects every int64 sum as "name{k=v,...}" → value, with the
+// exemplars' trace ids.
+func sumsOf(reader *sdkmetric.ManualReader) (map[string]int64, map[string][]string, error) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		return nil, nil, err
+	}
+	values, exemplars := map[string]int64{}, map[string][]string{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range s.DataPoints {
+				var kvs []string
+				for _, kv := range dp.Attributes.ToSlice() {
+					kvs = append(kvs, string(kv.Key)+"="+kv.Value.Emit())
+				}
+				id := m.Name + "{" + strings.Join(kvs, ",") + "}"
+				values[id] = dp.Value
+				for _, e := range dp.Exemplars {
+					exemplars[id] = append(exemplars[id], string(e.TraceID))
+				}
+			}
+		}
+	}
+	return values, exemplars, nil
+}
+
+// TestResourceSideSignals: fence checks count by result, rejections count
+// with an exemplar of the writer's span and a Warn log, and late completions
+// count and mark the span.
+func TestResourceSideSignals(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	defer mp.Shutdown(context.Background())
+	defer tp.Shutdown(context.Background())
+	logs := &records{}
+	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), telemetry.WithLogger(slog.New(logs)))
+
+	ctx, writer := tp.Tracer("test").Start(context.Background(), "write")
+	for _, c := range []struct {
+		token, high int64
+		ok          bool
+	}{{10, 9, true}, {11, 10, true}, {10, 11, false}} {
+		fctx, span := tel.StartFenceCheck(ctx, "ledger")
+		tel.EndFenceCheck(fctx, span, "ledger", c.token, c.high, c.ok)
+	}
+	tel.LateCompletion(ctx, "report")
+	writer.End()
+
+	values, exemplars := sums(t, reader)
+	assert.EqualValues(t, 2, values[telemetry.FenceChecks+"{resource=ledger,result=accepted}"])
+	assert.EqualValues(t, 1, values[telemetry.FenceChecks+"{resource=ledger,result=rejected}"])
+	assert.EqualValues(t, 1, values[telemetry.FenceRejections+"{resource=ledger}"])
+	assert.EqualValues(t, 1, values[telemetry.LeaseLateCompletions+"{lock.name=report}"])
+	trace := writer.SpanContext().TraceID()
+	assert.Contains(t, exemplars[telemetry.FenceRejections+"{resource=ledger}"], string(trace[:]))
+
+	var checks, marked int
+	for _, s := range spans.Ended() {
+		if s.Name() == telemetry.SpanFenceCheck {
+			checks++
+			assert.Equal(t, writer.SpanContext().SpanID(), s.Parent().SpanID())
+			assert.Contains(t, s.Attributes(), attribute.String(telemetry.AttrResource, "ledger"))
+		}
+		for _, e := range s.Events() {
+			if e.Name == telemetry.EventLateCompletion {
+				marked++
+			}
+		}
+	}
+	assert.Equal(t, 3, checks)
+	assert.Equal(t, 1, marked)
+
+	var warned []string
+	for _, r := range logs.msgs {
+		assert.Equal(t, slog.LevelWarn, r.Level)
+		warned = append(warned, r.Message)
+	}
+	assert.Len(t, warned, 2, "one rejection and one late completion: %v", warned)
+}
+
+func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
+	tel := telemetry.New(nil, telemetry.WithMeterProvider(nil), telemetry.WithTracerProvider(nil), telemetry.WithLogger(nil))
+	ctx, span := tel.StartAcquire(context.Background(), "report", "k", "h")
+	tel.EndAcquire(ctx, span, "report", "acquired", 0, 1, 1, nil) // the global no-op providers: nothing to see, nothing to break
+	assert.False(t, span.SpanContext().IsValid())
+}
