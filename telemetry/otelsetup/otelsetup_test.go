@@ -2,12 +2,14 @@ package otelsetup_test
 
 import (
 	"context"
+	"go/build"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,4 +141,40 @@ func keys(m map[string]*dto.MetricFamily) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestOTLPTracesWhenTheEndpointIsSet: with OTEL_EXPORTER_OTLP_ENDPOINT set,
+// spans are exported over OTLP/HTTP (here to a loopback collector stand-in
+// that only counts requests).
+func TestOTLPTracesWhenTheEndpointIsSet(t *testing.T) {
+	var posts atomic.Int32
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/v1/traces" {
+			posts.Add(1)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer collector.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
+
+	ctx := context.Background()
+	p, err := otelsetup.New(ctx)
+	require.NoError(t, err)
+	_, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
+	span.End()
+	require.NoError(t, p.Shutdown(ctx)) // flushes the batch
+	assert.Positive(t, posts.Load(), "no OTLP export reached the collector")
+}
+
+// TestCorePackagesUseTheAPIOnly: the packages every user links (telemetry,
+// lease) import the OpenTelemetry API, never the SDK.
+func TestCorePackagesUseTheAPIOnly(t *testing.T) {
+	for _, dir := range []string{"..", "../../lease"} {
+		pkg, err := build.ImportDir(dir, 0)
+		require.NoError(t, err)
+		for _, imp := range pkg.Imports {
+			assert.NotContains(t, imp, "go.opentelemetry.io/otel/sdk", "%s imports %s", pkg.ImportPath, imp)
+			assert.NotContains(t, imp, "go.opentelemetry.io/otel/exporters", "%s imports %s", pkg.ImportPath, imp)
+		}
+	}
 }
