@@ -161,7 +161,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fen
 		renewIdx:    -1,
 		deadlineIdx: -1,
 	}
-	l.ctx, l.cancel = context.WithCancelCause(ctx)
+	l.ctx, l.cancel = leaseContext(ctx, l)
 	cancelAt := sentAt + set.cancelAfter()
 	if set.maxHold > 0 {
 		l.maxHoldAt = sentAt + set.maxHold

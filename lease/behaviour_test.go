@@ -13,6 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
 // TestBehaviour runs every protocol claim that needs no fault injection
@@ -544,4 +547,20 @@ func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, err, "the fence record outlived its retention while held")
 	assert.Equal(t, l.Fence(), fence)
 	require.NoError(t, l.Release(ctx))
+}
+
+func TestLeaseIsReachableFromItsContext(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	child, cancel := context.WithCancel(l.Context())
+	defer cancel()
+	assert.Same(t, l, FromContext(child))
+	tok, ok := fence.FromContext(child)
+	require.True(t, ok)
+	assert.EqualValues(t, l.Fence(), tok)
+	assert.Nil(t, FromContext(ctx))
 }

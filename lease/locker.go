@@ -117,3 +117,7 @@ func reportLoss(l *Lease) {
 func releaseCtx(ctx context.Context, set *settings) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), set.releaseTimeout)
 }
+
+// Telemetry returns the Locker's telemetry (WithTelemetry, or the default on
+// the global providers), for middleware that records beside it.
+func (lk *Locker) Telemetry() *telemetry.Telemetry { return lk.set.tel }
