@@ -72,6 +72,10 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	owner := rand.Text()
 	waitUntil := now() + set.wait
 	for attempt := 0; ; attempt++ {
+		if attempt > 0 && lk.closed.Load() {
+			ev.Result = Failed
+			return nil, ErrClosed
+		}
 		ev.Attempts++
 		sentAt := now()
 		r := lk.attempt(actx, set, lockKey, fenceKey, owner)
@@ -91,6 +95,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 				rctx, cancel := releaseCtx(ctx, set)
 				defer cancel()
 				_ = releaseScript.Run(rctx, lk.client, l.keys[:1], owner).Err()
+				ev.Result = Failed
 				return nil, ErrClosed
 			}
 			ev.Result, ev.Fence = Acquired, r.fence

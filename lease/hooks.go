@@ -60,7 +60,8 @@ const (
 	LossDeadline LossReason = "deadline"
 	// LossMaxHold: the bounded hold time was reached; renewal stops.
 	LossMaxHold LossReason = "max_hold"
-	// LossClosed: the Locker was closed while the lease was held.
+	// LossClosed: the Locker was closed while the lease was held (a
+	// graceful shutdown: alerts on losses exclude it).
 	LossClosed LossReason = "closed"
 )
 
@@ -84,8 +85,8 @@ const (
 	ReleaseUnknown ReleaseResult = "unknown"
 )
 
-// Hooks are called at every point where lock safety can be observed; the
-// telemetry package builds its metrics, spans and logs on them. Every field
+// Hooks are called at every point where lock safety can be observed, right
+// after the Locker's telemetry has recorded the same event. Every field
 // is optional. Hooks run synchronously on lockwatch's goroutines (the
 // renewal scheduler among them), so they must be fast and must not block.
 // The context is the caller's (acquire) or the lease's (everything after).

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func TestInvalidOptions(t *testing.T) {
@@ -181,4 +183,33 @@ func TestClockFollowsElapsedTime(t *testing.T) {
 	assert.InDelta(t, float64(wallElapsed), float64(elapsed), float64(5*time.Millisecond))
 	at := now() + time.Second
 	assert.WithinDuration(t, time.Now().Add(time.Second), wallTime(at), 5*time.Millisecond)
+}
+
+// slowLog is a log handler stuck for a second per record, like a blocked
+// stderr pipe.
+type slowLog struct{}
+
+func (slowLog) Enabled(context.Context, slog.Level) bool  { return true }
+func (slowLog) Handle(context.Context, slog.Record) error { time.Sleep(time.Second); return nil }
+func (s slowLog) WithAttrs([]slog.Attr) slog.Handler      { return s }
+func (s slowLog) WithGroup(string) slog.Handler           { return s }
+
+// TestSlowReportsDoNotDelayCancellation: the loss of one lease is logged by
+// a handler that blocks for a second; the next lease's cancel point still
+// comes on time.
+func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	tel := telemetry.New(telemetry.WithLogger(slog.New(slowLog{})))
+	lk := newLocker(t, srv.Client(t), WithTelemetry(tel), WithTTL(time.Second))
+	first, err := lk.Acquire(ctx, "first", WithMaxHold(50*time.Millisecond))
+	require.NoError(t, err)
+	second, err := lk.Acquire(ctx, "second", WithMaxHold(150*time.Millisecond))
+	require.NoError(t, err)
+	waitDone(t, first, 5*time.Second)
+	start := time.Now()
+	waitDone(t, second, 5*time.Second)
+	assert.Less(t, time.Since(start), 500*time.Millisecond, "the first loss's slow log held up the second cancellation")
+	_ = first.Release(ctx)
+	_ = second.Release(ctx)
 }

@@ -1,50 +1,12 @@
 package lease_test
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
 // TestMain starts the private redis-server the runnable examples use, and
-// fails the package when any goroutine outlives the tests: a renewal
-// scheduler, a batch or a clean-up left running is a leak.
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("LOCKWATCH_REQUIRE_INTEGRATION") != "1" {
-		fmt.Println("lease: redis-server not on PATH; skipping (set LOCKWATCH_REQUIRE_INTEGRATION=1 to fail instead)")
-		return 0
-	}
-	dir, err := os.MkdirTemp("", "lease-examples-")
-	if err != nil {
-		fmt.Println(err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	srv, err := redistest.Launch(dir)
-	if err != nil {
-		fmt.Println("lease: start the examples' redis-server:", err)
-		return 1
-	}
-	addr = srv.Addr()
-	code := m.Run()
-	if err := srv.Kill(); err != nil {
-		fmt.Println("lease: stop the examples' redis-server:", err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Println("lease: goroutines outlived the tests:", err)
-			code = 1
-		}
-	}
-	return code
-}
+// fails the package when a goroutine outlives the tests.
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m, func(a string) { addr = a })) }

@@ -35,13 +35,13 @@ func (lk *Locker) renew(batch []*Lease) {
 		}
 	}
 	lost := lk.sched.renewed(batch, sentAt, results, errs) // cancels the lost at once
-	for _, l := range lost {
-		reportLoss(l)
-	}
-	for i, l := range batch {
+	for i, l := range batch {                              // the renewal first: it is the loss's cause
 		if results[i] != "" {
 			l.set.observeRenewal(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
 		}
+	}
+	for _, l := range lost {
+		reportLoss(l)
 	}
 }

@@ -35,7 +35,8 @@
 // # Exemplars and traces
 //
 // Every measurement is recorded with the context of the work it concerns:
-// the caller's span for acquire latency, the request's span (the lease's
+// the lease.acquire span (a child of the caller's) for acquire latency, the
+// request's span (the lease's
 // context) for renewals, losses, commits and releases, the writer's span for
 // fence rejections. With a sampled span, the SDK attaches its trace and span
 // ids to histograms and counters as exemplars, visible on an OpenMetrics
@@ -53,6 +54,8 @@
 // completions and fence rejections are logged at Warn with trace_id and
 // span_id. The default logger is slog.Default(): these are the events an
 // operator must not miss, and a Warn per event is cheap next to the Redis
-// round trip behind it. Under a Redis outage that is one line per lease;
-// give WithLogger a rate-limiting or discarding handler if that is too many.
+// round trip behind it. Under a Redis outage that is two lines per lease
+// (the failed renewal, the loss); give WithLogger a rate-limiting or
+// discarding handler if that is too many. Close loses the leases still held
+// with reason closed: alerts on losses should exclude that reason.
 package telemetry

@@ -37,9 +37,11 @@ func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, resul
 	if fence > 0 {
 		t.active.Add(ctx, 1, t.lock(lock, "", "").add...)
 	}
-	if fence > 0 {
+	switch {
+	case !span.IsRecording():
+	case fence > 0:
 		span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts), attribute.Int64(AttrFence, fence))
-	} else {
+	default:
 		span.SetAttributes(attribute.String(AttrResult, result), attribute.Int(AttrAttempts, attempts))
 	}
 	if failure != nil {
@@ -54,8 +56,11 @@ func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, resul
 // UnknownResolved records how the clean-up of an unknown acquire ended.
 func (t *Telemetry) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
 	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResolution, resolution).add...)
-	t.warn(ctx, "lockwatch: unknown acquire cleaned up", slog.String(AttrLockName, lock),
-		slog.String(AttrResolution, resolution), slog.Any("error", err))
+	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(AttrResolution, resolution)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	t.warn(ctx, "lockwatch: unknown acquire cleaned up", attrs...)
 }
 
 // Renewal records one lease's renewal result and the round trip of the

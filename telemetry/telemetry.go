@@ -56,20 +56,20 @@ func New(opts ...Option) *Telemetry {
 	counter := func(name string) metric.Int64Counter {
 		m := metricByName(name)
 		i, err := meter.Int64Counter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
-		otel.Handle(err)
+		handle(err)
 		return i
 	}
 	updown := func(name string) metric.Int64UpDownCounter {
 		m := metricByName(name)
 		i, err := meter.Int64UpDownCounter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
-		otel.Handle(err)
+		handle(err)
 		return i
 	}
 	histogram := func(name string) metric.Float64Histogram {
 		m := metricByName(name)
 		i, err := meter.Float64Histogram(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description),
 			metric.WithExplicitBucketBoundaries(m.Buckets...))
-		otel.Handle(err)
+		handle(err)
 		return i
 	}
 	t.acquires = counter(LeaseAcquires)
@@ -89,6 +89,13 @@ func New(opts ...Option) *Telemetry {
 	t.holdDuration = histogram(LeaseHoldDuration)
 	t.releases = counter(LeaseReleases)
 	return t
+}
+
+// handle passes a provider's error to the global OpenTelemetry handler.
+func handle(err error) {
+	if err != nil {
+		otel.Handle(err)
+	}
 }
 
 // attrKey names one attribute set: the lock name (or resource) and at most

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -128,9 +129,19 @@ func TestResourceSideSignals(t *testing.T) {
 	assert.Len(t, warned, 2, "one rejection and one late completion: %v", warned)
 }
 
+// TestNewDefaultsToTheGlobalProviders: with no options, a Telemetry reports
+// to the global providers, also to ones set after New (the API delegates),
+// and nil options are ignored.
 func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 	tel := telemetry.New(nil, telemetry.WithMeterProvider(nil), telemetry.WithTracerProvider(nil), telemetry.WithLogger(nil))
-	ctx, span := tel.StartAcquire(context.Background(), "report", "k", "h")
-	tel.EndAcquire(ctx, span, "report", "acquired", 0, 1, 1, nil) // the global no-op providers: nothing to see, nothing to break
-	assert.False(t, span.SpanContext().IsValid())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	previous := otel.GetMeterProvider()
+	otel.SetMeterProvider(mp)
+	defer otel.SetMeterProvider(previous)
+
+	tel.LateCompletion(context.Background(), "report")
+	values, _ := sums(t, reader)
+	assert.EqualValues(t, 1, values[telemetry.LeaseLateCompletions+"{lock.name=report}"])
 }
