@@ -13,12 +13,39 @@ test: deps fmt-check vet
 
 # redis-server is started by the tests themselves; RUNLEVEL=1 keeps the
 # package's install script from starting a system-wide instance.
+#
+# PostgreSQL is one shared server (internal/pgtest gives each test a schema
+# of its own). Unless LOCKWATCH_POSTGRES_DSN points the tests elsewhere, deps
+# makes the default one answer on 127.0.0.1:5432: it installs Debian's
+# postgresql when no cluster exists, starts the cluster when it is stopped,
+# and sets the postgres role's password only when PG_DSN cannot log in (a
+# fresh Debian install asks for one over TCP). A running server is never
+# stopped or reconfigured.
+PG_DSN := postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
+
 deps:
 	@if ! command -v redis-server >/dev/null; then \
 		echo "installing redis-server"; \
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	fi
 	@redis-server --version
+	@if [ -z "$$LOCKWATCH_POSTGRES_DSN" ] && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
+		if ! ls /etc/postgresql/*/main/postgresql.conf >/dev/null 2>&1; then \
+			echo "installing postgresql"; \
+			apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null || exit 1; \
+		fi; \
+		ver=$$(ls /etc/postgresql | head -1); \
+		if ! pg_ctlcluster $$ver main status >/dev/null 2>&1; then \
+			echo "starting postgresql $$ver"; \
+			pg_ctlcluster --skip-systemctl-redirect $$ver main start || exit 1; \
+		fi; \
+		for i in $$(seq 100); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 0.1; done; \
+		pg_isready -h 127.0.0.1 -p 5432 >/dev/null || { echo "postgresql $$ver does not answer on 127.0.0.1:5432"; exit 1; }; \
+	fi
+	@if [ -z "$$LOCKWATCH_POSTGRES_DSN" ] && ! PGCONNECT_TIMEOUT=5 psql "$(PG_DSN)" -Atqc 'SELECT 1' >/dev/null 2>&1; then \
+		echo "setting the postgres role's password for $(PG_DSN)"; \
+		runuser -u postgres -- psql -q -c "ALTER ROLE postgres PASSWORD 'postgres'" || exit 1; \
+	fi
 
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \

@@ -13,4 +13,21 @@
 // Tokens are per lock key. A resource compares the tokens of one key only:
 // keep one high-water mark per lock key (or per item a lock key protects),
 // never one for a whole table guarded by many keys.
+//
+// # Stores
+//
+// RedisStore keeps a value and its key's mark in one Redis hash and checks
+// and writes them in one Lua script; it works on a single node, Sentinel and
+// Cluster alike. SQLTable does the same for rows of a PostgreSQL table, with
+// the check in the UPDATE's (or the upsert's) WHERE clause. Both are strict:
+// a write whose token equals the mark is stale, so a replayed request never
+// writes twice. A guard in front of a service that serializes its writes
+// instead admits requests with an Admitter (RedisStore.Admit), which lets the
+// several requests of one lease through and stops an older lease's.
+//
+// Every check is recorded through the telemetry package: the fence.check
+// span, lockwatch.fence.checks by result and lockwatch.fence.rejections,
+// whose exemplars lead to the trace of the write that came late. A store
+// that fails (Redis or the database erring) returns the error wrapped; that
+// is not a rejection and is not counted as one.
 package fence

@@ -1,0 +1,19 @@
+package fence
+
+import "context"
+
+// Admitter admits requests by their fencing token, for a service that
+// serializes its writes behind a guard (HTTP middleware, a gRPC
+// interceptor) instead of storing them through a fenced store.
+//
+// Admit advances key's high-water mark to token when token is at least the
+// mark, and returns a *StaleError (errors.Is ErrStale) when it is older. An
+// equal token is admitted: one lease may send several requests. Any other
+// error means the check could not be made, and the request must not proceed.
+//
+// RedisStore implements it.
+type Admitter interface {
+	Admit(ctx context.Context, key string, token Token) error
+}
+
+var _ Admitter = (*RedisStore)(nil)

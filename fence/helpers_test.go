@@ -1,0 +1,70 @@
+package fence_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// harness is the shared in-memory telemetry (every span sampled, so
+// exemplars are recorded) with the fence's series.
+type harness struct{ *telemetrytest.Harness }
+
+func newHarness(t *testing.T) harness { return harness{telemetrytest.New(t)} }
+
+// counts are the fence counters of one resource.
+type counts struct{ accepted, rejected, rejections int64 }
+
+func (h harness) counts(t *testing.T, resource string) counts {
+	t.Helper()
+	return counts{
+		accepted:   h.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, resource, telemetry.AttrResult, telemetry.FenceAccepted)),
+		rejected:   h.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, resource, telemetry.AttrResult, telemetry.FenceRejected)),
+		rejections: h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, resource)),
+	}
+}
+
+// rejectionExemplars returns the trace ids of the exemplars on a resource's
+// rejections.
+func (h harness) rejectionExemplars(t *testing.T, resource string) []trace.TraceID {
+	t.Helper()
+	var ids []trace.TraceID
+	for _, m := range h.Collect(t) {
+		s, ok := m.Data.(metricdata.Sum[int64])
+		if !ok || m.Name != telemetry.FenceRejections {
+			continue
+		}
+		for _, dp := range s.DataPoints {
+			if v, ok := dp.Attributes.Value(telemetry.AttrResource); ok && v.AsString() == resource {
+				for _, e := range dp.Exemplars {
+					ids = append(ids, trace.TraceID(e.TraceID))
+				}
+			}
+		}
+	}
+	return ids
+}
+
+// checkSpans returns the ended fence.check spans.
+func (h harness) checkSpans() []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range h.Spans.Ended() {
+		if s.Name() == telemetry.SpanFenceCheck {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,56 @@
+package fence
+
+import "github.com/lockwatch/lockwatch/telemetry"
+
+// Option configures a store: a RedisStore (NewRedisStore) or an SQLTable
+// (NewSQLTable).
+type Option interface {
+	apply(*storeConfig)
+}
+
+type optionFunc func(*storeConfig)
+
+func (f optionFunc) apply(c *storeConfig) { f(c) }
+
+// DefaultNamespace is the prefix of a RedisStore's keys when WithNamespace
+// is not given.
+const DefaultNamespace = "lockwatch:fence"
+
+type storeConfig struct {
+	tel       *telemetry.Telemetry
+	namespace string
+}
+
+// WithTelemetry sets where fence checks are recorded (the
+// lockwatch.fence.checks and lockwatch.fence.rejections counters, the
+// fence.check span, a Warn log per rejection). Default: telemetry.New(),
+// which records to the global OpenTelemetry providers. Share one Telemetry
+// between a Locker and the stores of the same process. Nil is ignored.
+func WithTelemetry(t *telemetry.Telemetry) Option {
+	return optionFunc(func(c *storeConfig) {
+		if t != nil {
+			c.tel = t
+		}
+	})
+}
+
+// WithNamespace sets the prefix of a RedisStore's keys. Default
+// DefaultNamespace ("lockwatch:fence"). Printable ASCII without spaces or
+// braces, at most 64 bytes: braces would let the namespace choose the Redis
+// Cluster slot. An SQLTable ignores it.
+func WithNamespace(ns string) Option {
+	return optionFunc(func(c *storeConfig) { c.namespace = ns })
+}
+
+func newStoreConfig(opts []Option) storeConfig {
+	c := storeConfig{namespace: DefaultNamespace}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	if c.tel == nil {
+		c.tel = telemetry.New()
+	}
+	return c
+}

@@ -1,0 +1,149 @@
+package fence
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// RedisStore is a fenced key-value store in Redis: each key holds a value
+// and the key's high-water mark (the newest token it accepted), and a write
+// checks its token against the mark and replaces both in one Lua script, so
+// no write can slip between the check and the update. Each key is one Redis
+// hash, so every operation touches a single key and works unchanged on a
+// single node, with Sentinel, and on Cluster.
+//
+// Marks never expire: a mark that disappeared would let the oldest token
+// write again. A key's record is removed only by deleting it in Redis, which
+// resets its fence; do that only for keys no lease will write again.
+//
+// A RedisStore is safe for concurrent use.
+type RedisStore struct {
+	client   redis.UniversalClient
+	resource string
+	prefix   string // <namespace>:<resource>:
+	tel      *telemetry.Telemetry
+}
+
+// NewRedisStore returns a store for resource in client. resource names what
+// the store protects (a table, a service) in its keys and as the resource
+// attribute of its metrics, so it must come from a small fixed set: never a
+// per-request value. resource and the namespace (WithNamespace) must be 1 to
+// 64 bytes of printable ASCII without spaces or braces.
+//
+// It panics on a nil client or an invalid resource or namespace: those are
+// programming errors, which no retry at run time could fix.
+func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option) *RedisStore {
+	if client == nil {
+		panic("fence: NewRedisStore: nil client")
+	}
+	c := newStoreConfig(opts)
+	if err := validName("resource", resource); err != nil {
+		panic("fence: NewRedisStore: " + err.Error())
+	}
+	if err := validName("namespace", c.namespace); err != nil {
+		panic("fence: NewRedisStore: " + err.Error())
+	}
+	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", tel: c.tel}
+}
+
+// Write stores value under key if token is greater than the key's
+// high-water mark, and makes token the mark, in one atomic step. Strict: the
+// same token is never accepted twice, so a request replayed under a lease's
+// token cannot overwrite what a later write of that lease stored.
+//
+// A token at or below the mark is a *StaleError (errors.Is ErrStale) with
+// the mark as HighWater, and nothing is written. A token that is not
+// positive is ErrMalformed, and Redis is not called.
+//
+// Any other error is Redis failing, and the write may or may not have taken
+// effect (a reply can be lost after the script ran). Retrying with the same
+// token is safe: it cannot write twice. A *StaleError whose HighWater equals
+// the token therefore does not prove the value was not stored: a reply may
+// have been lost and the script sent again, by the caller or by go-redis
+// itself (it re-sends a command after a network error or timeout, up to the
+// client's MaxRetries). Read tells which value is stored.
+func (s *RedisStore) Write(ctx context.Context, key string, token Token, value []byte) error {
+	return s.run(ctx, writeScript, "write", key, token, value)
+}
+
+// Admit advances key's high-water mark to token if token is at least the
+// mark, and rejects a token below it with a *StaleError (errors.Is
+// ErrStale). An equal token is admitted, since one lease may send several
+// requests: Admit is for guards in front of a service that serializes the
+// writes it lets through, not for writes that may be replayed (use Write).
+//
+// Admit and Write on the same key share its mark: after Admit(k, 7),
+// Write(k, 7, v) is stale. A token that is not positive is ErrMalformed. Any
+// other error is Redis failing, and the mark may or may not have moved;
+// nothing should then be let through.
+func (s *RedisStore) Admit(ctx context.Context, key string, token Token) error {
+	return s.run(ctx, admitScript, "admit", key, token)
+}
+
+func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key string, token Token, value ...any) error {
+	if err := validToken(token); err != nil {
+		return err
+	}
+	rkey := s.redisKey(key)
+	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(telemetry.AttrKeyHash, keyHash(key)))
+	args := append([]any{token.String()}, value...)
+	reply, err := script.Run(ctx, s.client, []string{rkey}, args...).Slice()
+	if err == nil {
+		var accepted bool
+		var mark Token
+		accepted, mark, err = parseReply(reply)
+		if err == nil {
+			c.done(accepted, mark)
+			if !accepted {
+				return &StaleError{Resource: s.resource, Token: token, HighWater: mark}
+			}
+			return nil
+		}
+	}
+	err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
+	c.failed(err)
+	return err
+}
+
+// parseReply reads {1|0, mark} from write.lua and admit.lua.
+func parseReply(reply []any) (accepted bool, mark Token, err error) {
+	if len(reply) != 2 {
+		return false, 0, fmt.Errorf("unexpected reply %v", reply)
+	}
+	ok, isInt := reply[0].(int64)
+	m, isStr := reply[1].(string)
+	if !isInt || !isStr {
+		return false, 0, fmt.Errorf("unexpected reply %v", reply)
+	}
+	n, err := strconv.ParseInt(m, 10, 64)
+	if err != nil || n < 0 {
+		return false, 0, fmt.Errorf("unexpected high-water mark %q", m)
+	}
+	return ok == 1, Token(n), nil
+}
+
+// Read returns key's value and high-water mark, for inspection: a value read
+// here and written back later is not fenced (only Write is). A key that was
+// never written is nil, 0, nil; a key only ever admitted has a mark but a
+// nil value.
+func (s *RedisStore) Read(ctx context.Context, key string) (value []byte, highWater Token, err error) {
+	vals, err := s.client.HMGet(ctx, s.redisKey(key), "value", "fence").Result()
+	if err != nil {
+		return nil, 0, fmt.Errorf("fence: read %s: %w", s.resource, err)
+	}
+	if v, ok := vals[0].(string); ok {
+		value = []byte(v)
+	}
+	if m, ok := vals[1].(string); ok {
+		if highWater, err = Parse(m); err != nil {
+			return nil, 0, fmt.Errorf("fence: read %s: stored mark: %w", s.resource, err)
+		}
+	}
+	return value, highWater, nil
+}

@@ -1,0 +1,362 @@
+package fence_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// backend is a Redis deployment the store must work on unchanged.
+type backend struct {
+	name    string
+	client  redis.UniversalClient
+	cluster *redistest.Cluster // nil for a single node
+}
+
+// backends starts a single node and a 3-master cluster.
+func backends(t *testing.T) []backend {
+	redistest.Require(t)
+	cl := redistest.StartCluster(t, 3)
+	return []backend{
+		{name: "single", client: redistest.Start(t).Client(t)},
+		{name: "cluster", client: cl.Client(t), cluster: cl},
+	}
+}
+
+func stale(t *testing.T, err error, token, highWater fence.Token) {
+	t.Helper()
+	require.ErrorIs(t, err, fence.ErrStale)
+	var se *fence.StaleError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, token, se.Token, "the write's token")
+	assert.Equal(t, highWater, se.HighWater, "the mark")
+}
+
+// TestRedisStore runs every property of the store on a single node and on a
+// cluster: the scripts touch one key each, so nothing may differ.
+func TestRedisStore(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			t.Run("WriteIsStrict", func(t *testing.T) { testWriteIsStrict(t, b) })
+			t.Run("Admit", func(t *testing.T) { testAdmit(t, b) })
+			t.Run("ExactComparison", func(t *testing.T) { testExactComparison(t, b) })
+			t.Run("Values", func(t *testing.T) { testValues(t, b) })
+			t.Run("Telemetry", func(t *testing.T) { testTelemetry(t, b) })
+			t.Run("KeysSpread", func(t *testing.T) { testKeysSpread(t, b) })
+			t.Run("Concurrent", func(t *testing.T) { testRedisConcurrent(t, b) })
+		})
+	}
+}
+
+func testWriteIsStrict(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(b.client, "ledger", fence.WithTelemetry(h.Tel))
+
+	v, mark, err := s.Read(ctx, "acct-1")
+	require.NoError(t, err)
+	assert.Nil(t, v, "never written")
+	assert.Zero(t, mark)
+
+	require.NoError(t, s.Write(ctx, "acct-1", 10, []byte("a")), "first write")
+	stale(t, s.Write(ctx, "acct-1", 10, []byte("b")), 10, 10)
+	stale(t, s.Write(ctx, "acct-1", 10, []byte("b")), 10, 10) // and never later either
+	stale(t, s.Write(ctx, "acct-1", 9, []byte("c")), 9, 10)
+	v, mark, err = s.Read(ctx, "acct-1")
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(v), "rejected writes leave the value")
+	assert.Equal(t, fence.Token(10), mark)
+
+	require.NoError(t, s.Write(ctx, "acct-1", 11, []byte("d")))
+	v, mark, err = s.Read(ctx, "acct-1")
+	require.NoError(t, err)
+	assert.Equal(t, "d", string(v), "value and mark written together")
+	assert.Equal(t, fence.Token(11), mark)
+
+	require.NoError(t, s.Write(ctx, "acct-2", 3, []byte("x")), "marks are per key")
+
+	var se *fence.StaleError
+	require.ErrorAs(t, s.Write(ctx, "acct-1", 5, nil), &se)
+	assert.Equal(t, "ledger", se.Resource)
+	assert.Equal(t, counts{accepted: 3, rejected: 4, rejections: 4}, h.counts(t, "ledger"))
+}
+
+func testAdmit(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(b.client, "api", fence.WithTelemetry(h.Tel))
+
+	require.NoError(t, s.Admit(ctx, "k", 5))
+	require.NoError(t, s.Admit(ctx, "k", 5), "one lease, several requests")
+	require.NoError(t, s.Admit(ctx, "k", 6))
+	stale(t, s.Admit(ctx, "k", 5), 5, 6)
+	v, mark, err := s.Read(ctx, "k")
+	require.NoError(t, err)
+	assert.Nil(t, v, "Admit stores no value")
+	assert.Equal(t, fence.Token(6), mark)
+
+	stale(t, s.Write(ctx, "k", 6, []byte("v")), 6, 6) // the mark is shared, and Write is strict
+	require.NoError(t, s.Write(ctx, "k", 7, []byte("v")))
+	require.NoError(t, s.Admit(ctx, "k", 7))
+	v, mark, err = s.Read(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(v), "Admit leaves the value alone")
+	assert.Equal(t, fence.Token(7), mark)
+	assert.Equal(t, counts{accepted: 5, rejected: 2, rejections: 2}, h.counts(t, "api"))
+}
+
+// testExactComparison: tokens are int64 and the scripts must order all of
+// them exactly, though Lua numbers are doubles (exact below 2^53 only).
+func testExactComparison(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	s := fence.NewRedisStore(b.client, "exact", fence.WithTelemetry(newHarness(t).Tel))
+	const max = fence.Token(1<<63 - 1)
+	pairs := [][2]fence.Token{
+		{9007199254740992, 9007199254740993}, // 2^53 and 2^53+1: one double
+		{9007199254740993, 9007199254740992},
+		{9007199254740993, 9007199254740993},
+		{max - 1, max}, {max, max - 1}, {max, max}, {1, max}, {max, 1},
+		{999999999, 1000000000}, {1000000000, 999999999}, // a string compare alone would get these wrong
+		{9, 10}, {10, 9}, {1, 1}, {1, 2},
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100 {
+		a := fence.Token(rng.Int64N(1<<62) + 1<<62)
+		d := fence.Token(rng.Int64N(5) - 2) // neighbours: equal, or one or two apart
+		if a+d > 0 {
+			pairs = append(pairs, [2]fence.Token{a, a + d})
+		}
+		pairs = append(pairs, [2]fence.Token{fence.Token(rng.Int64N(int64(max)) + 1), fence.Token(rng.Int64N(int64(max)) + 1)})
+	}
+	for i, p := range pairs {
+		first, second := p[0], p[1]
+		wkey, akey := fmt.Sprintf("w%d", i), fmt.Sprintf("a%d", i)
+		require.NoError(t, s.Write(ctx, wkey, first, []byte(first.String())))
+		err := s.Write(ctx, wkey, second, []byte(second.String()))
+		if second > first {
+			require.NoError(t, err, "%d after %d", second, first)
+		} else {
+			stale(t, err, second, first)
+		}
+		_, mark, err := s.Read(ctx, wkey)
+		require.NoError(t, err)
+		assert.Equal(t, max2(first, second), mark, "%d then %d", first, second)
+
+		require.NoError(t, s.Admit(ctx, akey, first))
+		err = s.Admit(ctx, akey, second)
+		if second >= first {
+			require.NoError(t, err, "admit %d after %d", second, first)
+		} else {
+			stale(t, err, second, first)
+		}
+	}
+}
+
+func max2(a, b fence.Token) fence.Token {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func testValues(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	s := fence.NewRedisStore(b.client, "blobs", fence.WithTelemetry(newHarness(t).Tel))
+	binary := []byte{0, 1, 2, 0xff, '{', '}', '\n'}
+	for i, v := range [][]byte{binary, {}, nil, []byte("plain")} {
+		key := strconv.Itoa(i)
+		require.NoError(t, s.Write(ctx, key, 1, v))
+		got, _, err := s.Read(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, string(v), string(got))
+		assert.NotNil(t, got, "a written empty value is not a missing one")
+	}
+	// Caller keys are untrusted: any bytes, any length, braces included.
+	for _, key := range []string{"", "{x}", "}{", string(binary), string(make([]byte, 1<<16))} {
+		require.NoError(t, s.Write(ctx, key, 2, []byte(key)))
+		got, mark, err := s.Read(ctx, key)
+		require.NoError(t, err)
+		assert.Equal(t, key, string(got))
+		assert.Equal(t, fence.Token(2), mark)
+	}
+}
+
+func testTelemetry(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(b.client, "orders", fence.WithTelemetry(h.Tel))
+	rctx, request := h.Tracer.Start(ctx, "request")
+	require.NoError(t, s.Write(rctx, "order-9", 20, []byte("paid")))
+	stale(t, s.Write(rctx, "order-9", 19, []byte("pending")), 19, 20)
+	request.End()
+
+	assert.Equal(t, counts{accepted: 1, rejected: 1, rejections: 1}, h.counts(t, "orders"))
+	assert.Contains(t, h.rejectionExemplars(t, "orders"), request.SpanContext().TraceID(), "the rejection links to the late writer's trace")
+	level, attrs, ok := h.Logs.Find("stale write rejected")
+	require.True(t, ok, "a rejection is logged")
+	assert.Equal(t, slog.LevelWarn, level)
+	assert.Equal(t, "20", attrs[telemetry.AttrHighWater])
+	assert.Equal(t, request.SpanContext().TraceID().String(), attrs["trace_id"])
+
+	spans := h.checkSpans()
+	require.Len(t, spans, 2)
+	for _, sp := range spans {
+		assert.Equal(t, request.SpanContext().SpanID(), sp.Parent().SpanID(), "a child of the caller's span")
+		assert.Contains(t, sp.Attributes(), attribute.String(telemetry.AttrResource, "orders"))
+		var hash bool
+		for _, kv := range sp.Attributes() {
+			if kv.Key == telemetry.AttrKeyHash {
+				hash = len(kv.Value.AsString()) == 32
+			}
+			assert.NotEqual(t, "order-9", kv.Value.Emit(), "the raw key never goes on a span")
+		}
+		assert.True(t, hash, "the key's hash identifies it")
+		assert.Equal(t, codes.Unset, sp.Status().Code, "a rejection is the fence working, not an error")
+	}
+	rejected := spans[1]
+	assert.Contains(t, rejected.Attributes(), attribute.String(telemetry.AttrResult, telemetry.FenceRejected))
+	assert.Contains(t, rejected.Attributes(), attribute.Int64(telemetry.AttrFence, 19))
+	assert.Contains(t, rejected.Attributes(), attribute.Int64(telemetry.AttrHighWater, 20))
+}
+
+// testKeysSpread: the hash tag of the key's hash, not anything the caller
+// chose, picks the slot, so keys spread over every shard.
+func testKeysSpread(t *testing.T, b backend) {
+	if b.cluster == nil {
+		t.Skip("one node holds every key")
+	}
+	ctx := testCtx(t)
+	s := fence.NewRedisStore(b.client, "spread", fence.WithTelemetry(newHarness(t).Tel))
+	for i := range 64 {
+		require.NoError(t, s.Write(ctx, "{same-tag}"+strconv.Itoa(i), 1, nil))
+	}
+	for _, n := range b.cluster.Nodes() {
+		size, err := n.Do(ctx, "DBSIZE")
+		require.NoError(t, err)
+		assert.Positive(t, size, "shard %s holds some of 64 keys", n.Addr())
+	}
+}
+
+// TestRedisKeyLayout: the record is one hash under
+// <namespace>:<resource>:{<32 hex>}, with fields value and fence.
+func TestRedisKeyLayout(t *testing.T) {
+	redistest.Require(t)
+	ctx := testCtx(t)
+	client := redistest.Start(t).Client(t)
+	s := fence.NewRedisStore(client, "ledger", fence.WithNamespace("app:fence"), fence.WithTelemetry(newHarness(t).Tel))
+	require.NoError(t, s.Write(ctx, "{acct}:1", 42, []byte("v")))
+	keys, err := client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Regexp(t, `^app:fence:ledger:\{[0-9a-f]{32}\}$`, keys[0])
+	fields, err := client.HGetAll(ctx, keys[0]).Result()
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"value": "v", "fence": "42"}, fields)
+
+	require.NoError(t, client.FlushAll(ctx).Err())
+	def := fence.NewRedisStore(client, "ledger", nil, fence.WithTelemetry(nil), fence.WithTelemetry(newHarness(t).Tel))
+	require.NoError(t, def.Admit(ctx, "{acct}:1", 7))
+	keys, err = client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	assert.Regexp(t, `^lockwatch:fence:ledger:\{[0-9a-f]{32}\}$`, keys[0], "DefaultNamespace")
+}
+
+func TestNewRedisStorePanics(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer client.Close()
+	assert.PanicsWithValue(t, "fence: NewRedisStore: nil client", func() { fence.NewRedisStore(nil, "r") })
+	for _, c := range []struct {
+		resource string
+		opts     []fence.Option
+	}{
+		{"", nil},
+		{"a{b}", nil},
+		{"with space", nil},
+		{string(make([]byte, 65)), nil},
+		{"ok", []fence.Option{fence.WithNamespace("")}},
+		{"ok", []fence.Option{fence.WithNamespace("{tag}")}},
+	} {
+		assert.Panics(t, func() { fence.NewRedisStore(client, c.resource, c.opts...) }, "%q", c.resource)
+	}
+	assert.NotPanics(t, func() { fence.NewRedisStore(client, "orders-db/ledger", fence.WithNamespace("app:fence")) })
+}
+
+// TestRedisErrors: a failing Redis is an error, wrapped, never a rejection,
+// and not counted as a check; the span records it.
+func TestRedisErrors(t *testing.T) {
+	redistest.Require(t)
+	ctx := testCtx(t)
+	h := newHarness(t)
+	srv := redistest.Start(t)
+	client := srv.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
+	s := fence.NewRedisStore(client, "down", fence.WithTelemetry(h.Tel))
+
+	// A record that is not lockwatch's: the scripts refuse to compare.
+	require.NoError(t, s.Write(ctx, "k", 1, nil))
+	keys, err := client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	require.Len(t, keys, 1)
+	require.NoError(t, client.HSet(ctx, keys[0], "fence", "1e3").Err())
+	err = s.Write(ctx, "k", 2, nil)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, fence.ErrStale)
+	assert.ErrorContains(t, err, "fence: write down:")
+	assert.ErrorContains(t, err, "not canonical")
+	err = s.Admit(ctx, "k", 2)
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, fence.ErrStale)
+	_, _, err = s.Read(ctx, "k")
+	assert.ErrorIs(t, err, fence.ErrMalformed)
+
+	require.NoError(t, srv.Stop())
+	for _, op := range []func() error{
+		func() error { return s.Write(ctx, "k", 3, []byte("v")) },
+		func() error { return s.Admit(ctx, "k", 3) },
+		func() error { _, _, err := s.Read(ctx, "k"); return err },
+	} {
+		err := op()
+		require.Error(t, err)
+		assert.NotErrorIs(t, err, fence.ErrStale)
+		assert.Contains(t, err.Error(), "fence: ")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	assert.ErrorIs(t, s.Write(cctx, "k", 4, nil), context.Canceled, "wrapped, so the cause is visible")
+
+	assert.Equal(t, counts{accepted: 1}, h.counts(t, "down"), "only the first write was a check")
+	spans := h.checkSpans()
+	require.Len(t, spans, 6)
+	for _, sp := range spans[1:] {
+		assert.Equal(t, codes.Error, sp.Status().Code)
+	}
+}
+
+// TestInvalidTokens: what no lease mints is the caller's bug: an error
+// before Redis is called, not a check.
+func TestInvalidTokens(t *testing.T) {
+	ctx := testCtx(t)
+	h := newHarness(t)
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer client.Close()
+	s := fence.NewRedisStore(client, "r", fence.WithTelemetry(h.Tel))
+	for _, tok := range []fence.Token{0, -1, -1 << 63} {
+		require.ErrorIs(t, s.Write(ctx, "k", tok, nil), fence.ErrMalformed)
+		require.ErrorIs(t, s.Admit(ctx, "k", tok), fence.ErrMalformed)
+	}
+	assert.Equal(t, counts{}, h.counts(t, "r"))
+	assert.Empty(t, h.checkSpans())
+}

@@ -1,0 +1,54 @@
+-- admit: let a request through if its fencing token is at least the key's
+-- high-water mark, and advance the mark to it, in one step.
+--
+-- KEYS[1]  fence record: a hash whose field fence is the high-water mark
+--          (canonical decimal). Field value, if any, is left alone.
+-- ARGV[1]  token of the request: canonical decimal, 1 to 2^63-1 (no sign, no
+--          leading zeros)
+--
+-- Returns
+--   {1, mark}  admitted: token >= mark (equal is admitted: one lease may send
+--              several requests); fence is now the token. mark is the previous
+--              high-water mark, '0' when the key had none.
+--   {0, mark}  stale: token < mark; the mark is unchanged.
+--   an error   the stored mark or ARGV[1] is not a canonical token (nothing written).
+--
+-- Tokens are compared as strings: Lua numbers are doubles, exact only below
+-- 2^53, and two int64 tokens above that can convert to the same double. For
+-- canonical decimals, the longer string is the larger number, and strings of one
+-- length compare digit by digit (bytes, not the locale's collation).
+local function canonical(s)
+  return #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
+end
+
+local function greater(a, b)
+  if #a ~= #b then
+    return #a > #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return false
+end
+
+local token = ARGV[1]
+if not canonical(token) then
+  return redis.error_reply('LOCKWATCH token is not canonical')
+end
+local mark = redis.call('HGET', KEYS[1], 'fence')
+if mark then
+  if not canonical(mark) then
+    return redis.error_reply('LOCKWATCH stored fence is not canonical')
+  end
+  if greater(mark, token) then
+    return {0, mark}
+  end
+  if mark == token then
+    return {1, mark}
+  end
+end
+redis.call('HSET', KEYS[1], 'fence', token)
+return {1, mark or '0'}

@@ -1,0 +1,52 @@
+-- write: store a value if its fencing token is newer than every token the key
+-- accepted, and make that token the key's high-water mark, in one step.
+--
+-- KEYS[1]  fence record: a hash with fields value (the data) and fence (the
+--          high-water mark, canonical decimal)
+-- ARGV[1]  token of the write: canonical decimal, 1 to 2^63-1 (no sign, no
+--          leading zeros)
+-- ARGV[2]  value
+--
+-- Returns
+--   {1, mark}  written: value and fence replaced together. mark is the previous
+--              high-water mark, '0' when the key had none.
+--   {0, mark}  stale: ARGV[1] <= mark; nothing written. Strict: a token the key
+--              already accepted is rejected, so a reused token never writes twice.
+--   an error   the stored mark or ARGV[1] is not a canonical token (nothing written).
+--
+-- Tokens are compared as strings: Lua numbers are doubles, exact only below
+-- 2^53, and two int64 tokens above that can convert to the same double. For
+-- canonical decimals, the longer string is the larger number, and strings of one
+-- length compare digit by digit (bytes, not the locale's collation).
+local function canonical(s)
+  return #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
+end
+
+local function greater(a, b)
+  if #a ~= #b then
+    return #a > #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return false
+end
+
+local token = ARGV[1]
+if not canonical(token) then
+  return redis.error_reply('LOCKWATCH token is not canonical')
+end
+local mark = redis.call('HGET', KEYS[1], 'fence')
+if mark then
+  if not canonical(mark) then
+    return redis.error_reply('LOCKWATCH stored fence is not canonical')
+  end
+  if not greater(token, mark) then
+    return {0, mark}
+  end
+end
+redis.call('HSET', KEYS[1], 'value', ARGV[2], 'fence', token)
+return {1, mark or '0'}

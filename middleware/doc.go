@@ -1,0 +1,38 @@
+// Package middleware puts lockwatch leases and fences into net/http and gRPC
+// services.
+//
+// Holder side: HTTP, UnaryServerInterceptor and StreamServerInterceptor run
+// each request holding the lease on a key computed from the request. The
+// handler's context is the lease's context (cancelled, with lease.ErrLost as
+// its cause, before the key can expire); lease.FromContext gives the lease
+// for its fence, Remaining and Commit. The lock name recorded in metrics is
+// the route (r.Pattern) or the gRPC method, never the key. Refusals follow
+// one table:
+//
+//	outcome                              HTTP                  gRPC
+//	contended (after the optional wait)  409 + Retry-After     ABORTED      LEASE_CONTENDED + RetryInfo
+//	acquire unknown, Redis unavailable   503 + Retry-After     UNAVAILABLE  LEASE_UNKNOWN / LEASE_UNAVAILABLE
+//	lease lost before the answer         503 + Retry-After     UNAVAILABLE  LEASE_LOST
+//	stale fence at a guarded resource    409                   ABORTED      FENCE_STALE
+//	malformed fence                      400                   INVALID_ARGUMENT FENCE_MALFORMED
+//	missing fence                        428                   FAILED_PRECONDITION FENCE_MISSING
+//
+// HTTP bodies are application/problem+json with a "reason" member; gRPC
+// statuses carry google.rpc.ErrorInfo{reason, domain "lockwatch"}. "Lost
+// before the answer" means, for HTTP, that the handler returned without
+// writing anything; for gRPC, that it returned an error. A handler that
+// answers with success after its lease was lost keeps its answer (it did the
+// work; the resource's fence decided whether its write counted) and is
+// counted as a late completion, a potential stale write, with an event on
+// its span. Leases are released when the handler returns, also when it
+// panics; the panic goes on.
+//
+// Client side: RoundTripper, UnaryClientInterceptor and
+// StreamClientInterceptor copy the token of the lease on the call's context
+// to the Fencing-Token header or fencing-token metadata.
+//
+// Resource side: HTTPGuard, UnaryServerGuard and StreamServerGuard admit
+// each request's token through a fenced store (fence.Admitter) before the
+// handler runs, so a service that serializes its writes behind them rejects
+// late writes.
+package middleware

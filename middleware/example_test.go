@@ -1,0 +1,43 @@
+package middleware_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/middleware"
+)
+
+// addr is the Redis the examples use; the test binary points it at a
+// private loopback redis-server.
+var addr = "localhost:6379"
+
+func ExampleHTTP() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client)
+	defer locker.Close()
+
+	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") })
+	mux := http.NewServeMux()
+	mux.Handle("POST /invoices/{id}/pay", lockInvoice(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := lease.FromContext(r.Context()) // the handler's context is the lease's
+		fmt.Fprintln(w, "paying under lease", l.Name(), "with a fence:", l.Fence() > 0)
+	})))
+
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	resp, err := srv.Client().Post(srv.URL+"/invoices/7/pay", "text/plain", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(resp.StatusCode, " ", string(body))
+	// Output: 200 paying under lease POST /invoices/{id}/pay with a fence: true
+}

@@ -1,0 +1,142 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// UnaryKeyFunc returns the lock key of a unary call; "" runs it without a
+// lock.
+type UnaryKeyFunc func(ctx context.Context, fullMethod string, req any) string
+
+// StreamKeyFunc returns the lock key of a streaming call (from its method
+// and metadata: the stream's messages are not read yet); "" runs it without
+// a lock.
+type StreamKeyFunc func(ctx context.Context, fullMethod string) string
+
+// UnaryServerInterceptor runs each unary call holding the lease on key. The
+// handler's context is the lease's context (lease.FromContext gives the
+// lease). Refusals carry google.rpc.ErrorInfo{reason, domain "lockwatch"}
+// and, when retrying makes sense, RetryInfo:
+//
+//	contended                      ABORTED      LEASE_CONTENDED, retry after the holder's TTL
+//	unknown, Redis unavailable     UNAVAILABLE  LEASE_UNKNOWN / LEASE_UNAVAILABLE
+//	lost, handler returned error   UNAVAILABLE  LEASE_LOST
+//
+// A lost lease is UNAVAILABLE rather than ABORTED: the work may not have
+// happened, and retrying the whole call (which takes a new lease) is the
+// right reaction, as for a server that went away. A handler that returns
+// success after its lease was lost keeps its answer (it did the work; the
+// resource's fence decided whether its write counted) and is counted as a
+// late completion.
+func UnaryServerInterceptor(locker *lease.Locker, key UnaryKeyFunc, opts ...Option) grpc.UnaryServerInterceptor {
+	if key == nil {
+		panic("middleware: nil UnaryKeyFunc")
+	}
+	h := newHolder(locker, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		var resp any
+		err := h.call(ctx, info.FullMethod, key(ctx, info.FullMethod, req), func(ctx context.Context) error {
+			var err error
+			resp, err = handler(ctx, req)
+			return err
+		})
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor is UnaryServerInterceptor for streams: the
+// stream's Context() is the lease's context for the whole stream.
+func StreamServerInterceptor(locker *lease.Locker, key StreamKeyFunc, opts ...Option) grpc.StreamServerInterceptor {
+	if key == nil {
+		panic("middleware: nil StreamKeyFunc")
+	}
+	h := newHolder(locker, opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ctx := ss.Context()
+		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(ctx context.Context) error {
+			return handler(srv, &leaseStream{ServerStream: ss, ctx: ctx})
+		})
+	}
+}
+
+// call is the core both interceptors share.
+func (h *holder) call(ctx context.Context, method, key string, run func(context.Context) error) (err error) {
+	if key == "" {
+		return run(ctx)
+	}
+	name := h.cfg.grpcName(method)
+	l, err := h.acquire(ctx, key, name)
+	if err != nil {
+		return acquireStatus(err, name)
+	}
+	returned := false
+	defer func() {
+		if lost := h.end(l.Context(), l, name, returned && err == nil); lost != nil && returned && err != nil {
+			err = statusWith(codes.Unavailable, ReasonLost, name, "lease lost while the call ran: "+err.Error(), time.Second)
+		}
+	}()
+	err = run(l.Context())
+	returned = true
+	return err
+}
+
+// leaseStream is a ServerStream whose Context is the lease's.
+type leaseStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *leaseStream) Context() context.Context { return s.ctx }
+
+func acquireStatus(err error, lock string) error {
+	var busy *lease.NotAcquiredError
+	switch {
+	case errors.As(err, &busy):
+		return statusWith(codes.Aborted, ReasonContended, lock, "lease held by another replica", max(busy.HolderTTL, time.Second))
+	case errors.Is(err, lease.ErrUnknown):
+		return statusWith(codes.Unavailable, ReasonUnknown, lock, "lease state unknown; the call did not run", time.Second)
+	}
+	return statusWith(codes.Unavailable, ReasonUnavailable, lock, "lease unavailable: "+err.Error(), time.Second)
+}
+
+func fenceStatus(err error) error {
+	switch {
+	case errors.Is(err, fence.ErrStale):
+		return statusWith(codes.Aborted, ReasonFenceStale, "", err.Error(), 0)
+	case errors.Is(err, fence.ErrMalformed):
+		return statusWith(codes.InvalidArgument, ReasonFenceMalformed, "", err.Error(), 0)
+	case errors.Is(err, fence.ErrMissing):
+		return statusWith(codes.FailedPrecondition, ReasonFenceMissing, "", "send the lease's token in the "+fence.MetadataKey+" metadata", 0)
+	}
+	return statusWith(codes.Unavailable, ReasonFenceStore, "", "fence store unavailable", time.Second)
+}
+
+// statusWith builds a status with ErrorInfo and, when retry > 0, RetryInfo.
+func statusWith(code codes.Code, reason, lock, msg string, retry time.Duration) error {
+	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
+	if lock != "" {
+		info.Metadata = map[string]string{"lock_name": lock}
+	}
+	st := status.New(code, msg)
+	var err error
+	if retry > 0 {
+		st, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry)})
+	} else {
+		st, err = st.WithDetails(info)
+	}
+	if err != nil { // only for unmarshalable details: never for these two
+		return status.Error(code, msg)
+	}
+	return st.Err()
+}

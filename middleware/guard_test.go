@@ -1,0 +1,144 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// TestHTTPGuardAnswers: a guard in front of a resource, on a real server.
+func TestHTTPGuardAnswers(t *testing.T) {
+	srv := redistest.Start(t)
+	h := telemetrytest.New(t)
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
+	tokens := make(chan fence.Token, 10)
+	mux := http.NewServeMux()
+	mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := fence.FromContext(r.Context())
+		tokens <- tok
+		w.WriteHeader(http.StatusNoContent)
+	})))
+	url, client := serveHTTP(t, mux)
+	put := func(values ...string) *http.Response {
+		req, err := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
+		require.NoError(t, err)
+		for _, v := range values {
+			req.Header.Add(fence.Header, v)
+		}
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+
+	for _, tc := range []struct {
+		name   string
+		values []string
+		status int
+		reason string
+	}{
+		{"first token", []string{"41"}, http.StatusNoContent, ""},
+		{"same lease again", []string{"41"}, http.StatusNoContent, ""},
+		{"newer lease", []string{"42"}, http.StatusNoContent, ""},
+		{"stale", []string{"41"}, http.StatusConflict, ReasonFenceStale},
+		{"malformed", []string{"+43"}, http.StatusBadRequest, ReasonFenceMalformed},
+		{"zero", []string{"0"}, http.StatusBadRequest, ReasonFenceMalformed},
+		{"two values", []string{"43", "44"}, http.StatusBadRequest, ReasonFenceMalformed},
+		{"missing", nil, http.StatusPreconditionRequired, ReasonFenceMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := put(tc.values...)
+			assert.Equal(t, tc.status, resp.StatusCode)
+			if tc.reason != "" {
+				assert.Equal(t, tc.reason, decodeProblem(t, resp).Reason)
+			} else {
+				assert.Equal(t, tc.values[0], (<-tokens).String(), "the admitted token is on the handler's context")
+			}
+		})
+	}
+	attrs := func(result string) map[string]string {
+		return telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, result)
+	}
+	assert.EqualValues(t, 3, h.Sum(t, telemetry.FenceChecks, attrs("accepted")))
+	assert.EqualValues(t, 1, h.Sum(t, telemetry.FenceChecks, attrs("rejected")))
+	assert.EqualValues(t, 1, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
+
+	t.Run("missing allowed", func(t *testing.T) {
+		mux := http.NewServeMux()
+		mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey, AllowMissingFence())(http.HandlerFunc(
+			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })))
+		url, client := serveHTTP(t, mux)
+		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusNoContent, resp.StatusCode)
+	})
+}
+
+// TestGRPCGuardAnswers: the same table for gRPC, unary and stream.
+func TestGRPCGuardAnswers(t *testing.T) {
+	srv := redistest.Start(t)
+	h := telemetrytest.New(t)
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
+	key := func(context.Context, string, any) string { return "7" }
+	skey := func(context.Context, string) string { return "7" }
+	svc := &health{
+		check: func(context.Context) error { return nil },
+		watch: func(stream grpc_health_v1.Health_WatchServer) error {
+			return stream.Send(&grpc_health_v1.HealthCheckResponse{})
+		},
+	}
+	client := serveGRPC(t, svc, []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(UnaryServerGuard(store, key)),
+		grpc.ChainStreamInterceptor(StreamServerGuard(store, skey)),
+	})
+	call := func(values ...string) error {
+		ctx := context.Background()
+		for _, v := range values {
+			ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataKey, v)
+		}
+		_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
+		return err
+	}
+	require.NoError(t, call("41"))
+	require.NoError(t, call("42"))
+	for _, tc := range []struct {
+		name   string
+		values []string
+		code   codes.Code
+		reason string
+	}{
+		{"stale", []string{"41"}, codes.Aborted, ReasonFenceStale},
+		{"malformed", []string{"4 2"}, codes.InvalidArgument, ReasonFenceMalformed},
+		{"two values", []string{"43", "44"}, codes.InvalidArgument, ReasonFenceMalformed},
+		{"missing", nil, codes.FailedPrecondition, ReasonFenceMissing},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, info, _ := details(t, call(tc.values...))
+			assert.Equal(t, tc.code, code)
+			assert.Equal(t, tc.reason, info.GetReason())
+		})
+	}
+	t.Run("stream", func(t *testing.T) {
+		stream, err := client.Watch(metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, "41"), &grpc_health_v1.HealthCheckRequest{})
+		require.NoError(t, err)
+		_, err = stream.Recv()
+		code, info, _ := details(t, err)
+		assert.Equal(t, codes.Aborted, code)
+		assert.Equal(t, ReasonFenceStale, info.GetReason())
+	})
+	assert.EqualValues(t, 2, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
+}

@@ -1,0 +1,51 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// holder is the core that HTTP and both gRPC interceptors share: acquire a
+// lease, run the work on its context, release it however the work ends
+// (panics included), and tell what the caller should answer.
+type holder struct {
+	locker *lease.Locker
+	cfg    config
+	tel    *telemetry.Telemetry
+}
+
+func newHolder(locker *lease.Locker, opts []Option) *holder {
+	if locker == nil {
+		panic("middleware: nil Locker")
+	}
+	h := &holder{locker: locker, cfg: newConfig(opts)}
+	h.tel = h.cfg.tel
+	if h.tel == nil {
+		h.tel = locker.Telemetry()
+	}
+	return h
+}
+
+func (h *holder) acquire(ctx context.Context, key, name string) (*lease.Lease, error) {
+	opts := append(h.cfg.leaseOpts[:len(h.cfg.leaseOpts):len(h.cfg.leaseOpts)], lease.WithName(name))
+	return h.locker.Acquire(ctx, key, opts...)
+}
+
+// end releases l after its work returned and reports whether the lease was
+// lost meanwhile. succeeded says whether the work reported success: success
+// after a loss is a late completion, a potential stale write, counted and
+// marked on ctx's span. A panicking handler still gets here (deferred), and
+// the panic goes on.
+func (h *holder) end(ctx context.Context, l *lease.Lease, name string, succeeded bool) (lost error) {
+	if err := l.Err(); errors.Is(err, lease.ErrLost) {
+		lost = err
+	}
+	_ = l.Release(ctx) // detached and bounded inside Release
+	if lost != nil && succeeded {
+		h.tel.LateCompletion(ctx, name)
+	}
+	return lost
+}

@@ -1,0 +1,95 @@
+package middleware
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// KeyFunc returns the lock key of a request; "" means the request runs
+// without a lock. Keys are request input: lockwatch bounds and hashes them.
+type KeyFunc func(*http.Request) string
+
+// HTTP returns middleware that runs each request holding the lease on
+// key(r). The handler's context is the lease's context: it is cancelled when
+// the lease is lost, and lease.FromContext gives the lease (fence, Remaining,
+// Commit). Answers when the handler does not run or cannot finish:
+//
+//	contended                      409, Retry-After: the holder's TTL
+//	unknown, Redis unavailable     503, Retry-After
+//	lost before anything written   503
+//
+// as application/problem+json (WithErrorWriter to change). A handler that
+// answers with a success status after its lease was lost is counted as a
+// late completion (lockwatch_lease_late_completions_total) and its span is
+// marked. The lease is released when the handler returns, also when it
+// panics (the panic goes on).
+//
+// Wrap the handler registered on a ServeMux (mux.Handle(pattern,
+// mw(handler))) so that r.Pattern, the default lock name, is known.
+func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
+	if key == nil {
+		panic("middleware: nil KeyFunc")
+	}
+	h := newHolder(locker, opts)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			k := key(r)
+			if k == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			name := h.cfg.httpName(r)
+			l, err := h.acquire(r.Context(), k, name)
+			if err != nil {
+				h.cfg.errorWriter(w, r, acquireProblem(err, name))
+				return
+			}
+			if h.cfg.fenceHeader != "" {
+				w.Header().Set(h.cfg.fenceHeader, strconv.FormatInt(l.Fence(), 10))
+			}
+			rec := &statusRecorder{ResponseWriter: w}
+			returned := false
+			defer func() {
+				lost := h.end(l.Context(), l, name, returned && rec.status != 0 && rec.status < 400)
+				if lost != nil && returned && rec.status == 0 {
+					h.cfg.errorWriter(w, r, lostProblem(lost, name))
+				}
+			}()
+			next.ServeHTTP(rec, r.WithContext(l.Context()))
+			returned = true
+		})
+	}
+}
+
+// statusRecorder remembers the status a handler sent; 0 until it sends one.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 && code >= 200 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach Flush, Hijack and deadlines.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// Flush keeps streaming handlers that assert http.Flusher working.
+func (s *statusRecorder) Flush() {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}

@@ -1,0 +1,258 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+func pathKey(r *http.Request) string { return r.PathValue("id") }
+
+// TestHTTPTwoReplicasExclusion: two replicas (two servers, two Lockers, one
+// Redis) serve the same route; concurrent requests for one key never run
+// together, and with a bounded wait all of them run.
+func TestHTTPTwoReplicasExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	h := telemetrytest.New(t)
+	var inside, most atomic.Int32
+	work := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(5 * time.Millisecond)
+		inside.Add(-1)
+		fmt.Fprint(w, lease.FromContext(r.Context()).Fence())
+	})
+	var urls []string
+	var clients []*http.Client
+	for range 2 {
+		lk := newLocker(t, srv.Client(t), h.Tel)
+		mux := http.NewServeMux()
+		mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, WithLeaseOptions(lease.WithWait(10*time.Second)))(work))
+		u, c := serveHTTP(t, mux)
+		urls, clients = append(urls, u), append(clients, c)
+	}
+	var wg sync.WaitGroup
+	fences := make(chan int64, 20)
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := clients[i%2].Post(urls[i%2]+"/reports/42", "text/plain", nil)
+			if !assert.NoError(t, err) {
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+			f, _ := strconv.ParseInt(string(body), 10, 64)
+			fences <- f
+		}()
+	}
+	wg.Wait()
+	close(fences)
+	assert.EqualValues(t, 1, most.Load(), "two replicas ran the same key at once")
+	seen := map[int64]bool{}
+	for f := range fences {
+		assert.False(t, seen[f], "fence %d handed out twice", f)
+		seen[f] = true
+	}
+	assert.Len(t, seen, 20)
+}
+
+// routeServer serves one route wrapped in the middleware and returns its URL
+// and client.
+func routeServer(t *testing.T, lk *lease.Locker, handler http.HandlerFunc, opts ...Option) (string, *http.Client) {
+	mux := http.NewServeMux()
+	mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, opts...)(handler))
+	return serveHTTP(t, mux)
+}
+
+func post(t *testing.T, c *http.Client, url string) *http.Response {
+	t.Helper()
+	resp, err := c.Post(url, "text/plain", nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// TestHTTPAnswers checks DESIGN's table case by case on a real server.
+func TestHTTPAnswers(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+
+	t.Run("contended: 409 with the holder's TTL", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+		holder, err := lk.Acquire(ctx, "42")
+		require.NoError(t, err)
+		defer holder.Release(ctx)
+		var ran atomic.Bool
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) })
+		resp := post(t, c, url+"/reports/42")
+		assert.Equal(t, http.StatusConflict, resp.StatusCode)
+		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		require.NoError(t, err)
+		assert.InDelta(t, 5, retry, 1)
+		p := decodeProblem(t, resp)
+		assert.Equal(t, ReasonContended, p.Reason)
+		assert.Equal(t, http.StatusConflict, p.Status)
+		assert.Equal(t, "POST /reports/{id}", p.LockName, "the route, never the key, names the lock")
+		assert.False(t, ran.Load())
+		assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseAcquires,
+			telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}", telemetry.AttrResult, "contended")))
+	})
+
+	t.Run("unknown: 503 and the handler does not run", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		proxy := faultproxy.Start(t, srv.Addr())
+		c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
+		t.Cleanup(func() { _ = c.Close() })
+		lk := newLocker(t, c, h.Tel, lease.WithReleaseTimeout(200*time.Millisecond))
+		var ran atomic.Bool
+		url, client := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) })
+		proxy.Set(faultproxy.DropReplies)
+		resp := post(t, client, url+"/reports/42")
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+		assert.Equal(t, ReasonUnknown, decodeProblem(t, resp).Reason)
+		assert.False(t, ran.Load())
+		proxy.Set(faultproxy.Pass)
+	})
+
+	t.Run("lost before anything written: 503", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel)
+		causes := make(chan error, 1)
+		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			causes <- context.Cause(r.Context())
+		}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		resp := post(t, c, url+"/reports/42")
+		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+		assert.Equal(t, ReasonLost, decodeProblem(t, resp).Reason)
+		require.ErrorIs(t, <-causes, lease.ErrLost, "the handler's context ends with the loss as its cause")
+		assert.EqualValues(t, 0, h.Sum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}")))
+	})
+
+	t.Run("success after loss: late completion", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel)
+		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			w.WriteHeader(http.StatusCreated) // ignores the loss
+		}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		resp := post(t, c, url+"/reports/42")
+		assert.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}")))
+		n, _ := h.Hist(t, telemetry.LeaseCancellationLatency, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}"))
+		assert.EqualValues(t, 1, n)
+	})
+
+	t.Run("no key: no lock", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel)
+		mux := http.NewServeMux()
+		got := make(chan *lease.Lease, 1)
+		mux.Handle("GET /health", HTTP(lk, func(*http.Request) string { return "" })(http.HandlerFunc(
+			func(w http.ResponseWriter, r *http.Request) { got <- lease.FromContext(r.Context()) })))
+		url, c := serveHTTP(t, mux)
+		resp, err := c.Get(url + "/health")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Nil(t, <-got)
+	})
+
+	t.Run("fence header and the lease in the handler", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel)
+		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+			l := lease.FromContext(r.Context())
+			_ = l.Commit(r.Context(), func(_ context.Context, fence int64) error {
+				fmt.Fprint(w, fence)
+				return nil
+			})
+		}, WithFenceHeader(fence.Header))
+		resp := post(t, c, url+"/reports/42")
+		body, _ := io.ReadAll(resp.Body)
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		assert.Equal(t, string(body), resp.Header.Get(fence.Header))
+	})
+
+	t.Run("panic releases the lease", func(t *testing.T) {
+		h := telemetrytest.New(t)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(time.Minute))
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { panic("boom") })
+		_, err := c.Post(url+"/reports/42", "text/plain", nil)
+		require.Error(t, err, "net/http drops the connection of a panicking handler")
+		h.EventuallySum(t, telemetry.LeaseReleases,
+			telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}", telemetry.AttrResult, "released"), 1)
+		l, err := lk.Acquire(ctx, "42")
+		require.NoError(t, err, "the key is free at once, not after the TTL")
+		require.NoError(t, l.Release(ctx))
+	})
+}
+
+// TestHTTPLeaseLostWhenRedisStalls: redis-server is SIGSTOPped while the
+// handler runs. The handler's context is cancelled with the loss as cause,
+// the client gets 503 LEASE_LOST, and the cancellation latency is recorded.
+func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
+	srv := redistest.Start(t)
+	h := telemetrytest.New(t)
+	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	lk := newLocker(t, c, h.Tel, lease.WithTTL(time.Second), lease.WithReleaseTimeout(200*time.Millisecond))
+	started := make(chan struct{})
+	causes := make(chan error, 1)
+	url, client := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done()
+		causes <- context.Cause(r.Context())
+	})
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := client.Post(url+"/reports/42", "text/plain", nil)
+		done <- result{resp, err}
+	}()
+	<-started
+	require.NoError(t, srv.Pause())
+	t.Cleanup(func() { _ = srv.Resume() })
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer while Redis is stalled")
+	}
+	require.NoError(t, r.err)
+	defer r.resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, r.resp.StatusCode)
+	assert.Equal(t, ReasonLost, decodeProblem(t, r.resp).Reason)
+	var lost *lease.LostError
+	cause := <-causes
+	require.True(t, errors.As(cause, &lost), "cause %v", cause)
+	assert.Contains(t, []lease.LossReason{lease.LossRenewalUnknown, lease.LossDeadline}, lost.Reason)
+	n, _ := h.Hist(t, telemetry.LeaseCancellationLatency, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}"))
+	assert.EqualValues(t, 1, n)
+}

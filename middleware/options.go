@@ -1,0 +1,110 @@
+package middleware
+
+import (
+	"net/http"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// Option configures the holder middleware (HTTP, the gRPC interceptors) and
+// the guards.
+type Option interface {
+	apply(*config)
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	leaseOpts    []lease.Option
+	httpName     func(*http.Request) string
+	grpcName     func(fullMethod string) string
+	fenceHeader  string
+	errorWriter  func(http.ResponseWriter, *http.Request, *Problem)
+	tel          *telemetry.Telemetry
+	allowNoFence bool
+}
+
+func newConfig(opts []Option) config {
+	c := config{
+		httpName:    routeName,
+		grpcName:    func(m string) string { return m },
+		fenceHeader: "",
+		errorWriter: WriteProblem,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o.apply(&c)
+		}
+	}
+	return c
+}
+
+// routeName is the default lock name of an HTTP request: the ServeMux
+// pattern that matched it (set when the middleware wraps a handler
+// registered on a Go 1.22+ ServeMux), never the path or key.
+func routeName(r *http.Request) string {
+	if r.Pattern != "" {
+		return r.Pattern
+	}
+	return "unrouted"
+}
+
+// WithLeaseOptions passes options to every Acquire: lease.WithWait for a
+// bounded wait, lease.WithTTL for a per-route TTL, and so on.
+func WithLeaseOptions(opts ...lease.Option) Option {
+	return optionFunc(func(c *config) { c.leaseOpts = append(c.leaseOpts, opts...) })
+}
+
+// WithHTTPName sets the lock name of an HTTP request, the lock.name metric
+// attribute. It must come from a small set (a route, an operation), never
+// from the key. Default: r.Pattern, or "unrouted". Nil is ignored.
+func WithHTTPName(f func(*http.Request) string) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.httpName = f
+		}
+	})
+}
+
+// WithGRPCName sets the lock name of a gRPC call from its full method name.
+// Default: the full method name. Nil is ignored.
+func WithGRPCName(f func(fullMethod string) string) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.grpcName = f
+		}
+	})
+}
+
+// WithFenceHeader makes the HTTP middleware expose the lease's fencing token
+// in the response header name (e.g. fence.Header). Default: not exposed.
+func WithFenceHeader(name string) Option {
+	return optionFunc(func(c *config) { c.fenceHeader = name })
+}
+
+// WithErrorWriter replaces how HTTP refusals are written. Default:
+// WriteProblem (application/problem+json). Nil is ignored.
+func WithErrorWriter(f func(http.ResponseWriter, *http.Request, *Problem)) Option {
+	return optionFunc(func(c *config) {
+		if f != nil {
+			c.errorWriter = f
+		}
+	})
+}
+
+// WithTelemetry sets where late completions (holder side) are recorded.
+// Default: the Locker's telemetry. Guards record through their store.
+func WithTelemetry(t *telemetry.Telemetry) Option {
+	return optionFunc(func(c *config) {
+		if t != nil {
+			c.tel = t
+		}
+	})
+}
+
+// AllowMissingFence makes a guard pass requests that carry no token (e.g.
+// during a migration). Default: a missing token is refused.
+func AllowMissingFence() Option { return optionFunc(func(c *config) { c.allowNoFence = true }) }

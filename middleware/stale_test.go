@@ -1,0 +1,138 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// ledger is a downstream resource behind a fence guard: it keeps the last
+// value written per key.
+type ledger struct {
+	mu     sync.Mutex
+	values map[string]string
+}
+
+func (l *ledger) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	l.mu.Lock()
+	l.values[r.PathValue("id")] = string(body)
+	l.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (l *ledger) get(key string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.values[key]
+}
+
+// TestStaleWriteIsRejectedEndToEnd is the story lockwatch exists for. Worker
+// replica A holds the lease on invoice 42 and stalls: its Redis link goes
+// dark, so its lease is lost and the key expires, while its handler, ignoring
+// the cancellation, waits. Replica B takes the lease (a larger fence) and
+// writes to the ledger through the fence guard. A wakes and writes too: the
+// guard rejects A's stale token, B's value stands, the rejection is counted
+// (with an exemplar) at the ledger and A's success after the loss is counted
+// as a late completion at the worker.
+func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	worker := telemetrytest.New(t)
+	resource := telemetrytest.New(t)
+
+	// The ledger: a fence guard over a Redis fenced store, then the handler.
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithTelemetry(resource.Tel))
+	book := &ledger{values: map[string]string{}}
+	ledgerMux := http.NewServeMux()
+	ledgerMux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(book))
+	ledgerURL, _ := serveHTTP(t, ledgerMux)
+	downstream := &http.Client{Transport: RoundTripper(&http.Transport{})}
+	t.Cleanup(downstream.CloseIdleConnections)
+	writeLedger := func(ctx context.Context, id, value string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, ledgerURL+"/ledger/"+id, bytes.NewBufferString(value))
+		require.NoError(t, err)
+		resp, err := downstream.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	// Two worker replicas; A reaches Redis through a proxy the test can cut.
+	proxy := faultproxy.Start(t, srv.Addr())
+	aClient := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = aClient.Close() })
+	ttl := 600 * time.Millisecond
+	lockA := newLocker(t, aClient, worker.Tel, lease.WithTTL(ttl), lease.WithReleaseTimeout(time.Second))
+	lockB := newLocker(t, srv.Client(t), worker.Tel, lease.WithTTL(ttl))
+
+	aStarted, aLost, wake := make(chan int64, 1), make(chan struct{}), make(chan struct{})
+	aWrite := make(chan int, 1)
+	urlA, clientA := routeServer(t, lockA, func(w http.ResponseWriter, r *http.Request) {
+		aStarted <- lease.FromContext(r.Context()).Fence()
+		<-r.Context().Done() // the lease is lost...
+		close(aLost)
+		<-wake // ...but this handler does not care, and writes when it wakes
+		aWrite <- writeLedger(context.WithoutCancel(r.Context()), "42", "written by A")
+		w.WriteHeader(http.StatusOK)
+	})
+	urlB, clientB := routeServer(t, lockB, func(w http.ResponseWriter, r *http.Request) {
+		if code := writeLedger(r.Context(), "42", "written by B"); code != http.StatusNoContent {
+			http.Error(w, fmt.Sprint("ledger answered ", code), http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(w, lease.FromContext(r.Context()).Fence())
+	}, WithLeaseOptions(lease.WithWait(10*time.Second)))
+
+	aDone := make(chan *http.Response, 1)
+	go func() {
+		resp, err := clientA.Post(urlA+"/reports/42", "text/plain", nil)
+		if assert.NoError(t, err) {
+			aDone <- resp
+		}
+	}()
+	fenceA := <-aStarted
+	proxy.Set(faultproxy.Blackhole) // A stalls
+	select {
+	case <-aLost:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A's lease was not lost while its Redis link was dark")
+	}
+
+	respB := post(t, clientB, urlB+"/reports/42") // waits for A's key to expire
+	bodyB, _ := io.ReadAll(respB.Body)
+	require.Equal(t, http.StatusOK, respB.StatusCode, string(bodyB))
+	var fenceB int64
+	fmt.Sscan(string(bodyB), &fenceB)
+	assert.Greater(t, fenceB, fenceA)
+	assert.Equal(t, "written by B", book.get("42"))
+
+	proxy.Set(faultproxy.Pass)
+	close(wake) // A wakes and writes late
+	assert.Equal(t, http.StatusConflict, <-aWrite, "the guard rejects A's stale token")
+	respA := <-aDone
+	respA.Body.Close()
+	assert.Equal(t, http.StatusOK, respA.StatusCode, "A believes it succeeded")
+
+	assert.Equal(t, "written by B", book.get("42"), "B's value is intact")
+	ledgerAttrs := telemetrytest.Attrs(telemetry.AttrResource, "ledger")
+	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceRejections, ledgerAttrs))
+	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, "rejected")))
+	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, "accepted")))
+	worker.EventuallySum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}"), 1)
+}
