@@ -12,7 +12,9 @@ test: deps fmt-check vet
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
 
 # redis-server is started by the tests themselves; RUNLEVEL=1 keeps the
-# package's install script from starting a system-wide instance.
+# package's install script from starting a system-wide instance (the same
+# for prometheus and prometheus-alertmanager, whose promtool and amtool the
+# alert and dashboard tests run).
 #
 # PostgreSQL is one shared server (internal/pgtest gives each test a schema
 # of its own). Unless LOCKWATCH_POSTGRES_DSN points the tests elsewhere, deps
@@ -29,6 +31,10 @@ deps:
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	fi
 	@redis-server --version
+	@if ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then \
+		echo "installing prometheus and prometheus-alertmanager (promtool, amtool)"; \
+		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; \
+	fi
 	@if [ -z "$$LOCKWATCH_POSTGRES_DSN" ] && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
 		if ! ls /etc/postgresql/*/main/postgresql.conf >/dev/null 2>&1; then \
 			echo "installing postgresql"; \
