@@ -12,7 +12,10 @@ import (
 
 // Client side: calls made on a lease's context (or any context carrying a
 // token, fence.NewContext) carry its fencing token to the resource, which a
-// guard or fenced store then checks.
+// guard or fenced store then checks. Every call through these propagators
+// carries it, whatever its destination: install them only on the clients of
+// resources the lock protects (a token sent to an unrelated guarded service
+// would advance that service's mark for its key).
 
 // RoundTripper returns an http.RoundTripper that sets the Fencing-Token
 // header from the request's context, then calls next (nil:
@@ -25,6 +28,13 @@ func RoundTripper(next http.RoundTripper) http.RoundTripper {
 }
 
 type roundTripper struct{ next http.RoundTripper }
+
+// CloseIdleConnections lets http.Client.CloseIdleConnections reach next.
+func (rt roundTripper) CloseIdleConnections() {
+	if c, ok := rt.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
 
 func (rt roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 	tok, ok := fence.FromContext(r.Context())

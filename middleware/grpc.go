@@ -35,7 +35,10 @@ type StreamKeyFunc func(ctx context.Context, fullMethod string) string
 //
 // A lost lease is UNAVAILABLE rather than ABORTED: the work may not have
 // happened, and retrying the whole call (which takes a new lease) is the
-// right reaction, as for a server that went away. A handler that returns
+// right reaction, as for a server that went away. Only a handler error that
+// is the loss showing through (its context ending, or an unclassified
+// error) is replaced; a status of the handler's own (say NOT_FOUND) is
+// returned as it is. A handler that returns
 // success after its lease was lost keeps its answer (it did the work; the
 // resource's fence decided whether its write counted) and is counted as a
 // late completion.
@@ -82,13 +85,32 @@ func (h *holder) call(ctx context.Context, method, key string, run func(context.
 	}
 	returned := false
 	defer func() {
-		if lost := h.end(l.Context(), l, name, returned && err == nil); lost != nil && returned && err != nil {
-			err = statusWith(codes.Unavailable, ReasonLost, name, "lease lost while the call ran: "+err.Error(), time.Second)
+		lost := h.end(l.Context(), l, name, returned && err == nil)
+		if lost != nil && returned && cancelled(err) {
+			err = statusWith(codes.Unavailable, ReasonLost, name, "lease lost while the call ran", time.Second)
 		}
 	}()
 	err = run(l.Context())
 	returned = true
 	return err
+}
+
+// cancelled reports whether a handler's error, after a loss, is the loss
+// showing through: its context ending, or an unclassified error (a plain Go
+// error, code UNKNOWN, as a driver returns when its context is cancelled).
+// An answer of the handler's own (NOT_FOUND, INVALID_ARGUMENT, ...) is kept.
+func cancelled(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, lease.ErrLost) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Canceled, codes.DeadlineExceeded, codes.Unknown:
+		return true
+	}
+	return false
 }
 
 // leaseStream is a ServerStream whose Context is the lease's.
@@ -107,7 +129,7 @@ func acquireStatus(err error, lock string) error {
 	case errors.Is(err, lease.ErrUnknown):
 		return statusWith(codes.Unavailable, ReasonUnknown, lock, "lease state unknown; the call did not run", time.Second)
 	}
-	return statusWith(codes.Unavailable, ReasonUnavailable, lock, "lease unavailable: "+err.Error(), time.Second)
+	return statusWith(codes.Unavailable, ReasonUnavailable, lock, "lease unavailable; the call did not run", time.Second)
 }
 
 func fenceStatus(err error) error {

@@ -210,3 +210,17 @@ func TestGRPCAnswers(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 	})
 }
+
+// TestGRPCHandlersOwnErrorSurvivesALoss: after a loss, only a handler error
+// that is its context ending becomes LEASE_LOST; the handler's own answer
+// stands.
+func TestGRPCHandlersOwnErrorSurvivesALoss(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
+		<-ctx.Done()
+		return status.Error(codes.NotFound, "no such invoice")
+	}}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+	_, err := client.Check(withLockKey(testCtx(t), "42"), &grpc_health_v1.HealthCheckRequest{})
+	assert.Equal(t, codes.NotFound, status.Code(err))
+}

@@ -2,8 +2,12 @@ package middleware
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,4 +145,55 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		assert.Equal(t, ReasonFenceStale, info.GetReason())
 	})
 	assert.EqualValues(t, 2, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
+}
+
+// TestHTTPGuardOrdersAdmittedRequests: A is admitted with token 41 while
+// its body is still arriving; B comes with 42. B's handler must not run
+// before A's is done (otherwise A's slow write would land after B's and win),
+// so the ledger ends with B's value.
+func TestHTTPGuardOrdersAdmittedRequests(t *testing.T) {
+	srv := redistest.Start(t)
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()),
+		fence.WithTelemetry(telemetrytest.New(t).Tel))
+	book := &ledger{values: map[string]string{}}
+	var bStarted atomic.Bool
+	arrived := make(chan struct{}, 2)
+	mux := http.NewServeMux()
+	mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(fence.Header) == "42" {
+			bStarted.Store(true)
+		}
+		book.ServeHTTP(w, r)
+	})))
+	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arrived <- struct{}{}; mux.ServeHTTP(w, r) })
+	url, client := serveHTTP(t, outer)
+	send := func(token string, body io.Reader) <-chan int {
+		done := make(chan int, 1)
+		go func() {
+			req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", body)
+			req.Header.Set(fence.Header, token)
+			resp, err := client.Do(req)
+			if err != nil {
+				done <- -1
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		return done
+	}
+
+	slowBody, finishA := io.Pipe()
+	aDone := send("41", slowBody)
+	require.Eventually(t, func() bool { _, mark, _ := store.Read(context.Background(), "7"); return mark == 41 },
+		5*time.Second, 5*time.Millisecond, "A was never admitted")
+	<-arrived
+	bDone := send("42", strings.NewReader("written by B"))
+	<-arrived
+	assert.Never(t, bStarted.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A, admitted first, was unfinished")
+	_, _ = finishA.Write([]byte("written by A"))
+	require.NoError(t, finishA.Close())
+	assert.Equal(t, http.StatusNoContent, <-aDone)
+	assert.Equal(t, http.StatusNoContent, <-bDone)
+	assert.Equal(t, "written by B", book.get("7"))
 }

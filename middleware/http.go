@@ -1,6 +1,8 @@
 package middleware
 
 import (
+	"bufio"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -23,7 +25,9 @@ type KeyFunc func(*http.Request) string
 // as application/problem+json (WithErrorWriter to change). A handler that
 // answers with a success status after its lease was lost is counted as a
 // late completion (lockwatch_lease_late_completions_total) and its span is
-// marked. The lease is released when the handler returns, also when it
+// marked; a streaming handler that sent its status before the loss and then
+// stopped counts too, since the middleware cannot tell when it stopped. A
+// hijacked connection is left alone. The lease is released when the handler returns, also when it
 // panics (the panic goes on).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
@@ -52,8 +56,12 @@ func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) 
 			rec := &statusRecorder{ResponseWriter: w}
 			returned := false
 			defer func() {
-				lost := h.end(l.Context(), l, name, returned && rec.status != 0 && rec.status < 400)
-				if lost != nil && returned && rec.status == 0 {
+				answered := rec.status != 0 || rec.hijacked
+				lost := h.end(l.Context(), l, name, returned && answered && !rec.hijacked && rec.status < 400)
+				if lost != nil && returned && !answered {
+					if h.cfg.fenceHeader != "" {
+						w.Header().Del(h.cfg.fenceHeader) // that lease is gone
+					}
 					h.cfg.errorWriter(w, r, lostProblem(lost, name))
 				}
 			}()
@@ -63,10 +71,23 @@ func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) 
 	}
 }
 
-// statusRecorder remembers the status a handler sent; 0 until it sends one.
+// statusRecorder remembers the status a handler sent (0 until it sends
+// one) and whether it took the connection over.
 type statusRecorder struct {
 	http.ResponseWriter
-	status int
+	status   int
+	hijacked bool
+}
+
+// Hijack keeps handlers that assert http.Hijacker (WebSocket libraries)
+// working. A hijacked connection is the handler's: no refusal is written on
+// it and its outcome is not judged.
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(s.ResponseWriter).Hijack()
+	if err == nil {
+		s.hijacked = true
+	}
+	return conn, rw, err
 }
 
 func (s *statusRecorder) WriteHeader(code int) {

@@ -256,3 +256,45 @@ func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
 	n, _ := h.Hist(t, telemetry.LeaseCancellationLatency, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}"))
 	assert.EqualValues(t, 1, n)
 }
+
+// TestHTTPLostAnswerDropsTheHandlersHeaders: the 503 for a lost lease does
+// not inherit caching or framing headers the handler set before giving up.
+func TestHTTPLostAnswerDropsTheHandlersHeaders(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("Content-Length", "2")
+		w.Header().Set("Content-Encoding", "gzip")
+		<-r.Context().Done()
+	}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)), WithFenceHeader(fence.Header))
+	resp := post(t, c, url+"/reports/42")
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
+	assert.Empty(t, resp.Header.Get(fence.Header), "the lost lease's token is not advertised")
+	assert.Equal(t, ReasonLost, decodeProblem(t, resp).Reason, "the body decodes: no stale framing")
+}
+
+// TestHTTPHijack: handlers that assert http.Hijacker keep working.
+func TestHTTPHijack(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			http.Error(w, "not a Hijacker", http.StatusInternalServerError)
+			return
+		}
+		conn, buf, err := hj.Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
+		_ = buf.Flush()
+	})
+	resp := post(t, c, url+"/reports/42")
+	body, _ := io.ReadAll(resp.Body)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "hijacked", string(body))
+}

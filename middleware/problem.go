@@ -43,9 +43,16 @@ type Problem struct {
 }
 
 // WriteProblem writes p as application/problem+json, with Retry-After when
-// p.RetryAfter is set.
+// p.RetryAfter is set. It drops the framing and caching headers a handler
+// may have set before the refusal (Content-Length, Content-Encoding, ETag,
+// Last-Modified) and marks the answer Cache-Control: no-store, so no cache
+// keeps a refusal and no client decodes it with the wrong framing.
 func WriteProblem(w http.ResponseWriter, _ *http.Request, p *Problem) {
 	h := w.Header()
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Etag", "Last-Modified", "Expires"} {
+		h.Del(k)
+	}
+	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "application/problem+json")
 	if p.RetryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(retrySeconds(p.RetryAfter)))

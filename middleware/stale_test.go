@@ -64,11 +64,16 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	ledgerURL, _ := serveHTTP(t, ledgerMux)
 	downstream := &http.Client{Transport: RoundTripper(&http.Transport{})}
 	t.Cleanup(downstream.CloseIdleConnections)
+	// Runs in server handlers: failures are answers, never FailNow.
 	writeLedger := func(ctx context.Context, id, value string) int {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPut, ledgerURL+"/ledger/"+id, bytes.NewBufferString(value))
-		require.NoError(t, err)
+		if err != nil {
+			return -1
+		}
 		resp, err := downstream.Do(req)
-		require.NoError(t, err)
+		if err != nil {
+			return -1
+		}
 		resp.Body.Close()
 		return resp.StatusCode
 	}
@@ -99,12 +104,14 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 		fmt.Fprint(w, lease.FromContext(r.Context()).Fence())
 	}, WithLeaseOptions(lease.WithWait(10*time.Second)))
 
-	aDone := make(chan *http.Response, 1)
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	aDone := make(chan answer, 1)
 	go func() {
 		resp, err := clientA.Post(urlA+"/reports/42", "text/plain", nil)
-		if assert.NoError(t, err) {
-			aDone <- resp
-		}
+		aDone <- answer{resp, err}
 	}()
 	fenceA := <-aStarted
 	proxy.Set(faultproxy.Blackhole) // A stalls
@@ -125,9 +132,15 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	proxy.Set(faultproxy.Pass)
 	close(wake) // A wakes and writes late
 	assert.Equal(t, http.StatusConflict, <-aWrite, "the guard rejects A's stale token")
-	respA := <-aDone
-	respA.Body.Close()
-	assert.Equal(t, http.StatusOK, respA.StatusCode, "A believes it succeeded")
+	var a answer
+	select {
+	case a = <-aDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A never answered")
+	}
+	require.NoError(t, a.err)
+	a.resp.Body.Close()
+	assert.Equal(t, http.StatusOK, a.resp.StatusCode, "A believes it succeeded")
 
 	assert.Equal(t, "written by B", book.get("42"), "B's value is intact")
 	ledgerAttrs := telemetrytest.Attrs(telemetry.AttrResource, "ledger")
