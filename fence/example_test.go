@@ -73,8 +73,8 @@ func ExampleSQLTable_UpdateStatement() {
 	fmt.Println(docs.UpdateStatement())
 	fmt.Println(docs.UpsertStatement())
 	// Output:
-	// UPDATE "docs" SET "title" = $1, "body" = $2, "last_fence" = $3 WHERE "id" = $4 AND "last_fence" < $3
-	// INSERT INTO "docs" AS "fenced" ("id", "title", "body", "last_fence") VALUES ($1, $2, $3, $4) ON CONFLICT ("id") DO UPDATE SET "title" = EXCLUDED."title", "body" = EXCLUDED."body", "last_fence" = EXCLUDED."last_fence" WHERE "fenced"."last_fence" < EXCLUDED."last_fence"
+	// UPDATE "docs" SET "title" = $1, "body" = $2, "last_fence" = $3::bigint WHERE "id" = $4 AND "last_fence" < $3::bigint
+	// INSERT INTO "docs" AS "fenced" ("id", "title", "body", "last_fence") VALUES ($1, $2, $3, $4::bigint) ON CONFLICT ("id") DO UPDATE SET "title" = EXCLUDED."title", "body" = EXCLUDED."body", "last_fence" = EXCLUDED."last_fence" WHERE "fenced"."last_fence" < EXCLUDED."last_fence"::bigint
 }
 
 // Writing a row under a lease: the token comes with the lease's context

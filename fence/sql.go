@@ -125,6 +125,10 @@ func NewSQLTable(cfg SQLConfig, opts ...Option) (*SQLTable, error) {
 	}
 	n := len(cols)
 	param := func(i int) string { return "$" + strconv.Itoa(i) }
+	// The token is cast to bigint: compared with a column of another type
+	// (text compares "99" > "100") the statement fails instead of fencing
+	// wrongly, whatever the driver sends the parameter as.
+	token := func(i int) string { return param(i) + "::bigint" }
 
 	// UPDATE t SET c1 = $1, ..., fence = $n+1 WHERE key = $n+2 AND fence < $n+1
 	var u strings.Builder
@@ -132,7 +136,7 @@ func NewSQLTable(cfg SQLConfig, opts ...Option) (*SQLTable, error) {
 	for i, c := range cols {
 		u.WriteString(c + " = " + param(i+1) + ", ")
 	}
-	u.WriteString(fence + " = " + param(n+1) + " WHERE " + key + " = " + param(n+2) + " AND " + fence + " < " + param(n+1))
+	u.WriteString(fence + " = " + token(n+1) + " WHERE " + key + " = " + param(n+2) + " AND " + fence + " < " + token(n+1))
 
 	// INSERT INTO t AS fenced (key, c1, ..., fence) VALUES ($1, ..., $n+2)
 	// ON CONFLICT (key) DO UPDATE SET c1 = EXCLUDED.c1, ..., fence = EXCLUDED.fence
@@ -145,17 +149,15 @@ func NewSQLTable(cfg SQLConfig, opts ...Option) (*SQLTable, error) {
 		p.WriteString(", " + c)
 	}
 	p.WriteString(", " + fence + ") VALUES (")
-	for i := 1; i <= n+2; i++ {
-		if i > 1 {
-			p.WriteString(", ")
-		}
-		p.WriteString(param(i))
+	for i := 1; i <= n+1; i++ {
+		p.WriteString(param(i) + ", ")
 	}
+	p.WriteString(token(n + 2))
 	p.WriteString(") ON CONFLICT (" + key + ") DO UPDATE SET ")
 	for _, c := range cols {
 		p.WriteString(c + " = EXCLUDED." + c + ", ")
 	}
-	p.WriteString(fence + " = EXCLUDED." + fence + ` WHERE "fenced".` + fence + " < EXCLUDED." + fence)
+	p.WriteString(fence + " = EXCLUDED." + fence + ` WHERE "fenced".` + fence + " < EXCLUDED." + fence + "::bigint")
 
 	c := newStoreConfig(opts)
 	return &SQLTable{
@@ -194,7 +196,7 @@ func quoteTable(name string) (string, error) {
 // UpdateStatement returns the statement Update runs, with parameters
 // $1..$n the Columns' values, $n+1 the token and $n+2 the key:
 //
-//	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1 WHERE "key" = $n+2 AND "fence" < $n+1
+//	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1::bigint WHERE "key" = $n+2 AND "fence" < $n+1::bigint
 //
 // One row affected: written. None: stale, or no such row.
 func (t *SQLTable) UpdateStatement() string { return t.update }
@@ -202,9 +204,9 @@ func (t *SQLTable) UpdateStatement() string { return t.update }
 // UpsertStatement returns the statement Upsert runs, with parameters $1 the
 // key, $2..$n+1 the Columns' values and $n+2 the token:
 //
-//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2)
+//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2::bigint)
 //	ON CONFLICT ("key") DO UPDATE SET "c1" = EXCLUDED."c1", ..., "fence" = EXCLUDED."fence"
-//	WHERE "fenced"."fence" < EXCLUDED."fence"
+//	WHERE "fenced"."fence" < EXCLUDED."fence"::bigint
 //
 // One row affected: inserted or updated. None: stale.
 func (t *SQLTable) UpsertStatement() string { return t.upsert }
