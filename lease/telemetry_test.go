@@ -234,3 +234,16 @@ func TestTelemetryCardinality(t *testing.T) {
 		require.NotRegexp(t, `^[A-Z2-7]{26}$`, v, "an owner token became a metric attribute")
 	}
 }
+
+// TestClosedSetsMatchTelemetry: the lease's typed values are exactly the
+// closed sets telemetry creates series for.
+func TestClosedSetsMatchTelemetry(t *testing.T) {
+	strs := func(vs ...string) []string { return vs }
+	assert.ElementsMatch(t, telemetry.AcquireResults, strs(string(Acquired), string(Contended), string(Unknown), string(Failed)))
+	assert.ElementsMatch(t, telemetry.Resolutions, strs(string(ResolvedReleased), string(ResolvedAbsent), string(ResolvedUnresolved)))
+	assert.ElementsMatch(t, telemetry.RenewalResults, strs(string(Renewed), string(RenewalRejected), string(RenewalUnknown)))
+	assert.ElementsMatch(t, telemetry.LossReasons, strs(string(LossRenewalRejected), string(LossRenewalUnknown),
+		string(LossDeadline), string(LossMaxHold), string(LossClosed)))
+	assert.ElementsMatch(t, telemetry.CommitOutcomes, strs(string(Committed), string(CommitNearExpiry), string(CommitRefused)))
+	assert.ElementsMatch(t, telemetry.ReleaseResults, strs(string(Released), string(ReleaseNotHeld), string(ReleaseUnknown)))
+}

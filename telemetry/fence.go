@@ -27,13 +27,13 @@ func (t *Telemetry) EndFenceCheck(ctx context.Context, span trace.Span, resource
 	if !accepted {
 		result = FenceRejected
 	}
-	t.fenceChecks.Add(ctx, 1, t.opts(AttrResource, resource, AttrResult, result).add...)
+	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, result).add...)
 	span.SetAttributes(attribute.String(AttrResult, result), attribute.Int64(AttrFence, token))
 	if highWater > 0 {
 		span.SetAttributes(attribute.Int64(AttrHighWater, highWater))
 	}
 	if !accepted {
-		t.fenceRejections.Add(ctx, 1, t.opts(AttrResource, resource, "", "").add...)
+		t.fenceRejections.Add(ctx, 1, t.resource(resource, "", "").add...)
 		t.warn(ctx, "lockwatch: stale write rejected by the fence", slog.String(AttrResource, resource),
 			slog.Int64(AttrFence, token), slog.Int64(AttrHighWater, highWater))
 	}

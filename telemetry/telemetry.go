@@ -1,6 +1,7 @@
 package telemetry
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 
@@ -38,6 +39,7 @@ type Telemetry struct {
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
+	known map[attrKey]bool // lock names and resources whose series exist
 }
 
 // New creates the instruments on the configured providers. Errors from the
@@ -52,6 +54,7 @@ func New(opts ...Option) *Telemetry {
 		logger:  c.logger,
 		rawKeys: c.rawKeys,
 		attrs:   make(map[attrKey]*attrOpts),
+		known:   make(map[attrKey]bool),
 	}
 	counter := func(name string) metric.Int64Counter {
 		m := metricByName(name)
@@ -136,5 +139,53 @@ func (t *Telemetry) opts(firstKey, first, key, value string) *attrOpts {
 
 // lock returns the options for a lock name and one more attribute.
 func (t *Telemetry) lock(name, key, value string) *attrOpts {
+	t.introduce(AttrLockName, name)
 	return t.opts(AttrLockName, name, key, value)
+}
+
+// resource returns the options for a fenced resource and one more attribute.
+func (t *Telemetry) resource(name, key, value string) *attrOpts {
+	t.introduce(AttrResource, name)
+	return t.opts(AttrResource, name, key, value)
+}
+
+// introduce creates every counter series of a lock name or resource at zero
+// the first time it is seen. A counter series born at its first event has
+// no earlier sample, so rate() and increase() would miss that event: the
+// first stale write a resource ever rejected would page nobody.
+func (t *Telemetry) introduce(firstKey, name string) {
+	k := attrKey{firstKey: firstKey, first: name}
+	t.mu.RLock()
+	seen := t.known[k]
+	t.mu.RUnlock()
+	if seen {
+		return
+	}
+	t.mu.Lock()
+	seen, t.known[k] = t.known[k], true
+	t.mu.Unlock()
+	if seen {
+		return
+	}
+	ctx := context.Background()
+	zero := func(c metric.Int64Counter, key string, values []string) {
+		for _, v := range values {
+			c.Add(ctx, 0, t.opts(firstKey, name, key, v).add...)
+		}
+	}
+	if firstKey == AttrResource {
+		zero(t.fenceChecks, AttrResult, FenceResults)
+		t.fenceRejections.Add(ctx, 0, t.opts(firstKey, name, "", "").add...)
+		return
+	}
+	zero(t.acquires, AttrResult, AcquireResults)
+	zero(t.resolutions, AttrResolution, Resolutions)
+	zero(t.renewals, AttrResult, RenewalResults)
+	zero(t.losses, AttrReason, LossReasons)
+	zero(t.commits, AttrOutcome, CommitOutcomes)
+	zero(t.releases, AttrResult, ReleaseResults)
+	one := t.opts(firstKey, name, "", "").add
+	t.lateCompletions.Add(ctx, 0, one...)
+	t.active.Add(ctx, 0, one...)
+	t.overrunning.Add(ctx, 0, one...)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,4 +145,31 @@ func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 	tel.LateCompletion(context.Background(), "report")
 	values, _ := sums(t, reader)
 	assert.EqualValues(t, 1, values[telemetry.LeaseLateCompletions+"{lock.name=report}"])
+}
+
+// TestSeriesStartAtZero: the first use of a lock name or resource creates
+// its failure series at zero, so that rate() sees their first event.
+func TestSeriesStartAtZero(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel.Renewal(context.Background(), "report", "renewed", time.Millisecond)
+	ctx, span := tel.StartFenceCheck(context.Background(), "ledger")
+	tel.EndFenceCheck(ctx, span, "ledger", 2, 1, true)
+
+	values, _ := sums(t, reader)
+	for _, series := range []string{
+		telemetry.FenceRejections + "{resource=ledger}",
+		telemetry.FenceChecks + "{resource=ledger,result=rejected}",
+		telemetry.LeaseLosses + "{lock.name=report,reason=renewal_unknown}",
+		telemetry.LeaseAcquires + "{lock.name=report,result=unknown}",
+		telemetry.LeaseLateCompletions + "{lock.name=report}",
+	} {
+		v, ok := values[series]
+		assert.True(t, ok, "series %s not created", series)
+		assert.Zero(t, v, series)
+	}
+	assert.EqualValues(t, 1, values[telemetry.FenceChecks+"{resource=ledger,result=accepted}"])
+	assert.EqualValues(t, 1, values[telemetry.LeaseRenewals+"{lock.name=report,result=renewed}"])
 }

@@ -1,0 +1,322 @@
+package alerts
+
+import (
+	"time"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// Severities: critical pages someone now, warning opens a ticket or a chat
+// message for working hours.
+const (
+	critical = "critical"
+	warning  = "warning"
+)
+
+// Alert names the Alertmanager example refers to.
+const (
+	nameStaleWriteSpike = "LockwatchStaleWriteSpike"
+	nameFenceRejections = "LockwatchFenceRejections"
+)
+
+// alert is one alerting rule, in a form both the Prometheus and the Grafana
+// output are written from: it fires while Value is above Threshold for For.
+// Fires and Silent are its promtool tests, kept next to the rule so that no
+// alert exists without them.
+type alert struct {
+	Group       string        // one group per concern
+	Name        string        // CamelCase, prefixed Lockwatch
+	Severity    string        // critical or warning
+	Value       string        // PromQL: the measured quantity, one series per alert instance
+	By          []string      // the labels of Value's series
+	Threshold   float64       // fires while Value > Threshold
+	For         time.Duration // how long the condition must hold
+	Summary     string        // static
+	Description string        // template: $value, $labels
+	Fires       testCase      // data on which it fires
+	Silent      testCase      // healthy data on which it must not
+}
+
+// testCase is one promtool test of an alert: input series and the moment of
+// evaluation. A firing case names the labels and $value of the one alert
+// instance it expects.
+type testCase struct {
+	About  string            // what the data shows
+	Series []series          // input series, besides Config.TestLabels
+	At     time.Duration     // eval_time
+	Labels map[string]string // firing only: the instance's labels besides target labels and severity
+	Value  float64           // firing only: $value at At
+}
+
+// series is one input series of a test case.
+type series struct {
+	Metric string
+	Labels map[string]string
+	Values string // promtool's expanding notation, one sample a minute from 0
+}
+
+// Lock and resource names of the test data.
+const (
+	testLock     = "POST /reports/{id}"
+	testResource = "ledger"
+)
+
+// catalogue is every alert. The thresholds and durations are explained, one
+// section per alert, in RUNBOOK.md.
+func catalogue(q promql) []alert {
+	byResource := labels(labelJob, labelResource)
+	byLock := labels(labelJob, labelLock)
+	lock := map[string]string{labelLock: testLock}
+	resource := map[string]string{labelResource: testResource}
+
+	return []alert{
+		{
+			Group:     "lockwatch-fencing",
+			Name:      nameStaleWriteSpike,
+			Severity:  critical,
+			Value:     sumBy(byResource, q.rate(telemetry.PromFenceRejections)),
+			By:        byResource,
+			Threshold: 0.05,
+			For:       2 * time.Minute,
+			Summary:   "Stale writes are being rejected at a resource: leases are lost while their work keeps writing.",
+			Description: `{{ printf "%.2f" $value }} writes per second carrying a stale fencing token were rejected at resource {{ $labels.resource }} (job {{ $labels.job }}) over the last 5 minutes. ` +
+				`The fence stopped them, but two holders believed they held the same lock; resources without a fence may be taking the same late writes.`,
+			Fires: testCase{
+				About:  "6 rejections a minute (0.1/s) for 20 minutes",
+				Series: []series{{telemetry.PromFenceRejections, resource, "0+6x20"}},
+				At:     10 * time.Minute,
+				Labels: resource,
+				Value:  0.1,
+			},
+			Silent: testCase{
+				About:  "one rejection a minute (0.017/s): an isolated trickle, the warning's business",
+				Series: []series{{telemetry.PromFenceRejections, resource, "0+1x20"}},
+				At:     10 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-fencing",
+			Name:      nameFenceRejections,
+			Severity:  warning,
+			Value:     sumBy(byResource, q.increase(telemetry.PromFenceRejections)),
+			By:        byResource,
+			Threshold: 0,
+			For:       15 * time.Minute,
+			Summary:   "Writes with stale fencing tokens keep being rejected.",
+			Description: `{{ $value | humanize }} writes carrying a stale fencing token were rejected at resource {{ $labels.resource }} (job {{ $labels.job }}) in the last 5 minutes, ` +
+				`and rejections have gone on for 15 minutes.`,
+			Fires: testCase{
+				About:  "one rejection a minute for 30 minutes",
+				Series: []series{{telemetry.PromFenceRejections, resource, "0+1x30"}},
+				At:     20 * time.Minute,
+				Labels: resource,
+				Value:  5,
+			},
+			Silent: testCase{
+				About:  "a burst of 5 rejections at minute 21, evaluated 4 minutes later",
+				Series: []series{{telemetry.PromFenceRejections, resource, "0x20 5x20"}},
+				At:     25 * time.Minute,
+			},
+		},
+		{
+			Group:    "lockwatch-acquire",
+			Name:     "LockwatchUnknownAcquiresHigh",
+			Severity: warning,
+			Value: ratio(byLock,
+				q.rate(telemetry.PromLeaseAcquires, eq(labelResult, string(lease.Unknown))),
+				q.rate(telemetry.PromLeaseAcquires)),
+			By:        byLock,
+			Threshold: 0.05,
+			For:       10 * time.Minute,
+			Summary:   "Acquires end with an unknown result: Redis is slow or unreachable.",
+			Description: `{{ $value | humanizePercentage }} of acquires of lock {{ $labels.lock_name }} (job {{ $labels.job }}) ended unknown over the last 5 minutes: ` +
+				`their requests were refused, and their keys may stay held for up to one TTL.`,
+			Fires: testCase{
+				About: "10% of acquires unknown",
+				Series: []series{
+					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+90x30"},
+					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+10x30"},
+				},
+				At:     15 * time.Minute,
+				Labels: lock,
+				Value:  0.1,
+			},
+			Silent: testCase{
+				About: "1% of acquires unknown, and an idle lock with no acquires at all",
+				Series: []series{
+					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+99x30"},
+					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+1x30"},
+					{telemetry.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Acquired)}, "0x30"},
+					{telemetry.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Unknown)}, "0x30"},
+				},
+				At: 15 * time.Minute,
+			},
+		},
+		{
+			Group:    "lockwatch-renewal",
+			Name:     "LockwatchRenewalFailuresHigh",
+			Severity: warning,
+			Value: ratio(byLock,
+				q.rate(telemetry.PromLeaseRenewals, ne(labelResult, string(lease.Renewed))),
+				q.rate(telemetry.PromLeaseRenewals)),
+			By:        byLock,
+			Threshold: 0.05,
+			For:       10 * time.Minute,
+			Summary:   "Lease renewals fail: leases are lost and their work cancelled.",
+			Description: `{{ $value | humanizePercentage }} of renewals of lock {{ $labels.lock_name }} (job {{ $labels.job }}) were rejected or went unanswered over the last 5 minutes; ` +
+				`every failed renewal loses its lease and cancels the work it protected.`,
+			Fires: testCase{
+				About: "10% of renewals unanswered",
+				Series: []series{
+					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+18x30"},
+					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalUnknown)), "0+2x30"},
+				},
+				At:     15 * time.Minute,
+				Labels: lock,
+				Value:  0.1,
+			},
+			Silent: testCase{
+				About: "one rejected renewal in 301",
+				Series: []series{
+					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+300x30"},
+					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalRejected)), "0+1x30"},
+				},
+				At: 15 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-renewal",
+			Name:      "LockwatchLeasesLost",
+			Severity:  warning,
+			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(telemetry.PromLeaseLosses, ne(labelReason, string(lease.LossClosed)))),
+			By:        labels(labelJob, labelLock, labelReason),
+			Threshold: 0,
+			For:       15 * time.Minute,
+			Summary:   "Leases keep being lost before their work finished.",
+			Description: `{{ $value | humanize }} leases of lock {{ $labels.lock_name }} (job {{ $labels.job }}) were lost with reason {{ $labels.reason }} in the last 5 minutes, ` +
+				`and losses have gone on for 15 minutes. Every loss cancels the work it protected.`,
+			Fires: testCase{
+				About:  "one lease lost a minute to unanswered renewals",
+				Series: []series{{telemetry.PromLeaseLosses, with(lock, labelReason, string(lease.LossRenewalUnknown)), "0+1x30"}},
+				At:     20 * time.Minute,
+				Labels: with(lock, labelReason, string(lease.LossRenewalUnknown)),
+				Value:  5,
+			},
+			Silent: testCase{
+				About:  "ten leases a minute given up by Locker.Close (graceful shutdowns)",
+				Series: []series{{telemetry.PromLeaseLosses, with(lock, labelReason, string(lease.LossClosed)), "0+10x30"}},
+				At:     20 * time.Minute,
+			},
+		},
+		{
+			Group:    "lockwatch-commit",
+			Name:     "LockwatchNearExpiryCommitsHigh",
+			Severity: warning,
+			Value: ratio(byLock,
+				q.rate(telemetry.PromLeaseCommits, eq(labelOutcome, string(lease.CommitNearExpiry))),
+				q.rate(telemetry.PromLeaseCommits)),
+			By:        byLock,
+			Threshold: 0.1,
+			For:       15 * time.Minute,
+			Summary:   "Commits run with little lease validity left.",
+			Description: `{{ $value | humanizePercentage }} of commits of lock {{ $labels.lock_name }} (job {{ $labels.job }}) ran below the near-expiry margin over the last 5 minutes: ` +
+				`the work takes too long for the lease's TTL, or renewals are slow.`,
+			Fires: testCase{
+				About: "20% of commits near expiry",
+				Series: []series{
+					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+8x30"},
+					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+2x30"},
+				},
+				At:     20 * time.Minute,
+				Labels: lock,
+				Value:  0.2,
+			},
+			Silent: testCase{
+				About: "5% of commits near expiry",
+				Series: []series{
+					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+19x30"},
+					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+1x30"},
+				},
+				At: 20 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-cancellation",
+			Name:      "LockwatchSlowCancellation",
+			Severity:  warning,
+			Value:     q.p99(telemetry.PromLeaseCancellation, byLock),
+			By:        byLock,
+			Threshold: 1,
+			For:       10 * time.Minute,
+			Summary:   "Work keeps running long after its lease was lost.",
+			Description: `The 99th percentile of the time from a lease's loss to the end of its work is {{ $value | humanizeDuration }} for lock {{ $labels.lock_name }} (job {{ $labels.job }}) over the last 5 minutes: ` +
+				`work ignores its cancelled context for longer than the safety margin, so another holder may already be doing the same work.`,
+			Fires: testCase{
+				About:  "a minute's 10 cancellations: 8 within 0.5ms, 2 taking 2s",
+				Series: histogramSeries(telemetry.PromLeaseCancellation, lock, map[float64]int{0.0004: 8, 2: 2}),
+				At:     15 * time.Minute,
+				Labels: lock,
+				Value:  2.425, // 1 + (2.5-1) × (9.9-8)/(10-8): linear within the (1, 2.5] bucket
+			},
+			Silent: testCase{
+				About:  "a minute's 10 cancellations, all within 0.5ms",
+				Series: histogramSeries(telemetry.PromLeaseCancellation, lock, map[float64]int{0.0004: 10}),
+				At:     15 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-cancellation",
+			Name:      "LockwatchWorkOverrunningLostLease",
+			Severity:  warning,
+			Value:     sumBy(labels(labelJob, labelInstance, labelLock), q.sel(telemetry.PromLeaseOverrunning)),
+			By:        labels(labelJob, labelInstance, labelLock),
+			Threshold: 0,
+			For:       5 * time.Minute,
+			Summary:   "Work is still running after its lease was lost.",
+			Description: `{{ $value | humanize }} pieces of work protected by lock {{ $labels.lock_name }} on {{ $labels.instance }} (job {{ $labels.job }}) are still running after their lease was lost, ` +
+				`and work has been overrunning there for 5 minutes: another holder may be doing the same work.`,
+			Fires: testCase{
+				About:  "one piece of work running on from minute 3",
+				Series: []series{{telemetry.PromLeaseOverrunning, lock, "0x2 1x20"}},
+				At:     10 * time.Minute,
+				Labels: lock,
+				Value:  1,
+			},
+			Silent: testCase{
+				About:  "one piece of work overrunning for 2 minutes so far: slow to stop, not stuck",
+				Series: []series{{telemetry.PromLeaseOverrunning, lock, "0x6 1x3 0x20"}},
+				At:     9 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-cancellation",
+			Name:      "LockwatchLateCompletions",
+			Severity:  warning,
+			Value:     sumBy(byLock, q.increase(telemetry.PromLeaseLateCompletions)),
+			By:        byLock,
+			Threshold: 0,
+			For:       10 * time.Minute,
+			Summary:   "Work completes after its lease was lost: possible stale writes.",
+			Description: `{{ $value | humanize }} handlers of lock {{ $labels.lock_name }} (job {{ $labels.job }}) finished successfully after their lease was lost in the last 5 minutes, ` +
+				`and late completions have gone on for 10 minutes. What they wrote to resources without a fence may have overwritten newer data.`,
+			Fires: testCase{
+				About:  "one late completion a minute",
+				Series: []series{{telemetry.PromLeaseLateCompletions, lock, "0+1x30"}},
+				At:     20 * time.Minute,
+				Labels: lock,
+				Value:  5,
+			},
+			Silent: testCase{
+				About:  "a single late completion at minute 16, evaluated 4 minutes later",
+				Series: []series{{telemetry.PromLeaseLateCompletions, lock, "0x15 1x15"}},
+				At:     20 * time.Minute,
+			},
+		},
+	}
+}
+
+// with returns a copy of labels with one more.
+func with(labels map[string]string, name, value string) map[string]string {
+	return merge(labels, map[string]string{name: value})
+}

@@ -1,0 +1,170 @@
+package dashboards_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/dashboards"
+)
+
+const datasourceVar = "${datasource}"
+
+// isVariableDatasource says a datasource reference is the dashboard's
+// Prometheus datasource variable, not a UID of somebody's Grafana.
+func isVariableDatasource(ref *common.DataSourceRef) bool {
+	return ref != nil && deref(ref.Type) == "prometheus" && deref(ref.Uid) == datasourceVar
+}
+
+func TestDashboards(t *testing.T) {
+	want := map[string]struct{ uid, title string }{
+		"overview.json":    {dashboards.OverviewUID, "lockwatch / Overview"},
+		"lock-detail.json": {dashboards.LockDetailUID, "lockwatch / Lock detail"},
+	}
+	cs := loadCommitted(t)
+	require.Len(t, cs, len(want))
+	for _, c := range cs {
+		w, ok := want[c.file]
+		require.True(t, ok, "unexpected dashboard %s", c.file)
+		assert.Equal(t, w.uid, deref(c.dash.Uid), c.file)
+		assert.Equal(t, w.title, deref(c.dash.Title), c.file)
+		assert.Nil(t, c.dash.Id, "%s: a numeric id is one Grafana's; import assigns its own", c.file)
+		assert.Contains(t, c.dash.Tags, dashboards.Tag, c.file)
+	}
+}
+
+// Variables: datasource first, then job, instance, lock_name, all three
+// multi-value with "All", reading the datasource variable.
+func TestVariables(t *testing.T) {
+	for _, c := range loadCommitted(t) {
+		vars := c.dash.Templating.List
+		var names []string
+		for _, v := range vars {
+			names = append(names, v.Name)
+		}
+		require.Equal(t, []string{"datasource", "job", "instance", "lock_name"}, names, c.file)
+
+		ds := vars[0]
+		assert.Equal(t, dashboard.VariableTypeDatasource, ds.Type, c.file)
+		require.NotNil(t, ds.Query, c.file)
+		assert.Equal(t, "prometheus", deref(ds.Query.String), c.file)
+
+		for _, v := range vars[1:] {
+			assert.Equal(t, dashboard.VariableTypeQuery, v.Type, "%s %s", c.file, v.Name)
+			assert.True(t, isVariableDatasource(v.Datasource), "%s %s reads %v", c.file, v.Name, v.Datasource)
+			assert.True(t, v.Multi != nil && *v.Multi, "%s %s is not multi-value", c.file, v.Name)
+			assert.True(t, v.IncludeAll != nil && *v.IncludeAll, "%s %s has no All", c.file, v.Name)
+			assert.Equal(t, ".*", deref(v.AllValue), "%s %s", c.file, v.Name)
+			require.NotNil(t, v.Query, "%s %s", c.file, v.Name)
+			assert.True(t, strings.HasPrefix(deref(v.Query.String), "label_values("), "%s %s", c.file, v.Name)
+		}
+	}
+}
+
+// Panels: explicit, unique, non-zero ids; a unit on every panel; the
+// datasource variable on panels and queries; lastNotNull and thresholds on
+// stats, above every time series; legends shown; exemplars on every latency
+// query; nothing overlapping or off the grid.
+func TestPanels(t *testing.T) {
+	for _, c := range loadCommitted(t) {
+		t.Run(c.file, func(t *testing.T) {
+			ps, rows := panels(c.dash)
+			require.NotEmpty(t, rows)
+			ids := map[uint32]string{}
+			for _, r := range rows {
+				assert.NotZero(t, r.Id, "row %q", deref(r.Title))
+				assert.NotContains(t, ids, r.Id, "row %q reuses an id", deref(r.Title))
+				ids[r.Id] = deref(r.Title)
+			}
+
+			var lowestSeries, highestStat uint32 = ^uint32(0), 0
+			stats, series := 0, 0
+			for _, p := range ps {
+				title := deref(p.Title)
+				require.NotNil(t, p.Id, "panel %q has no id", title)
+				assert.NotZero(t, *p.Id, "panel %q", title)
+				assert.NotContains(t, ids, *p.Id, "panel %q reuses id %d", title, *p.Id)
+				ids[*p.Id] = title
+
+				require.NotNil(t, p.FieldConfig, "panel %q", title)
+				assert.NotEmpty(t, deref(p.FieldConfig.Defaults.Unit), "panel %q has no unit", title)
+				assert.True(t, isVariableDatasource(p.Datasource), "panel %q reads %v", title, p.Datasource)
+				assert.NotEmpty(t, deref(p.Description), "panel %q says nothing about itself", title)
+				require.NotEmpty(t, p.Targets, "panel %q has no query", title)
+				exemplars := false
+				for _, target := range p.Targets {
+					q, ok := target.(*prometheus.Dataquery)
+					require.True(t, ok, "panel %q: query %T", title, target)
+					assert.True(t, isVariableDatasource(q.Datasource), "panel %q query %s reads %v", title, deref(q.RefId), q.Datasource)
+					exemplar := q.Exemplar != nil && *q.Exemplar
+					exemplars = exemplars || exemplar
+					if strings.Contains(q.Expr, "histogram_quantile") && p.Type == "timeseries" {
+						assert.True(t, exemplar, "latency panel %q query %s has exemplars off", title, deref(q.RefId))
+					}
+				}
+				if deref(p.FieldConfig.Defaults.Unit) == "s" && p.Type == "timeseries" {
+					assert.True(t, exemplars, "latency panel %q has exemplars off", title)
+				}
+
+				require.NotNil(t, p.GridPos, "panel %q", title)
+				switch p.Type {
+				case "stat":
+					stats++
+					opts, ok := p.Options.(*stat.Options)
+					require.True(t, ok, "panel %q options are %T", title, p.Options)
+					assert.Equal(t, []string{"lastNotNull"}, opts.ReduceOptions.Calcs, "stat %q", title)
+					require.NotNil(t, p.FieldConfig.Defaults.Thresholds, "stat %q", title)
+					assert.GreaterOrEqual(t, len(p.FieldConfig.Defaults.Thresholds.Steps), 2, "stat %q has no threshold", title)
+					highestStat = max(highestStat, p.GridPos.Y+p.GridPos.H)
+				case "timeseries":
+					series++
+					opts, ok := p.Options.(*timeseries.Options)
+					require.True(t, ok, "panel %q options are %T", title, p.Options)
+					assert.True(t, opts.Legend.ShowLegend, "panel %q hides its legend", title)
+					assert.NotEqual(t, common.LegendDisplayModeHidden, opts.Legend.DisplayMode, "panel %q hides its legend", title)
+					lowestSeries = min(lowestSeries, p.GridPos.Y)
+				default:
+					t.Errorf("panel %q: unexpected type %s", title, p.Type)
+				}
+			}
+			assert.Positive(t, stats)
+			assert.Positive(t, series)
+			assert.LessOrEqual(t, highestStat, lowestSeries, "stats belong above the time series")
+			assertGrid(t, c.dash)
+		})
+	}
+}
+
+// assertGrid checks that panels and rows stay on the 24-column grid and do
+// not overlap.
+func assertGrid(t *testing.T, d dashboard.Dashboard) {
+	t.Helper()
+	type box struct {
+		name string
+		pos  dashboard.GridPos
+	}
+	var boxes []box
+	for _, p := range d.Panels {
+		switch {
+		case p.Panel != nil:
+			boxes = append(boxes, box{deref(p.Panel.Title), *p.Panel.GridPos})
+		case p.RowPanel != nil:
+			boxes = append(boxes, box{"row " + deref(p.RowPanel.Title), *p.RowPanel.GridPos})
+		}
+	}
+	for i, a := range boxes {
+		assert.LessOrEqual(t, a.pos.X+a.pos.W, uint32(24), "%s is off the grid", a.name)
+		for _, b := range boxes[i+1:] {
+			overlap := a.pos.X < b.pos.X+b.pos.W && b.pos.X < a.pos.X+a.pos.W &&
+				a.pos.Y < b.pos.Y+b.pos.H && b.pos.Y < a.pos.Y+a.pos.H
+			assert.False(t, overlap, "%s overlaps %s", a.name, b.name)
+		}
+	}
+}

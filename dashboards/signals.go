@@ -1,0 +1,255 @@
+package dashboards
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// The metrics the panels read, from telemetry's table: a renamed series
+// breaks the generator's tests, never a dashboard silently.
+var (
+	acquires        = metric(telemetry.PromLeaseAcquires)
+	acquireDuration = metric(telemetry.PromLeaseAcquireDuration)
+	resolutions     = metric(telemetry.PromLeaseUnknownResolved)
+	renewals        = metric(telemetry.PromLeaseRenewals)
+	renewalDuration = metric(telemetry.PromLeaseRenewalDuration)
+	losses          = metric(telemetry.PromLeaseLosses)
+	commits         = metric(telemetry.PromLeaseCommits)
+	commitRemaining = metric(telemetry.PromLeaseCommitRemaining)
+	cancellation    = metric(telemetry.PromLeaseCancellation)
+	overrunning     = metric(telemetry.PromLeaseOverrunning)
+	lateCompletions = metric(telemetry.PromLeaseLateCompletions)
+	fenceChecks     = metric(telemetry.PromFenceChecks)
+	fenceRejections = metric(telemetry.PromFenceRejections)
+	active          = metric(telemetry.PromLeaseActive)
+	holdDuration    = metric(telemetry.PromLeaseHoldDuration)
+	releases        = metric(telemetry.PromLeaseReleases)
+)
+
+// view is how a dashboard splits lease series: the overview sums over the
+// selected locks, the lock detail shows one series per lock.
+type view struct {
+	by []string // labels lease series are split by
+}
+
+var (
+	overviewView = view{}
+	detailView   = view{by: []string{telemetry.LabelLockName}}
+)
+
+// with is v's labels followed by more.
+func (v view) with(more ...string) []string {
+	return append(append([]string(nil), v.by...), more...)
+}
+
+// legend joins v's label templates and the given parts into a legend format.
+func (v view) legend(parts ...string) string {
+	var all []string
+	for _, l := range v.by {
+		all = append(all, label(l))
+	}
+	return strings.Join(append(all, parts...), " ")
+}
+
+// name is the legend of a single series: the lock name where series are
+// split by lock, else what the series counts.
+func (v view) name(what string) string {
+	if len(v.by) > 0 {
+		return v.legend()
+	}
+	return what
+}
+
+// label is a legend template for a label.
+func label(l string) string { return "{{" + l + "}}" }
+
+// Thresholds shared by the overview and the lock detail.
+var (
+	anyEventRed      = []threshold{{nonZero, "red"}}
+	anyEventWarn     = []threshold{{nonZero, "orange"}, {0.1, "red"}} // a lost lease is survivable; one every 10s is not
+	unknownRatioStep = []threshold{{0.001, "orange"}, {0.01, "red"}}
+	nearExpiryStep   = []threshold{{0.01, "orange"}, {0.05, "red"}}
+	cancelP99Step    = []threshold{{0.1, "orange"}, {1, "red"}}
+	overrunningStep  = []threshold{{1, "red"}}
+)
+
+// unsafeStats is the top line: one number per way a lock can fail to protect
+// anything, ids first to first+7.
+func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
+	// Zero, not "No data", where lockwatch reports but nothing went wrong:
+	// lease-side series are measured against acquires (every process that
+	// takes locks counts them), fence-side ones against fence checks.
+	leaseBase := rate(acquires, v.by)
+	fenceLegend := "all resources"
+	if len(v.by) == 0 {
+		fenceLegend = ""
+	}
+	return []cog.Builder[dashboard.Panel]{
+		statPanel(first, "Stale writes rejected",
+			"Writes a fenced resource refused because they carried a fencing token older than one it had accepted: a holder that had lost its lease still wrote. The fence stopped them, but each one is a lease that did not protect its work. Fence metrics carry the resource, not the lock name. Any non-zero rate is red; the exemplars of the time series below link to the late writer's trace.",
+			units.OpsPerSecond,
+			query{orZero(rate(fenceRejections, nil), rate(fenceChecks, nil)), fenceLegend},
+			anyEventRed...),
+		statPanel(first+1, "Unknown-acquire ratio",
+			"Share of acquires whose result is unknown (timeout or transport error): the lock may or may not have been taken, so the work did not run and a conditional release cleans up. A rising ratio means Redis is slow or unreachable.",
+			units.PercentUnit,
+			query{ratio(orZero(rate(acquires, v.by, eq(telemetry.AttrResult, string(lease.Unknown))), leaseBase), leaseBase), v.legend()},
+			unknownRatioStep...),
+		statPanel(first+2, "Renewal failures",
+			"Renewals rejected (someone else holds the key) or unknown (timeout, transport error). Each one loses its lease: the work is cancelled.",
+			units.OpsPerSecond,
+			query{orZero(rate(renewals, v.by, ne(telemetry.AttrResult, string(lease.Renewed))), leaseBase), v.legend()},
+			anyEventWarn...),
+		statPanel(first+3, "Leases lost",
+			"Leases lost for any reason but a graceful shutdown (reason=\"closed\", the Locker closed while holding): renewal rejected or unknown, deadline reached without a confirmed renewal, or the maximum hold time.",
+			units.OpsPerSecond,
+			query{orZero(rate(losses, v.by, ne(telemetry.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
+			anyEventWarn...),
+		statPanel(first+4, "Near-expiry commit ratio",
+			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write.",
+			units.PercentUnit,
+			query{ratio(orZero(rate(commits, v.by, eq(telemetry.AttrOutcome, string(lease.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
+			nearExpiryStep...),
+		statPanel(first+5, "Cancellation latency p99",
+			"99th percentile of the time from a lease's loss (its context cancelled) to the end of the work it protected. Empty while no lease was lost. Seconds here mean handlers ignore their context and keep writing without a lease.",
+			units.Seconds,
+			query{quantile(0.99, cancellation, v.by...), v.legend()},
+			cancelP99Step...),
+		statPanel(first+6, "Work overrunning a lost lease",
+			"Pieces of work still running now although their lease was lost. Each is a potential stale write until it stops.",
+			units.Short,
+			query{orZero(gauge(overrunning, v.by), leaseBase), v.legend()},
+			overrunningStep...),
+		statPanel(first+7, "Late completions",
+			"Handlers that finished successfully after their lease was lost: potential stale writes. Only a fence at the resource makes them harmless.",
+			units.OpsPerSecond,
+			query{orZero(rate(lateCompletions, v.by), leaseBase), v.legend()},
+			anyEventRed...),
+	}
+}
+
+// percentiles is one query per quantile of histogram m, legend "pNN".
+func percentiles(v view, m telemetry.Metric, qs ...float64) []query {
+	out := make([]query, 0, len(qs))
+	for _, q := range qs {
+		name := fmt.Sprintf("p%g", math.Round(q*1000)/10) // 0.99 is p99, not p98.99999999999999
+		out = append(out, query{quantile(q, m, v.by...), v.legend(name)})
+	}
+	return out
+}
+
+func fenceRejectionsSeries(id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Fence rejections (stale writes) by resource",
+		"Writes refused by each fenced resource for carrying an old fencing token. Exemplars link a spike to the trace of the holder that wrote late. Not split by lock: fence metrics carry the resource.",
+		units.OpsPerSecond, true,
+		query{rate(fenceRejections, []string{telemetry.AttrResource}), label(telemetry.AttrResource)})
+}
+
+func fenceChecksSeries(id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Fence checks by resource and result",
+		"Fencing-token checks at each resource, accepted or rejected. Not split by lock: fence metrics carry the resource.",
+		units.OpsPerSecond, false,
+		query{rate(fenceChecks, []string{telemetry.AttrResource, telemetry.AttrResult}), label(telemetry.AttrResource) + " " + label(telemetry.AttrResult)})
+}
+
+func acquireOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Acquire outcomes",
+		"Acquire calls by result: acquired, contended (someone else holds the lock), unknown (timeout or transport error: the work did not run) or error.",
+		units.OpsPerSecond, false,
+		query{rate(acquires, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+}
+
+func acquireLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Acquire latency",
+		"Time of Acquire calls, waits for a contended lock included. Exemplars link to lease.acquire spans.",
+		units.Seconds, true, percentiles(v, acquireDuration, 0.5, 0.99)...)
+}
+
+func unknownResolutionsSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Unknown-acquire clean-up",
+		"How the conditional release after an unknown acquire ended: released (the acquire had in fact taken the lock), absent, or unresolved (the key may stay held until its TTL runs out).",
+		units.OpsPerSecond, false,
+		query{rate(resolutions, v.with(telemetry.AttrResolution)), v.legend(label(telemetry.AttrResolution))})
+}
+
+func renewalResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Renewal results",
+		"Renewals by result: renewed, rejected (someone else holds the key) or unknown (timeout or transport error). Anything but renewed loses the lease.",
+		units.OpsPerSecond, false,
+		query{rate(renewals, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+}
+
+func renewalLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Renewal latency",
+		"Round trip of the renewal pipeline each renewal went in. Approaching a third of the TTL, renewals start to miss their deadline.",
+		units.Seconds, true, percentiles(v, renewalDuration, 0.5, 0.99)...)
+}
+
+func lossesSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Leases lost by reason",
+		"renewal_rejected, renewal_unknown, deadline (no confirmed renewal before the cancel point), max_hold, and closed (the Locker was closed while holding: a graceful shutdown, not a failure).",
+		units.OpsPerSecond, false,
+		query{rate(losses, v.with(telemetry.AttrReason)), v.legend(label(telemetry.AttrReason))})
+}
+
+func cancellationSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Cancellation latency",
+		"Time from a lease's loss to the end of the work it protected. Microseconds for handlers that honour their context; anything longer is work running without a lease. Exemplars link to the request's trace.",
+		units.Seconds, true, percentiles(v, cancellation, 0.5, 0.99)...)
+}
+
+func overrunningSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Work overrunning a lost lease",
+		"Pieces of work still running after their lease was lost.",
+		units.Short, false,
+		query{gauge(overrunning, v.by), v.name("overrunning")})
+}
+
+func lateCompletionsSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Late completions",
+		"Handlers that finished successfully after their lease was lost: potential stale writes.",
+		units.OpsPerSecond, false,
+		query{rate(lateCompletions, v.by), v.name("late completions")})
+}
+
+func activeSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Active leases",
+		"Leases held and active (acquired, not yet released or lost).",
+		units.Short, false,
+		query{gauge(active, v.by), v.name("active")})
+}
+
+func holdTimeSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Hold time",
+		"Time from acquire to release. Exemplars link to the request's trace.",
+		units.Seconds, true, percentiles(v, holdDuration, 0.5, 0.99)...)
+}
+
+func commitRemainingSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Validity remaining at commit (low is bad)",
+		"Validity the lease had left when Commit decided, median and 10th percentile: the margin a pause would have had to eat to turn the commit into a stale write. Exemplars link to the request's trace.",
+		units.Seconds, true, percentiles(v, commitRemaining, 0.5, 0.1)...)
+}
+
+func commitOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Commit outcomes",
+		"Commit calls by outcome: committed, near_expiry (ran below the warning threshold), refused (lease lost or below the hard margin).",
+		units.OpsPerSecond, false,
+		query{rate(commits, v.with(telemetry.AttrOutcome)), v.legend(label(telemetry.AttrOutcome))})
+}
+
+func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Releases by result",
+		"Releases by result: released, not_held (the key had expired or changed hands before the release: the lease outlived its validity) or unknown.",
+		units.OpsPerSecond, false,
+		query{rate(releases, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+}
