@@ -31,7 +31,7 @@ deps:
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	fi
 	@redis-server --version
-	@if ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then \
+	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then \
 		echo "installing prometheus and prometheus-alertmanager (promtool, amtool)"; \
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; \
 	fi

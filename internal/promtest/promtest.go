@@ -1,7 +1,8 @@
 // Package promtest finds the Prometheus tools the tests run for real:
-// promtool (rule checks, rule unit tests, PromQL parsing) and amtool
-// (Alertmanager configuration checks), from Debian's prometheus and
-// prometheus-alertmanager packages, which make test installs.
+// promtool (rule checks, rule unit tests, PromQL parsing), the prometheus
+// server (end-to-end checks) and amtool (Alertmanager configuration checks),
+// from Debian's prometheus and prometheus-alertmanager packages, which make
+// test installs.
 package promtest
 
 import (
@@ -12,6 +13,10 @@ import (
 
 // Promtool returns the path of promtool.
 func Promtool(t testing.TB) string { return require(t, "promtool") }
+
+// Prometheus returns the path of the prometheus server, for end-to-end
+// checks against a real one on loopback.
+func Prometheus(t testing.TB) string { return require(t, "prometheus") }
 
 // Amtool returns the path of amtool.
 func Amtool(t testing.TB) string { return require(t, "amtool") }
