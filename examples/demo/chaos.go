@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lockwatch/lockwatch/fence"
+)
+
+// Fault rates and timings, in TTLs where they are times: -ttl scales the
+// whole demo.
+const (
+	lossRate        = 0.01 // share of lease commands whose reply is lost
+	slowCancelShare = 0.3  // share of handlers slow to stop after a loss
+
+	maxHoldTTLs      = 1.5 // reports hold their lease at most this long
+	stallTTLs        = 0.8 // a stall of a replica's Redis connection
+	firstStallTTLs   = 1.5
+	stallEveryTTLs   = 4.0
+	pauseTTLs        = 2.5 // a replica's pause: long enough for its leases to expire and be taken
+	firstPauseTTLs   = 3.0
+	pauseEveryTTLs   = 7.0
+	firstOverrunTTLs = 1.0 // a report that overruns its max hold
+	overrunEveryTTLs = 5.0
+	firstExpiryTTLs  = 0.5 // a report that commits near expiry, or too late
+	expiryEveryTTLs  = 2.5
+)
+
+func (d *demo) ttls(n float64) time.Duration { return time.Duration(n * float64(d.cfg.ttl)) }
+
+func (d *demo) maxHold() time.Duration    { return d.ttls(maxHoldTTLs) }
+func (d *demo) commitHard() time.Duration { return d.cfg.ttl / 20 }
+func (d *demo) commitWarn() time.Duration { return d.cfg.ttl / 4 }
+
+// chaos injects the scheduled faults until stop: stalls of one replica's
+// Redis connection, pauses of one replica, and reports that overrun.
+func (d *demo) chaos(ctx context.Context) {
+	var pauses sync.WaitGroup
+	defer pauses.Wait()
+	start := time.Now()
+	type schedule struct {
+		on    bool
+		next  time.Time
+		every float64
+		n     int
+		fire  func(n int)
+	}
+	schedules := []*schedule{
+		{on: d.cfg.faults.on(faultRedisStall), next: start.Add(d.ttls(firstStallTTLs)), every: stallEveryTTLs, fire: d.stall},
+		{on: d.cfg.faults.on(faultPause), next: start.Add(d.ttls(firstPauseTTLs)), every: pauseEveryTTLs, fire: func(n int) {
+			// Take turns with the stalls, so that a pause and a stall
+			// rarely hit the same replica at once.
+			r := d.replicas[(n+1)%len(d.replicas)]
+			pauses.Go(func() { d.pause(ctx, r) })
+		}},
+		{on: d.cfg.faults.on(faultOverrun), next: start.Add(d.ttls(firstOverrunTTLs)), every: overrunEveryTTLs, fire: func(int) {
+			d.overrunArmed.Store(true) // the next report overruns
+		}},
+		{on: d.cfg.faults.on(faultNearExpiry), next: start.Add(d.ttls(firstExpiryTTLs)), every: expiryEveryTTLs, fire: func(n int) {
+			mode := reportNearExpiry // the next report commits near expiry; every other time, too late
+			if n%2 == 1 {
+				mode = reportTooLate
+			}
+			d.expiryArmed.Store(int32(mode))
+		}},
+	}
+	for {
+		next := start.Add(time.Hour)
+		for _, s := range schedules {
+			if s.on && s.next.Before(next) {
+				next = s.next
+			}
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-t.C:
+		case <-d.stop:
+			t.Stop()
+			return
+		}
+		now := time.Now()
+		for _, s := range schedules {
+			if s.on && !now.Before(s.next) {
+				s.fire(s.n)
+				s.n++
+				s.next = now.Add(jitter(d.ttls(s.every-0.5), d.ttls(s.every+0.5)))
+			}
+		}
+	}
+}
+
+// stall stalls the Redis connection of a replica for a while: the one that
+// holds the background job's lease, whose renewals are then sure to fail,
+// or else the next in turn.
+func (d *demo) stall(n int) {
+	r := d.replicas[n%len(d.replicas)]
+	for _, o := range d.replicas {
+		if o.job.holding.Load() {
+			r = o
+		}
+	}
+	r.faults.stall(d.ttls(stallTTLs))
+	d.out.event("stall", "%s: Redis connection stalls for %v (acquires time out, renewals fail)", r.name, d.ttls(stallTTLs))
+}
+
+// pause stops replica r for a while, like a stop-the-world GC pause or a
+// frozen VM: its handlers and its Redis traffic stand still, while time goes
+// on. The pause strikes a deposit in its final write (see
+// replica.maybePause), or after TTL/2 anything that is running. Meanwhile
+// another replica takes the paused deposit's account and writes it; when r
+// resumes, its deposit writes with a fence older than the one the ledger
+// has accepted, and the ledger rejects it.
+func (d *demo) pause(ctx context.Context, r *replica) {
+	r.pauseArmed.Store(true)
+	var v victim
+	t := time.NewTimer(d.cfg.ttl / 2)
+	select {
+	case v = <-r.victims:
+	case <-t.C:
+		if r.pauseArmed.CompareAndSwap(true, false) {
+			v = victim{replica: r, resume: r.gate.pause()}
+		} else {
+			v = <-r.victims
+		}
+	case <-d.stop:
+		if r.pauseArmed.CompareAndSwap(true, false) {
+			return
+		}
+		(<-r.victims).resume()
+		return
+	}
+	t.Stop()
+	defer v.resume()
+	until := time.Now().Add(d.ttls(pauseTTLs))
+	if v.account == "" {
+		d.out.event("pause", "%s stops for %v (a stop-the-world pause)", r.name, d.ttls(pauseTTLs))
+	} else {
+		d.out.event("pause", "%s stops for %v while writing %s with fence %d",
+			r.name, d.ttls(pauseTTLs), v.account, v.fence)
+		if other := d.otherThan(r); other >= 0 {
+			d.takeOver(ctx, other, v, until)
+		}
+	}
+	t = time.NewTimer(time.Until(until))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-d.stop:
+	}
+}
+
+// takeOver deposits to v's account on replica i until the deposit goes
+// through: once v's lease has expired in Redis, it gets a newer fence.
+func (d *demo) takeOver(ctx context.Context, i int, v victim, until time.Time) {
+	for time.Now().Before(until) {
+		out, reply := d.workload.deposit(ctx, i, v.account)
+		if out == outOK {
+			d.out.event("takeover", "%s takes %s with fence %d and writes it", d.replicas[i].name, v.account, reply.Fence)
+			return
+		}
+		t := time.NewTimer(d.cfg.ttl / 10)
+		select {
+		case <-t.C:
+		case <-d.stop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+func (d *demo) otherThan(r *replica) int {
+	for i, o := range d.replicas {
+		if o != r {
+			return i
+		}
+	}
+	return -1
+}
+
+// pauseOutcome reports how the write a pause interrupted ended.
+func (d *demo) pauseOutcome(r *replica, account string, token int64, err error) {
+	var stale *fence.StaleError
+	switch {
+	case errors.Is(err, fence.ErrStale) || errors.As(err, &stale):
+		d.out.event("fenced", "%s wakes, writes %s with fence %d: the ledger rejects it (409)", r.name, account, token)
+	case err == nil:
+		d.out.event("late", "%s wakes, writes %s with fence %d: accepted (no newer write yet)", r.name, account, token)
+	default:
+		d.out.event("late", "%s wakes; its write to %s failed: %v", r.name, account, err)
+	}
+}

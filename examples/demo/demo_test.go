@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// TestMain fails the package when a goroutine outlives the tests: a demo
+// run must stop everything it started.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestDemoOnEmbeddedRedis(t *testing.T) {
+	runDemo(t, "")
+}
+
+func TestDemoOnRedisServer(t *testing.T) {
+	srv := redistest.Start(t)
+	runDemo(t, srv.Addr())
+	keys, err := srv.Do(context.Background(), "DBSIZE")
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, keys, "the demo deletes its keys from a real Redis on exit")
+}
+
+// runDemo runs the demo in-process, the way main does, against redisAddr
+// ("" for the embedded Redis) with a short TTL, until its /metrics shows
+// data for every lockwatch metric; then stops it and checks the summary.
+func runDemo(t *testing.T, redisAddr string) {
+	cfg := defaultConfig()
+	cfg.redis = redisAddr
+	cfg.metrics = "127.0.0.1:0"
+	cfg.duration = 0 // until the test has seen enough
+	cfg.ttl = 400 * time.Millisecond
+	cfg.workers = 6
+	cfg.accounts = 3
+	cfg.plainEvery = 500 * time.Millisecond
+	ready := make(chan string, 1)
+	cfg.ready = func(url string) { ready <- url }
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, cfg, &out) }()
+
+	var url string
+	select {
+	case url = <-ready:
+	case err := <-done:
+		t.Fatalf("demo ended before serving: %v\n%s", err, out.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("demo not serving after 30s\n%s", out.String())
+	}
+
+	client := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	defer client.Transport.(*http.Transport).CloseIdleConnections()
+
+	// Every signal lockwatch has, fed by the faults, plus the ones the
+	// issue names explicitly by their values.
+	var families map[string]*dto.MetricFamily
+	var missing []string
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		families = scrape(t, client, url)
+		missing = missingSignals(families)
+		if len(missing) == 0 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	require.Empty(t, missing, "signals without data after 45s\n%s", out.String())
+
+	// Exemplars: a stale write's rejection links to the trace that wrote late.
+	om := scrapeOpenMetrics(t, client, url)
+	assert.Regexp(t, `(?m)^`+telemetry.PromFenceRejections+`\{[^}]*\} \d+(\.\d+)? # \{[^}]*trace_id="[0-9a-f]{32}"`, om,
+		"an exemplar with a trace id on the fence rejections")
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("demo did not stop within 30s of its context\n%s", out.String())
+	}
+
+	text := out.String()
+	t.Log("\n" + text)
+	assert.Contains(t, text, "requests ", "plain progress lines")
+	assert.Contains(t, text, "Summary after")
+	for _, row := range []string{"lease acquires", "leases lost", "late completions", "stale writes rejected", "cancellation latency"} {
+		assert.Contains(t, text, row)
+	}
+	assert.Contains(t, text, "the ledger rejects it (409)", "the pause's stale write, narrated")
+	assert.NotContains(t, text, "\x1b[", "no terminal escapes when stdout is not a terminal")
+}
+
+// missingSignals lists what has no data yet: every metric lockwatch
+// records (a counter or histogram with a non-zero count, a gauge with a
+// series), and the acquire results, loss reasons and outcomes the faults
+// are there to produce.
+func missingSignals(families map[string]*dto.MetricFamily) []string {
+	var missing []string
+	for _, m := range telemetry.Metrics {
+		if total(families, m.Prom, nil) == 0 && !(m.Kind == telemetry.UpDownCounter && families[m.Prom] != nil) {
+			missing = append(missing, m.Prom)
+		}
+	}
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{telemetry.PromLeaseAcquires, map[string]string{"result": "acquired"}},
+		{telemetry.PromLeaseAcquires, map[string]string{"result": "contended"}},
+		{telemetry.PromLeaseAcquires, map[string]string{"result": "unknown"}},
+		{telemetry.PromLeaseLosses, map[string]string{"reason": "deadline"}},
+		{telemetry.PromLeaseLosses, map[string]string{"reason": "max_hold"}},
+		{telemetry.PromLeaseRenewals, map[string]string{"result": "unknown"}},
+		{telemetry.PromLeaseCommits, map[string]string{"outcome": "near_expiry"}},
+		{telemetry.PromLeaseCommits, map[string]string{"outcome": "refused"}},
+		{telemetry.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
+		{telemetry.PromFenceRejections, map[string]string{"resource": "ledger"}},
+		{telemetry.PromLeaseLateCompletions, nil},
+	} {
+		if total(families, want.name, want.labels) == 0 {
+			missing = append(missing, fmt.Sprintf("%s%v", want.name, want.labels))
+		}
+	}
+	return missing
+}
+
+// total sums a family's series whose labels include labels: counter and
+// gauge values, histogram sample counts.
+func total(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
+	f := families[name]
+	if f == nil {
+		return 0
+	}
+	var sum float64
+next:
+	for _, m := range f.GetMetric() {
+		for k, v := range labels {
+			found := false
+			for _, l := range m.GetLabel() {
+				if l.GetName() == k && l.GetValue() == v {
+					found = true
+				}
+			}
+			if !found {
+				continue next
+			}
+		}
+		sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+	}
+	return sum
+}
+
+func scrape(t *testing.T, client *http.Client, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := client.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return families
+}
+
+func scrapeOpenMetrics(t *testing.T, client *http.Client, url string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Contains(t, resp.Header.Get("Content-Type"), "application/openmetrics-text")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return string(body)
+}
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-metrics", "127.0.0.1:9999", "-duration", "5s", "-faults=false", "-redis", "redis://127.0.0.1:6379/2"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:9999", cfg.metrics)
+	assert.Equal(t, 5*time.Second, cfg.duration)
+	assert.False(t, cfg.faults.any())
+	opts, err := redisOptions(cfg.redis)
+	require.NoError(t, err)
+	assert.Equal(t, "127.0.0.1:6379", opts.Addr)
+	assert.Equal(t, 2, opts.DB)
+
+	cfg, err = parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, defaultMetricsAddr, cfg.metrics)
+	assert.Equal(t, "true", cfg.faults.String(), "faults on by default")
+
+	cfg, err = parseFlags([]string{"-faults=pause,overrun"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, cfg.faults.on(faultPause))
+	assert.True(t, cfg.faults.on(faultOverrun))
+	assert.False(t, cfg.faults.on(faultRedisLoss))
+
+	_, err = parseFlags([]string{"-faults=gremlins"}, io.Discard)
+	assert.ErrorContains(t, err, `unknown fault "gremlins"`)
+	_, err = parseFlags([]string{"-ttl", "1ms"}, io.Discard)
+	assert.Error(t, err)
+}
+
+// syncBuffer is an io.Writer the demo writes to while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

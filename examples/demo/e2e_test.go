@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/dashboards"
+	"github.com/lockwatch/lockwatch/internal/promtest"
+)
+
+// TestEndToEndWithPrometheus runs the demo with its faults on, a real
+// Prometheus server on loopback scraping it every second with the generated
+// alert rules loaded, and then asks Prometheus, through its HTTP API, for
+// every expression of every generated dashboard panel (each must return
+// data) and for the alerts the demo's faults must trigger (each must
+// evaluate to a non-empty result, its rule healthy).
+func TestEndToEndWithPrometheus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end run takes about a minute")
+	}
+	prometheus := promtest.Prometheus(t)
+	rules, err := filepath.Abs("../../alerts/lockwatch.rules.yaml")
+	require.NoError(t, err)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cfg := defaultConfig()
+	cfg.metrics = "127.0.0.1:0"
+	cfg.duration = 0 // until cancelled
+	cfg.ttl = 500 * time.Millisecond // faults come twice as often as by default
+	cfg.forcePlain = true
+	cfg.plainEvery = time.Hour
+	metricsURL := make(chan string, 1)
+	cfg.ready = func(u string) { metricsURL <- u }
+	demoDone := make(chan error, 1)
+	go func() { demoDone <- run(ctx, cfg, io.Discard) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-demoDone)
+	}()
+	var target string
+	select {
+	case u := <-metricsURL:
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		target = parsed.Host
+	case err := <-demoDone:
+		t.Fatalf("demo ended before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("demo did not start")
+	}
+
+	api := startPrometheus(t, prometheus, target, rules)
+
+	// Every dashboard expression, variables replaced as Grafana would with
+	// "All" selected and a 1s scrape interval.
+	files, err := dashboards.Generate()
+	require.NoError(t, err)
+	replacer := strings.NewReplacer("$__rate_interval", "20s", "$job", ".*", "$instance", ".*", "$lock_name", ".*")
+	var exprs []string
+	for name, body := range files {
+		var doc any
+		require.NoError(t, json.Unmarshal(body, &doc), name)
+		for _, e := range collectExprs(doc) {
+			exprs = append(exprs, replacer.Replace(e))
+		}
+	}
+	require.NotEmpty(t, exprs)
+
+	// Alerts the demo's faults must trigger: their expressions return series.
+	want := []string{"LockwatchStaleWriteSpike", "LockwatchFenceRejections", "LockwatchLeasesLost",
+		"LockwatchLateCompletions", "LockwatchUnknownAcquiresHigh", "LockwatchRenewalFailuresHigh"}
+	alertExpr := map[string]string{}
+	loaded := api.rules(t)
+	for _, r := range loaded {
+		alertExpr[r.Name] = r.Query
+	}
+	for _, name := range want {
+		require.Contains(t, alertExpr, name, "rule not loaded")
+		exprs = append(exprs, alertExpr[name])
+	}
+
+	// The demo needs a few TTLs for every fault to show: poll until every
+	// expression has data, or the budget runs out.
+	deadline := time.Now().Add(120 * time.Second)
+	missing := exprs
+	for len(missing) > 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Second)
+		var still []string
+		for _, e := range missing {
+			if n, err := api.count(e); err != nil || n == 0 {
+				still = append(still, e)
+			}
+		}
+		missing = still
+	}
+	assert.Empty(t, missing, "expressions (dashboard panels, then alerts) without data after the demo ran")
+
+	// Every rule, the triggered ones included, evaluates without error.
+	for _, r := range api.rules(t) {
+		assert.Equal(t, "ok", r.Health, "rule %s: %s", r.Name, r.LastError)
+	}
+	assert.GreaterOrEqual(t, len(loaded), len(want))
+}
+
+// collectExprs returns every "expr" string in a dashboard's JSON.
+func collectExprs(v any) []string {
+	var out []string
+	switch v := v.(type) {
+	case map[string]any:
+		for k, child := range v {
+			if s, ok := child.(string); ok && k == "expr" && s != "" {
+				out = append(out, s)
+			} else {
+				out = append(out, collectExprs(child)...)
+			}
+		}
+	case []any:
+		for _, child := range v {
+			out = append(out, collectExprs(child)...)
+		}
+	}
+	return out
+}
+
+type promAPI struct{ base string }
+
+// startPrometheus runs a prometheus server on a free loopback port scraping
+// target every second with rules loaded, and stops it when the test ends.
+func startPrometheus(t *testing.T, bin, target, rules string) promAPI {
+	dir := t.TempDir()
+	config := fmt.Sprintf(`global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+rule_files:
+  - %q
+scrape_configs:
+  - job_name: lockwatch-demo
+    static_configs:
+      - targets: [%q]
+`, rules, target)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(logFile.Name())
+			t.Logf("prometheus log:\n%s", log)
+		}
+	})
+	api := promAPI{base: "http://" + addr}
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(api.base + "/-/ready")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 100*time.Millisecond, "prometheus did not become ready")
+	return api
+}
+
+// count runs an instant query and returns how many series it returned.
+func (p promAPI) count(query string) (int, error) {
+	resp, err := http.Get(p.base + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []json.RawMessage `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return 0, err
+	}
+	if body.Status != "success" {
+		return 0, fmt.Errorf("query %q: %s", query, body.Error)
+	}
+	return len(body.Data.Result), nil
+}
+
+type rule struct {
+	Name      string `json:"name"`
+	Query     string `json:"query"`
+	Health    string `json:"health"`
+	LastError string `json:"lastError"`
+	Type      string `json:"type"`
+}
+
+// rules returns the alerting rules Prometheus loaded.
+func (p promAPI) rules(t *testing.T) []rule {
+	resp, err := http.Get(p.base + "/api/v1/rules?type=alert")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Groups []struct {
+				Rules []rule `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
+	var out []rule
+	for _, g := range body.Data.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
+}

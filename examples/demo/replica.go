@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+
+	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/middleware"
+)
+
+// replica is one instance of the demo's service, as it would run in its own
+// process: its own lease client (with its own faults), its own Locker, an
+// HTTP API and a gRPC service. Replicas share only Redis and the ledger, as
+// real ones would.
+type replica struct {
+	name   string
+	d      *demo
+	client *redis.Client
+	faults *redisFaults
+	gate   gate // closed while the replica is paused
+	locker *lease.Locker
+	job    job
+
+	httpSrv *http.Server
+	httpURL string
+	grpcSrv *grpc.Server
+	grpcAdr string
+
+	stopOnce sync.Once
+	stopErr  error
+
+	pauseArmed atomic.Bool
+	victims    chan victim // the write a pause caught, to the chaos loop
+}
+
+// victim is the deposit whose final write a pause interrupted.
+type victim struct {
+	replica *replica
+	account string
+	fence   int64
+	resume  func()
+}
+
+func newReplica(d *demo, name string) (*replica, error) {
+	httpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	grpcLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, errors.Join(err, httpLn.Close())
+	}
+	r := &replica{name: name, d: d, victims: make(chan victim, 1),
+		httpURL: "http://" + httpLn.Addr().String(), grpcAdr: grpcLn.Addr().String()}
+	r.job.r = r
+	r.faults = &redisFaults{frozen: &r.gate}
+	if d.cfg.faults.on(faultRedisLoss) {
+		r.faults.lossRate = lossRate
+	}
+	r.client = d.redis.client(r.faults)
+	ttl := d.cfg.ttl
+	r.locker = lease.NewLocker(r.client,
+		lease.WithTTL(ttl),
+		lease.WithNamespace(namespace),
+		lease.WithCommitMargins(d.commitHard(), d.commitWarn()),
+		lease.WithReleaseTimeout(ttl/2),
+		lease.WithFenceRetention(max(ttl, 10*time.Minute)),
+		lease.WithTelemetry(d.tel),
+	)
+
+	// HTTP API: one route, wrapped in the holder middleware. The lock name
+	// in metrics is the route pattern, never the account.
+	lockAccount := middleware.HTTP(r.locker, func(req *http.Request) string {
+		return "account:" + req.PathValue("id")
+	})
+	mux := http.NewServeMux()
+	mux.Handle("POST /accounts/{id}/deposit", d.traced(lockAccount(http.HandlerFunc(r.deposit))))
+	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	d.serve(func() error { return ignoreClosed(r.httpSrv.Serve(httpLn)) })
+
+	// gRPC: the same Locker behind both interceptors, otelgrpc's stats
+	// handler beside them for the server spans. Reports may hold their
+	// lease for maxHold at most.
+	reportKey := func(account string) string {
+		if account == "" {
+			return "" // no lock: the handler answers the bad request
+		}
+		return "report:" + account
+	}
+	r.grpcSrv = grpc.NewServer(
+		grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(d.providers.TracerProvider),
+			otelgrpc.WithMeterProvider(d.providers.MeterProvider))),
+		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker,
+			func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) },
+			middleware.WithLeaseOptions(lease.WithMaxHold(d.maxHold())))),
+		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker,
+			func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) },
+			middleware.WithLeaseOptions(lease.WithMaxHold(d.maxHold())))),
+	)
+	reportspb.RegisterReportsServer(r.grpcSrv, &reports{r: r})
+	d.serve(func() error { return ignoreClosed(r.grpcSrv.Serve(grpcLn)) })
+	return r, nil
+}
+
+// shutdown stops the servers (waiting for handlers in flight, at most
+// grace), then the Locker, then the lease client.
+func (r *replica) shutdown(grace time.Duration) error {
+	r.stopOnce.Do(func() { r.stopErr = r.stopServers(grace) })
+	return r.stopErr
+}
+
+func (r *replica) stopServers(grace time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	errHTTP := r.httpSrv.Shutdown(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		r.grpcSrv.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		r.grpcSrv.Stop()
+		<-stopped
+	}
+	return errors.Join(errHTTP, r.locker.Close(), r.client.Close())
+}
+
+// work simulates d of the handler's work on ctx, the lease's context. A
+// well-behaved handler stops as soon as the lease is lost; with the
+// slow-cancel fault it first spends a while cleaning up, ignoring the
+// cancellation (the cancellation latency lockwatch measures). While the
+// replica is paused, work does not advance, as in a paused process.
+func (r *replica) work(ctx context.Context, d time.Duration, slowCancel bool) error {
+	deadline := time.Now().Add(d)
+	for {
+		r.gate.wait(r.d.stop)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		t := time.NewTimer(min(left, r.d.cfg.ttl/20))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			if slowCancel {
+				r.sleep(jitter(r.d.cfg.ttl/10, r.d.cfg.ttl/2))
+			}
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// sleep waits d regardless of any lease, but not past the demo's shutdown
+// or while the replica is paused.
+func (r *replica) sleep(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for {
+		r.gate.wait(r.d.stop)
+		left := time.Until(deadline)
+		if left <= 0 {
+			return
+		}
+		t := time.NewTimer(min(left, r.d.cfg.ttl/20))
+		select {
+		case <-t.C:
+		case <-r.d.stop:
+			t.Stop()
+			return
+		}
+	}
+}
+
+// slowCancel decides whether a handler is one of the slow-to-cancel ones.
+func (r *replica) slowCancel() bool {
+	return r.d.cfg.faults.on(faultSlowCancel) && rand.Float64() < slowCancelShare
+}
+
+// maybePause is where the pause fault strikes: inside a deposit's final
+// write, after Commit checked the lease and before the write reaches the
+// ledger, the gap that no client-side check can close. When the chaos loop
+// has armed a pause, the first write to get here pauses the whole replica.
+func (r *replica) maybePause(account string, fence int64) (paused bool) {
+	if !r.pauseArmed.CompareAndSwap(true, false) {
+		return false
+	}
+	r.victims <- victim{replica: r, account: account, fence: fence, resume: r.gate.pause()}
+	r.gate.wait(r.d.stop)
+	return true
+}
+
+func jitter(lo, hi time.Duration) time.Duration {
+	if hi <= lo {
+		return lo
+	}
+	return lo + rand.N(hi-lo)
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
+
+func (r *replica) String() string { return fmt.Sprintf("%s (%s)", r.name, r.httpURL) }
