@@ -213,3 +213,25 @@ func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
 	_ = first.Release(ctx)
 	_ = second.Release(ctx)
 }
+
+// TestReleasePastTheCancelPointIsALoss: a lease released after its cancel
+// point, before the scheduler got to it, is reported lost (as Err said), not
+// released.
+func TestReleasePastTheCancelPointIsALoss(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	rec := &recorder{}
+	lk := newLocker(t, srv.Client(t), rec.withHooks())
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	l.cancelAt.Store(int64(now() - time.Millisecond)) // as if the scheduler were late
+	require.ErrorIs(t, l.Err(), ErrLost)
+	require.NoError(t, l.Release(ctx))
+	require.ErrorIs(t, context.Cause(l.Context()), ErrLost)
+	losses, _ := rec.waitLosses(t, 1)
+	assert.Equal(t, LossDeadline, losses[0].Reason)
+	rec.read(func() {
+		require.Len(t, rec.releases, 1)
+		assert.True(t, rec.releases[0].Lost)
+	})
+}

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -10,8 +11,13 @@ import (
 // logs), then calls the caller's hooks with the same event.
 
 func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev AcquireEvent) {
-	var failure error // contention is an answer, not a failure
-	if ev.Result == Unknown || ev.Result == Failed {
+	// Contention is an answer, and a caller that gave up before anything
+	// was sent (its context ended) is no failure of the lock.
+	var failure error
+	switch {
+	case ev.Result == Unknown:
+		failure = ev.Err
+	case ev.Result == Failed && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
 		failure = ev.Err
 	}
 	s.tel.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, ev.Fence, ev.Attempts, failure)

@@ -23,7 +23,10 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return nil
 	}
-	lostAt, wasLost := l.locker.sched.remove(l)
+	lostAt, wasLost, newly := l.locker.sched.remove(l)
+	if newly {
+		reportLoss(l)
+	}
 	at := now()
 	l.cancel(ErrReleased)
 

@@ -85,16 +85,22 @@ func (s *scheduler) queueRenewalLocked(l *Lease) {
 }
 
 // remove stops renewing l for Release; an active lease becomes RELEASED.
-func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost bool) {
+// One already past its cancel point, which the loop has not reached yet, is
+// lost first (newly is then true and the caller reports the loss): what Err
+// said about it, Release must not contradict.
+func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost, newly bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t := now(); state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= t {
+		newly = s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
+	}
 	if state(l.state.Load()) == stateLost {
-		return l.lostAt, true
+		return l.lostAt, true, newly
 	}
 	l.state.Store(int32(stateReleased))
 	s.renewQ.remove(l)
 	s.dlQ.remove(l)
-	return 0, false
+	return 0, false, false
 }
 
 // loseLocked turns an active lease LOST and cancels its context at once.
