@@ -40,7 +40,7 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	defer cancel()
 	cfg := defaultConfig()
 	cfg.metrics = "127.0.0.1:0"
-	cfg.duration = 0 // until cancelled
+	cfg.duration = 0                 // until cancelled
 	cfg.ttl = 500 * time.Millisecond // faults come twice as often as by default
 	cfg.forcePlain = true
 	cfg.plainEvery = time.Hour
