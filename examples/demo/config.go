@@ -155,6 +155,9 @@ func (s faultSet) list() string {
 	return strings.Join(names, ", ")
 }
 
+// IsBoolFlag lets a bare -faults mean -faults=true; lists take "=".
+func (s *faultSet) IsBoolFlag() bool { return true }
+
 func (s *faultSet) Set(v string) error {
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "true", "1", "on", "all":

@@ -13,27 +13,7 @@
 --   {0, mark}  stale: token < mark; the mark is unchanged.
 --   an error   the stored mark or ARGV[1] is not a canonical token (nothing written).
 --
--- Tokens are compared as strings: Lua numbers are doubles, exact only below
--- 2^53, and two int64 tokens above that can convert to the same double. For
--- canonical decimals, the longer string is the larger number, and strings of one
--- length compare digit by digit (bytes, not the locale's collation).
-local function canonical(s)
-  return #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
-end
-
-local function greater(a, b)
-  if #a ~= #b then
-    return #a > #b
-  end
-  for i = 1, #a do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x > y
-    end
-  end
-  return false
-end
-
+-- (canonical and greater come from tokens.lua, prepended by scripts.go.)
 local token = ARGV[1]
 if not canonical(token) then
   return redis.error_reply('LOCKWATCH token is not canonical')

@@ -1,0 +1,25 @@
+-- tokens: the token comparison both fence scripts start with (scripts.go
+-- puts this file in front of write.lua and admit.lua, so each is still one
+-- script, run in one step).
+--
+-- Tokens are compared as strings: Lua numbers are doubles, exact only below
+-- 2^53, and two int64 tokens above that can convert to the same double. For
+-- canonical decimals, the longer string is the larger number, and strings of one
+-- length compare digit by digit (bytes, not the locale's collation).
+local function canonical(s)
+  return #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
+end
+
+local function greater(a, b)
+  if #a ~= #b then
+    return #a > #b
+  end
+  for i = 1, #a do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return false
+end
+
