@@ -34,7 +34,7 @@ func TestRun(t *testing.T) {
 		table:    "jobs",
 		workers:  4,
 		jobs:     3,
-		duration: 1500 * time.Millisecond,
+		duration: 3 * time.Second,
 		ttl:      200 * time.Millisecond,
 		stuck:    true,
 	}, &out)

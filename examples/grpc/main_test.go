@@ -37,7 +37,7 @@ func TestRun(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, config{redis: srv.Addr(), listen: "127.0.0.1:0", metrics: "127.0.0.1:0", work: 600 * time.Millisecond,
+		done <- run(ctx, config{redis: srv.Addr(), listen: "127.0.0.1:0", metrics: "127.0.0.1:0", work: 3 * time.Second,
 			ready: func(g, m string) { ready <- addrs{g, m} }})
 	}()
 	var a addrs

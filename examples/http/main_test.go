@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strings"
+	"regexp"
 	"testing"
 	"time"
 
@@ -15,6 +15,9 @@ import (
 
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
+
+// heldLease matches the active-leases series of the route at 1.
+var heldLease = regexp.MustCompile(`(?m)^lockwatch_lease_active\{lock_name="POST /invoices/\{id\}/pay"[^}]*\} 1$`)
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -48,7 +51,7 @@ func TestRun(t *testing.T) {
 	}()
 	// Once the first payment holds the lease, a second one is refused.
 	require.Eventually(t, func() bool {
-		return strings.Contains(get(t, client, base+"/metrics"), `lockwatch_lease_active{lock_name="POST /invoices/{id}/pay"`)
+		return heldLease.MatchString(get(t, client, base+"/metrics"))
 	}, 5*time.Second, 10*time.Millisecond)
 	resp, err := client.Post(base+"/invoices/42/pay", "", nil)
 	require.NoError(t, err)
