@@ -42,7 +42,7 @@ type Config struct {
 	// TestLabels are the target labels every input series of the generated
 	// promtool tests carries. They must satisfy JobSelector, or the tests
 	// that expect an alert fail. Default job="lockwatch-demo",
-	// instance="10.0.0.1:8080".
+	// instance="127.0.0.1:9464".
 	TestLabels map[string]string
 }
 
@@ -62,7 +62,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.GrafanaFolderUID = DefaultGrafanaFolderUID
 	}
 	if c.TestLabels == nil {
-		c.TestLabels = map[string]string{labelJob: "lockwatch-demo", labelInstance: "10.0.0.1:8080"}
+		c.TestLabels = map[string]string{labelJob: "lockwatch-demo", labelInstance: "127.0.0.1:9464"}
 	} else {
 		c.TestLabels = maps.Clone(c.TestLabels)
 	}

@@ -15,7 +15,7 @@ import (
 func ExampleGenerate() {
 	files, err := alerts.Generate(alerts.Config{
 		JobSelector: `job="payments"`,
-		TestLabels:  map[string]string{"job": "payments", "instance": "10.1.2.3:9090"},
+		TestLabels:  map[string]string{"job": "payments", "instance": "127.0.0.1:9465"},
 	})
 	if err != nil {
 		panic(err)

@@ -66,7 +66,7 @@ func TestJobSelector(t *testing.T) {
 	const selector = `job="payments"`
 	custom := generate(t, alerts.Config{
 		JobSelector: selector,
-		TestLabels:  map[string]string{"job": "payments", "instance": "10.1.2.3:9090"},
+		TestLabels:  map[string]string{"job": "payments", "instance": "127.0.0.1:9465"},
 	})
 	defaults := decodeRules(t, generate(t, alerts.Config{})[alerts.RulesFile])
 	rules := decodeRules(t, custom[alerts.RulesFile])
