@@ -95,8 +95,11 @@
 //
 // # Observing
 //
-// Hooks report every acquire result, unknown resolution, renewal, loss,
-// commit and release, with the durations that matter (hold time, time from
-// loss to the end of the work). The telemetry package turns them into
-// OpenTelemetry metrics and spans.
+// Every acquire result, unknown resolution, renewal, loss, commit and
+// release is recorded through the telemetry package (OpenTelemetry metrics,
+// spans and Warn logs; by default on the global providers, WithTelemetry to
+// choose), then passed to the caller's Hooks, with the durations that matter
+// (hold time, time from loss to the end of the work). Losses are reported
+// off the scheduler's goroutine, so a slow logger or hook never delays
+// another lease's cancellation.
 package lease

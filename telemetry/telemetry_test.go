@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,25 +17,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-type records struct {
-	mu   sync.Mutex
-	msgs []slog.Record
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, rec.Clone())
-	return nil
-}
-func (r *records) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *records) WithGroup(string) slog.Handler      { return r }
 
 func sums(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, map[string][]string) {
 	values, exemplars, err := sumsOf(reader)
@@ -84,7 +69,7 @@ func TestResourceSideSignals(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 	defer mp.Shutdown(context.Background())
 	defer tp.Shutdown(context.Background())
-	logs := &records{}
+	logs := &telemetrytest.Logs{}
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), telemetry.WithLogger(slog.New(logs)))
 
 	ctx, writer := tp.Tracer("test").Start(context.Background(), "write")
@@ -123,7 +108,7 @@ func TestResourceSideSignals(t *testing.T) {
 	assert.Equal(t, 1, marked)
 
 	var warned []string
-	for _, r := range logs.msgs {
+	for _, r := range logs.Records() {
 		assert.Equal(t, slog.LevelWarn, r.Level)
 		warned = append(warned, r.Message)
 	}

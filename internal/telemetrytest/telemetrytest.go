@@ -166,6 +166,13 @@ func (c *Logs) Handle(_ context.Context, r slog.Record) error {
 func (c *Logs) WithAttrs([]slog.Attr) slog.Handler { return c }
 func (c *Logs) WithGroup(string) slog.Handler      { return c }
 
+// Records returns every record kept so far.
+func (c *Logs) Records() []slog.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]slog.Record(nil), c.records...)
+}
+
 // Find returns the level and attributes of the first record whose message
 // contains msg.
 func (c *Logs) Find(msg string) (slog.Level, map[string]string, bool) {
