@@ -132,23 +132,23 @@ func (s faultSet) String() string {
 	if len(s) == len(faultNames) {
 		return "true"
 	}
-	var names []string
-	for _, n := range faultNames {
-		if s[n] {
-			names = append(names, n)
-		}
-	}
-	return strings.Join(names, ",")
+	return strings.Join(s.names(), ",")
 }
 
-// list names the faults that are on, in the documented order.
-func (s faultSet) list() string {
+// names lists the faults that are on, in the documented order.
+func (s faultSet) names() []string {
 	var names []string
 	for _, n := range faultNames {
 		if s[n] {
 			names = append(names, n)
 		}
 	}
+	return names
+}
+
+// list names the faults that are on, for people.
+func (s faultSet) list() string {
+	names := s.names()
 	if len(names) == 0 {
 		return "none"
 	}

@@ -146,7 +146,10 @@ func (p *progress) header(d *demo, metricsURL string) {
 	if ep := otlpEndpoint(); ep != "" {
 		traces = "OTLP to " + ep
 	}
-	faults := strings.ReplaceAll(d.cfg.faults.list(), ",", "")
+	faults := strings.Join(d.cfg.faults.names(), " ")
+	if faults == "" {
+		faults = "none"
+	}
 	length := "until Ctrl-C"
 	if d.cfg.duration > 0 {
 		length = fmt.Sprintf("%v (Ctrl-C stops it sooner)", d.cfg.duration)

@@ -146,42 +146,35 @@ func (r *replica) stopServers(grace time.Duration) error {
 // cancellation (the cancellation latency lockwatch measures). While the
 // replica is paused, work does not advance, as in a paused process.
 func (r *replica) work(ctx context.Context, d time.Duration, slowCancel bool) error {
-	deadline := time.Now().Add(d)
-	for {
-		r.gate.wait(r.d.stop)
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil
-		}
-		t := time.NewTimer(min(left, r.d.cfg.ttl/20))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			if slowCancel {
-				r.sleep(jitter(r.d.cfg.ttl/10, r.d.cfg.ttl/2))
-			}
-			return context.Cause(ctx)
-		}
+	if r.advance(ctx.Done(), d) {
+		return nil
 	}
+	if slowCancel {
+		r.sleep(jitter(r.d.cfg.ttl/10, r.d.cfg.ttl/2))
+	}
+	return context.Cause(ctx)
 }
 
 // sleep waits d regardless of any lease, but not past the demo's shutdown
 // or while the replica is paused.
-func (r *replica) sleep(d time.Duration) {
+func (r *replica) sleep(d time.Duration) { r.advance(r.d.stop, d) }
+
+// advance lets d pass on the replica's clock, which stands still while the
+// replica is paused. It reports false when done closes first.
+func (r *replica) advance(done <-chan struct{}, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
 		r.gate.wait(r.d.stop)
 		left := time.Until(deadline)
 		if left <= 0 {
-			return
+			return true
 		}
 		t := time.NewTimer(min(left, r.d.cfg.ttl/20))
 		select {
 		case <-t.C:
-		case <-r.d.stop:
+		case <-done:
 			t.Stop()
-			return
+			return false
 		}
 	}
 }

@@ -23,3 +23,15 @@ local function greater(a, b)
   return false
 end
 
+-- checked_mark returns the key's stored mark (false when there is none), or
+-- nil and an error when the token or the stored mark is not canonical.
+local function checked_mark(key, token)
+  if not canonical(token) then
+    return nil, 'LOCKWATCH token is not canonical'
+  end
+  local mark = redis.call('HGET', key, 'fence')
+  if mark and not canonical(mark) then
+    return nil, 'LOCKWATCH stored fence is not canonical'
+  end
+  return mark
+end

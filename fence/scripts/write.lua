@@ -14,16 +14,13 @@
 --              already accepted is rejected, so a reused token never writes twice.
 --   an error   the stored mark or ARGV[1] is not a canonical token (nothing written).
 --
--- (canonical and greater come from tokens.lua, prepended by scripts.go.)
+-- (checked_mark and greater come from tokens.lua, prepended by scripts.go.)
 local token = ARGV[1]
-if not canonical(token) then
-  return redis.error_reply('LOCKWATCH token is not canonical')
+local mark, err = checked_mark(KEYS[1], token)
+if err then
+  return redis.error_reply(err)
 end
-local mark = redis.call('HGET', KEYS[1], 'fence')
 if mark then
-  if not canonical(mark) then
-    return redis.error_reply('LOCKWATCH stored fence is not canonical')
-  end
   if not greater(token, mark) then
     return {0, mark}
   end
