@@ -134,23 +134,24 @@ func (t *Telemetry) opts(firstKey, first, key, value string) *attrOpts {
 	t.mu.Lock()
 	t.attrs[k] = o
 	t.mu.Unlock()
+	// A lock name or resource is new at the latest when its first set is
+	// built: only this slow path introduces it, the hot path stays one lookup.
+	t.introduce(firstKey, first)
 	return o
 }
 
 // lock returns the options for a lock name and one more attribute.
 func (t *Telemetry) lock(name, key, value string) *attrOpts {
-	t.introduce(AttrLockName, name)
 	return t.opts(AttrLockName, name, key, value)
 }
 
 // resource returns the options for a fenced resource and one more attribute.
 func (t *Telemetry) resource(name, key, value string) *attrOpts {
-	t.introduce(AttrResource, name)
 	return t.opts(AttrResource, name, key, value)
 }
 
 // introduce creates every counter series of a lock name or resource at zero
-// the first time it is seen. A counter series born at its first event has
+// the first time it is seen (and does nothing after that). A counter series born at its first event has
 // no earlier sample, so rate() and increase() would miss that event: the
 // first stale write a resource ever rejected would page nobody.
 func (t *Telemetry) introduce(firstKey, name string) {
