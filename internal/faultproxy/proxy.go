@@ -2,6 +2,7 @@ package faultproxy
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"testing"
@@ -13,13 +14,13 @@ const dialTimeout = 5 * time.Second
 
 // Proxy forwards TCP connections from Addr to a target, subject to a Mode.
 type Proxy struct {
-	target string
 	ln     net.Listener
 	ctx    context.Context // cancelled by Close: aborts dials and delays
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the proxy started
 
 	mu     sync.Mutex
+	target string // guarded by mu: SetTarget re-points the proxy
 	mode   Mode
 	closed bool
 	links  map[*link]struct{}
@@ -36,21 +37,31 @@ type link struct{ client, server net.Conn }
 // connection to target. The proxy is closed on t.Cleanup.
 func Start(t testing.TB, target string) *Proxy {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := Launch(target)
 	if err != nil {
-		t.Fatalf("faultproxy: listen: %v", err)
+		t.Fatalf("%v", err)
 		return nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
-	p.wg.Add(1)
-	go p.accept()
 	t.Cleanup(func() {
 		if err := p.Close(); err != nil {
 			t.Errorf("faultproxy: close: %v", err)
 		}
 	})
 	return p
+}
+
+// Launch starts a proxy like Start, for code that has no testing.TB (a
+// long-running harness such as examples/chaos). The caller must Close it.
+func Launch(target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("faultproxy: listen: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Proxy{target: target, ln: ln, ctx: ctx, cancel: cancel, links: make(map[*link]struct{})}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
 }
 
 // Addr is the address clients should dial instead of the target's.
@@ -92,6 +103,23 @@ func (p *Proxy) Close() error {
 	return p.closeErr
 }
 
+// SetTarget re-points the proxy: connections accepted from now on are
+// forwarded to target. Open connections keep their server, as a client's
+// pooled connections to a failed-over primary would; Set(Reset) closes them
+// when the test wants clients to reconnect at once.
+func (p *Proxy) SetTarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	p.mu.Unlock()
+}
+
+// Target is the address new connections are forwarded to.
+func (p *Proxy) Target() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.target
+}
+
 func (p *Proxy) current() Mode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -114,7 +142,7 @@ func (p *Proxy) serve(client net.Conn) {
 	defer p.wg.Done()
 	var d net.Dialer
 	ctx, cancel := context.WithTimeout(p.ctx, dialTimeout)
-	server, err := d.DialContext(ctx, "tcp", p.target)
+	server, err := d.DialContext(ctx, "tcp", p.Target())
 	cancel()
 	if err != nil {
 		// The client sees what it would see without the proxy: a refused

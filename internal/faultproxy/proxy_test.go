@@ -179,3 +179,27 @@ func TestModeString(t *testing.T) {
 		assert.Equal(t, tc.want, tc.mode.String())
 	}
 }
+
+// SetTarget is how a harness fails clients over to a promoted replica: new
+// connections reach the new target, and a Reset makes pooled ones redial.
+func TestSetTargetRepointsNewConnections(t *testing.T) {
+	t.Parallel()
+	first, p, c := setup(t, 5*time.Second)
+	second := redistest.Start(t)
+	ctx := testContext(t)
+	_, err := second.Do(ctx, "SET", "where", "second")
+	require.NoError(t, err)
+	_, err = first.Do(ctx, "SET", "where", "first")
+	require.NoError(t, err)
+	require.Equal(t, "first", c.Get(ctx, "where").Val())
+
+	p.SetTarget(second.Addr())
+	assert.Equal(t, second.Addr(), p.Target())
+	p.Set(faultproxy.Reset)
+	p.Set(faultproxy.Pass)
+	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+		got, err := c.Get(ctx, "where").Result()
+		assert.NoError(c2, err)
+		assert.Equal(c2, "second", got)
+	}, waitFor, tick)
+}
