@@ -10,6 +10,7 @@ GO ?= go
 
 test: deps fmt-check vet
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
+	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
 
 # redis-server is started by the tests themselves; RUNLEVEL=1 keeps the
 # package's install script from starting a system-wide instance (the same
@@ -57,9 +58,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
+# bench/ is a module of its own (it imports the libraries it compares
+# with), which ./... at the root does not enter.
 vet:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 
 # Benchmarks against real redis-server processes (not part of make test).
+# benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md.
 bench: deps
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
+	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md

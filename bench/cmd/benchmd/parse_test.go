@@ -1,0 +1,47 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/lockwatch/lockwatch/bench
+cpu: AMD EPYC
+BenchmarkCycle/single/ping-2   	   23019	     56796 ns/op	         1.000 rtt/op	     188 B/op	       6 allocs/op
+BenchmarkCycle/single/ping-2   	   23019	     50000 ns/op	         1.000 rtt/op	     190 B/op	       6 allocs/op
+BenchmarkCycle/single/ping-2   	   23019	     10000 ns/op	         1.000 rtt/op	     192 B/op	       6 allocs/op
+BenchmarkScale/leases=1000-2   	       1	8165361660 ns/op	       708.0 B/lease
+BenchmarkScale/leases=1000-2   	       1	8165361660 ns/op	       700.0 B/lease
+--- FAIL: BenchmarkOther
+PASS
+ok  	github.com/lockwatch/lockwatch/bench	28.368s
+`
+
+func TestParseMedians(t *testing.T) {
+	r, err := parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"Cycle/single/ping", "Scale/leases=1000"}, r.names)
+	assert.Equal(t, "AMD EPYC", r.header["cpu"])
+
+	for _, tc := range []struct {
+		name, unit string
+		want       float64
+		runs       int
+	}{
+		{"Cycle/single/ping", "ns/op", 50000, 3},
+		{"Cycle/single/ping", "B/op", 190, 3},
+		{"Scale/leases=1000", "B/lease", 704, 2},
+	} {
+		got, ok := r.median(tc.name, tc.unit)
+		assert.True(t, ok, tc.name)
+		assert.InDelta(t, tc.want, got, 1e-9, tc.name+" "+tc.unit)
+		assert.Equal(t, tc.runs, r.runs(tc.name, tc.unit))
+	}
+	_, ok := r.median("Cycle/single/ping", "p50-ns")
+	assert.False(t, ok)
+}

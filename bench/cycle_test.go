@@ -1,0 +1,175 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// cycleTTL is the TTL of every lock in the cycle benchmarks: lockwatch's
+// default, long enough that no renewal runs during a cycle.
+const cycleTTL = 10 * time.Second
+
+// errContended is what a cycle returns when another goroutine held the key:
+// counted, not a failure.
+var errContended = errors.New("contended")
+
+// locker is one implementation under test: cycle takes the lock on key and
+// releases it, or returns errContended.
+type locker struct {
+	name  string
+	cycle func(ctx context.Context, key string) error
+}
+
+// rawRelease is the compare-and-delete every Redis lock releases with.
+var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+// lockers returns the implementations, all on client c: the raw floor
+// first, then lockwatch with telemetry off and on, redislock, redsync.
+func lockers(b *testing.B, c *redis.Client, ns string) []locker {
+	off := lease.NewLocker(c, lease.WithNamespace(ns+"-off"), lease.WithTTL(cycleTTL), lease.WithTelemetry(telemetryOff()))
+	tel, sampled := telemetryOn(b)
+	on := lease.NewLocker(c, lease.WithNamespace(ns+"-on"), lease.WithTTL(cycleTTL), lease.WithTelemetry(tel))
+	b.Cleanup(func() { _ = off.Close(); _ = on.Close() })
+	lockwatch := func(lk *lease.Locker, ctx context.Context) func(context.Context, string) error {
+		return func(_ context.Context, key string) error {
+			l, err := lk.Acquire(ctx, key)
+			if errors.Is(err, lease.ErrNotAcquired) {
+				return errContended
+			} else if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}
+	}
+	rl := redislock.New(c)
+	rs := redsync.New(goredis.NewPool(c))
+	return []locker{
+		{"raw", func(ctx context.Context, key string) error {
+			key = ns + "-raw:" + key
+			owner := rand.Text()
+			ok, err := c.SetNX(ctx, key, owner, cycleTTL).Result()
+			if err != nil {
+				return err
+			} else if !ok {
+				return errContended
+			}
+			return rawRelease.Run(ctx, c, []string{key}, owner).Err()
+		}},
+		{"lockwatch-off", lockwatch(off, context.Background())},
+		{"lockwatch-on", lockwatch(on, sampled)},
+		{"redislock", func(ctx context.Context, key string) error {
+			l, err := rl.Obtain(ctx, ns+"-redislock:"+key, cycleTTL, nil)
+			if errors.Is(err, redislock.ErrNotObtained) {
+				return errContended
+			} else if err != nil {
+				return err
+			}
+			return l.Release(ctx)
+		}},
+		{"redsync", func(ctx context.Context, key string) error {
+			m := rs.NewMutex(ns+"-redsync:"+key, redsync.WithTries(1), redsync.WithExpiry(cycleTTL))
+			err := m.LockContext(ctx)
+			var taken *redsync.ErrTaken
+			if errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) {
+				return errContended
+			} else if err != nil {
+				return err
+			}
+			_, err = m.UnlockContext(ctx)
+			return err
+		}},
+	}
+}
+
+// BenchmarkCycle measures one acquire + release of every implementation on
+// the shared redis-server: from one goroutine, and from 16 goroutines on
+// a key each (unique) or all on one key (contended, where an attempt that
+// finds the key held counts as one op and in contended/op). A PING from
+// the same client is the floor of a round trip. rtt/op is the Redis round
+// trips per op as the client sent them (a pipeline counts once).
+func BenchmarkCycle(b *testing.B) {
+	loopbackOnly(b, sharedAddr)
+	c, rt := counted(b, sharedAddr)
+	ctx := context.Background()
+	ns := "cycle" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	impls := lockers(b, c, ns)
+
+	b.Run("single/ping", func(b *testing.B) {
+		measure(b, rt, func() {
+			for b.Loop() {
+				if err := c.Ping(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("parallel16/ping", func(b *testing.B) {
+		parallel16(b)
+		measure(b, rt, func() {
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := c.Ping(ctx).Err(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	})
+	for _, impl := range impls {
+		b.Run("single/unique/"+impl.name, func(b *testing.B) {
+			measure(b, rt, func() {
+				for b.Loop() {
+					if err := impl.cycle(ctx, "single"); err != nil {
+						b.Fatal(err) // alone on its key: contention is a bug
+					}
+				}
+			})
+		})
+	}
+	for _, contended := range []bool{false, true} {
+		mode := "unique"
+		if contended {
+			mode = "contended"
+		}
+		for _, impl := range impls {
+			b.Run("parallel16/"+mode+"/"+impl.name, func(b *testing.B) {
+				var worker, lost atomic.Int64
+				parallel16(b)
+				measure(b, rt, func() {
+					b.RunParallel(func(pb *testing.PB) {
+						key := "p16-" + mode
+						if !contended {
+							key += "-" + strconv.FormatInt(worker.Add(1), 10)
+						}
+						for pb.Next() {
+							err := impl.cycle(ctx, key)
+							switch {
+							case errors.Is(err, errContended) && contended:
+								lost.Add(1)
+							case err != nil:
+								b.Error(err)
+								return
+							}
+						}
+					})
+				})
+				if contended {
+					b.ReportMetric(float64(lost.Load())/float64(max(b.N, 1)), "contended/op")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,27 @@
+// Package bench measures what a lockwatch lease costs, against the floor
+// of a bare Redis lock and against other Go lock libraries, in one run on
+// one machine.
+//
+// It is a module of its own so that the libraries it compares with never
+// enter lockwatch's dependencies. Every figure that matters is a ratio to a
+// baseline measured in the same run (a raw SET NX PX plus a Lua
+// compare-and-delete, a PING round trip, a plain HTTP handler), because
+// absolute numbers on a shared 2-core machine move from run to run while
+// ratios mostly do not.
+//
+// The benchmarks, all against private redis-server processes on 127.0.0.1:
+//
+//   - BenchmarkCycle: one acquire + release of the raw floor, lockwatch with
+//     telemetry off and on, bsm/redislock and go-redsync, from one goroutine
+//     and from 16, on distinct keys and on one contended key, with the Redis
+//     round trips per cycle (rtt/op).
+//   - BenchmarkHTTP: a loopback net/http server, plain and wrapped in
+//     middleware.HTTP, with 1 and 16 keep-alive clients, beside a PING.
+//   - BenchmarkScale: one Locker holding 1k, 10k and 100k leases: heap
+//     per lease and CPU per second spent renewing them.
+//   - BenchmarkLossDetection: redis-server stopped with SIGSTOP under held
+//     leases: how long each lease's context takes to be cancelled.
+//
+// cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
+// (make bench).
+package bench

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// parallel16 makes b.RunParallel run 16 goroutines whatever GOMAXPROCS is
+// (8 per core on this 2-core machine).
+func parallel16(b *testing.B) { b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0))) }
+
+// roundTrips counts the requests a go-redis client sends: one per command
+// and one per pipeline, whatever it holds. Divided by the cycles of a
+// benchmark it shows whether concurrent acquires share round trips.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// counted returns a client of the shared server with a round-trip counter,
+// closed when b ends.
+func counted(b *testing.B, addr string) (*redis.Client, *roundTrips) {
+	b.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	b.Cleanup(func() { _ = c.Close() })
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	if err := c.Ping(context.Background()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return c, rt
+}
+
+// measure runs body, which must loop b.N times in total, and reports the
+// round trips per op it caused.
+func measure(b *testing.B, rt *roundTrips, body func()) {
+	b.Helper()
+	b.ReportAllocs()
+	before := rt.n.Load()
+	body()
+	if b.N > 0 {
+		b.ReportMetric(float64(rt.n.Load()-before)/float64(b.N), "rtt/op")
+	}
+}
+
+var discardLogs = telemetry.WithLogger(slog.New(slog.DiscardHandler))
+
+// telemetryOff records nothing: no-op meter and tracer providers.
+func telemetryOff() *telemetry.Telemetry {
+	return telemetry.New(telemetry.WithMeterProvider(metricnoop.NewMeterProvider()),
+		telemetry.WithTracerProvider(tracenoop.NewTracerProvider()), discardLogs)
+}
+
+// telemetryOn records everything a production setup would: an SDK meter
+// provider (a manual reader nobody collects from) and an always-sample
+// tracer whose batches go to a discarding exporter. It returns a context
+// inside a sampled span, as a request handled under otelhttp would be, so
+// that exemplars are taken too.
+func telemetryOn(b *testing.B) (*telemetry.Telemetry, context.Context) {
+	ctx := context.Background()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
+	sampled, span := tp.Tracer("bench").Start(ctx, "request")
+	b.Cleanup(func() {
+		span.End()
+		_ = tp.Shutdown(ctx)
+		_ = mp.Shutdown(ctx)
+	})
+	return telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), discardLogs), sampled
+}
+
+// latencies gathers per-op durations from many goroutines: each keeps its
+// own slice and adds it once, when it is done.
+type latencies struct {
+	mu  sync.Mutex
+	all []time.Duration
+}
+
+func (l *latencies) add(d []time.Duration) {
+	l.mu.Lock()
+	l.all = append(l.all, d...)
+	l.mu.Unlock()
+}
+
+// quantile returns the q-quantile (0..1) of d, nearest rank; d is sorted in
+// place.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := int(q*float64(len(d))+0.5) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+// reportLatency reports the p50 and p99 of d in nanoseconds.
+func reportLatency(b *testing.B, d []time.Duration) {
+	b.ReportMetric(float64(quantile(d, 0.50)), "p50-ns")
+	b.ReportMetric(float64(quantile(d, 0.99)), "p99-ns")
+}
+
+// loopbackOnly fails b for any address outside 127.0.0.1: every server a
+// benchmark talks to is one it started on this machine.
+func loopbackOnly(b *testing.B, addr string) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil || host != "127.0.0.1" {
+		b.Fatalf("benchmarks only talk to 127.0.0.1, not %q", addr)
+	}
+}

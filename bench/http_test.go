@@ -1,0 +1,106 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/middleware"
+)
+
+// BenchmarkHTTP measures a loopback net/http server with a trivial handler,
+// plain and wrapped in middleware.HTTP with a key per request (from the
+// URL path), from 1 and from 16 keep-alive clients, beside a PING on the
+// same redis-server from as many goroutines. ns/op is the inverse of the
+// throughput; p50-ns and p99-ns are per-request latencies as the client saw
+// them, and rtt/op the Redis round trips per request.
+func BenchmarkHTTP(b *testing.B) {
+	loopbackOnly(b, sharedAddr)
+	c, rt := counted(b, sharedAddr)
+	ns := "http" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	lk := lease.NewLocker(c, lease.WithNamespace(ns), lease.WithTelemetry(telemetryOff()))
+	b.Cleanup(func() { _ = lk.Close() })
+
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux := http.NewServeMux()
+	mux.Handle("/plain/", ok)
+	mux.Handle("/locked/", middleware.HTTP(lk, func(r *http.Request) string { return r.URL.Path })(ok))
+	srv := httptest.NewServer(mux)
+	b.Cleanup(srv.Close)
+	loopbackOnly(b, srv.Listener.Addr().String())
+	tr := &http.Transport{MaxIdleConns: 64, MaxIdleConnsPerHost: 64}
+	b.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+
+	var seq atomic.Int64 // a fresh key for every request
+	get := func(route string) error {
+		url := srv.URL + route + strconv.FormatInt(seq.Add(1), 36)
+		resp, err := client.Get(url)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = &statusError{url: url, code: resp.StatusCode}
+		}
+		return err
+	}
+	ctx := context.Background()
+	ops := []struct {
+		name string
+		op   func() error
+	}{
+		{"ping", func() error { return c.Ping(ctx).Err() }},
+		{"plain", func() error { return get("/plain/") }},
+		{"locked", func() error { return get("/locked/") }},
+	}
+	for _, clients := range []int{1, 16} {
+		for _, o := range ops {
+			b.Run("c"+strconv.Itoa(clients)+"/"+o.name, func(b *testing.B) {
+				var lat latencies
+				measure(b, rt, func() {
+					if clients == 1 {
+						d := make([]time.Duration, 0, 1<<14)
+						for b.Loop() {
+							t := time.Now()
+							if err := o.op(); err != nil {
+								b.Fatal(err)
+							}
+							d = append(d, time.Since(t))
+						}
+						lat.add(d)
+						return
+					}
+					parallel16(b)
+					b.RunParallel(func(pb *testing.PB) {
+						d := make([]time.Duration, 0, 1<<12)
+						defer func() { lat.add(d) }()
+						for pb.Next() {
+							t := time.Now()
+							if err := o.op(); err != nil {
+								b.Error(err)
+								return
+							}
+							d = append(d, time.Since(t))
+						}
+					})
+				})
+				reportLatency(b, lat.all)
+			})
+		}
+	}
+}
+
+type statusError struct {
+	url  string
+	code int
+}
+
+func (e *statusError) Error() string { return e.url + ": HTTP " + strconv.Itoa(e.code) }
