@@ -69,6 +69,9 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
+	if err := lk.pending.wait(ctx, lockKey); err != nil {
+		return nil, err
+	}
 	owner := rand.Text()
 	waitUntil := now() + set.wait
 	for attempt := 0; ; attempt++ {
@@ -77,10 +80,12 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			return nil, ErrClosed
 		}
 		ev.Attempts++
-		sentAt := now()
 		r := lk.attempt(actx, set, lockKey, fenceKey, owner)
 		switch {
-		case r.err == nil && r.acquired && sentAt+set.cancelAfter() <= now():
+		case r.notSent:
+			ev.Result = Failed
+			return nil, r.err
+		case r.err == nil && r.acquired && r.sentAt+set.cancelAfter() <= now():
 			r.err = errLateReply
 			fallthrough
 		case r.err != nil:
@@ -88,13 +93,11 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			lk.resolveUnknown(actx, set, key, lockKey, owner)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, r.fence, sentAt)
+			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, r.fence, r.sentAt)
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
-				rctx, cancel := releaseCtx(ctx, set)
-				defer cancel()
-				_ = releaseScript.Run(rctx, lk.client, l.keys[:1], owner).Err()
+				_, _ = lk.releaseKey(ctx, set, l.keys[:1], l.renewArg[:1])
 				ev.Result = Failed
 				return nil, ErrClosed
 			}
@@ -114,27 +117,56 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 }
 
 // attemptResult is one acquire round trip: acquired with a fence, contended
-// with the holder's TTL, or an error.
+// with the holder's TTL, or an error. notSent marks an error before anything
+// reached Redis (the caller's context ended while the call queued).
 type attemptResult struct {
 	acquired  bool
 	fence     int64
 	holderTTL time.Duration
+	sentAt    time.Duration
+	notSent   bool
 	err       error
 }
 
+// attempt sends one acquire through the Locker's group commit (or, with a
+// replication ack, in a pipeline of its own with WAIT).
 func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey, fenceKey, owner string) attemptResult {
-	timeout := set.acquireTimeout
-	if set.ackReplicas > 0 {
-		timeout += set.ackTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	keys := []string{lockKey, fenceKey}
-	args := []any{owner, set.ttlMs, set.retentionMs}
+	args := []any{owner, set.ttlArg, set.retentionArg}
 	if set.ackReplicas > 0 {
-		return lk.attemptWithAck(ctx, set, keys, args)
+		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
+		defer cancel()
+		sentAt := now()
+		r := lk.attemptWithAck(ctx, set, keys, args)
+		r.sentAt = sentAt
+		return r
 	}
-	return parseAcquire(acquireScript.Run(ctx, lk.client, keys, args...))
+	c := &call{scriptCall: scriptCall{script: acquireScript, keys: keys, args: args}, ctx: ctx,
+		deadline: callDeadline(ctx, set.acquireTimeout)}
+	switch lk.pipe.do(ctx, c) {
+	case callNotSent:
+		err := context.Cause(ctx)
+		if err == nil {
+			err = fmt.Errorf("lease: the acquire's deadline (acquire timeout %v or the caller's) passed before it could be sent", set.acquireTimeout)
+		}
+		return attemptResult{notSent: true, err: err}
+	case callAbandoned:
+		return attemptResult{err: context.Cause(ctx)}
+	}
+	r := parseAcquire(c.cmd)
+	r.sentAt = c.sentAt
+	return r
+}
+
+// callDeadline is the instant a call's reply stops being useful: timeout
+// from now, or the caller's deadline if sooner.
+func callDeadline(ctx context.Context, timeout time.Duration) time.Duration {
+	t := now()
+	at := t + timeout
+	if d, ok := ctx.Deadline(); ok {
+		at = min(at, t+time.Until(d))
+	}
+	return at
 }
 
 func parseAcquire(cmd *redis.Cmd) attemptResult {
@@ -161,7 +193,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fen
 		owner:       owner,
 		fence:       fence,
 		sentAt:      sentAt,
-		renewArg:    []any{owner, set.ttlMs, set.retentionMs},
+		renewArg:    []any{owner, set.ttlArg, set.retentionArg},
 		renewAt:     sentAt + set.renewEvery,
 		renewIdx:    -1,
 		deadlineIdx: -1,
@@ -181,9 +213,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fen
 // the release can never remove another holder's lock.
 func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string) {
 	lk.background(func() {
-		ctx, cancel := releaseCtx(ctx, set)
-		defer cancel()
-		n, err := releaseScript.Run(ctx, lk.client, []string{lockKey}, owner).Int64()
+		n, err := lk.releaseKey(ctx, set, []string{lockKey}, []any{owner})
 		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
 		switch {
 		case err != nil:
@@ -191,7 +221,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		case n == 1:
 			ev.Resolution = ResolvedReleased
 		}
-		set.observeResolution(ctx, ev)
+		set.observeResolution(context.WithoutCancel(ctx), ev)
 	})
 }
 

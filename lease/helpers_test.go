@@ -153,9 +153,9 @@ func lossReason(t *testing.T, cause error) LossReason {
 	return lost.Reason
 }
 
-// cmdCounter counts the scripts and pipelines a client sends, for
-// round-trip claims. (Connection set-up commands such as HELLO pass the
-// hook too; they are not counted.)
+// cmdCounter counts the scripts and pipelines of scripts a client sends,
+// for round-trip claims. (Connection set-up commands such as HELLO and
+// CLIENT SETINFO pass the hooks too; they are not counted.)
 type cmdCounter struct {
 	cmds, pipelines, pipelined atomic.Int64
 }
@@ -171,8 +171,10 @@ func (h *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.pipelines.Add(1)
-		h.pipelined.Add(int64(len(cmds)))
+		if strings.HasPrefix(cmds[0].Name(), "eval") {
+			h.pipelines.Add(1)
+			h.pipelined.Add(int64(len(cmds)))
+		}
 		return next(ctx, cmds)
 	}
 }

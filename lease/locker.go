@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
@@ -15,10 +14,12 @@ import (
 // from one scheduler. It is safe for concurrent use; create one per process
 // and Close it on shutdown.
 type Locker struct {
-	client redis.UniversalClient
-	cfg    config    // as the caller set it: per-acquire options apply to this
-	set    *settings // cfg resolved
-	sched  *scheduler
+	client  redis.UniversalClient
+	cfg     config    // as the caller set it: per-acquire options apply to this
+	set     *settings // cfg resolved
+	sched   *scheduler
+	pipe    groupCommit
+	pending pendingReleases
 
 	mu        sync.Mutex // guards closing and the Add side of bg
 	closing   bool
@@ -51,6 +52,7 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 		panic(err.Error())
 	}
 	lk := &Locker{client: client, cfg: cfg, set: set}
+	lk.pipe.client = client
 	lk.sched = newScheduler(lk)
 	return lk
 }
@@ -109,13 +111,6 @@ func reportLoss(l *Lease) {
 	cause := l.loss.Load()
 	l.set.observeLoss(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
 		Held: l.lostAt - l.sentAt, Err: cause.Err})
-}
-
-// releaseCtx is the detached, bounded context of Release and clean-up: the
-// caller's context may already be cancelled (the request ended, the lease
-// was lost), and the key must be freed all the same.
-func releaseCtx(ctx context.Context, set *settings) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), set.releaseTimeout)
 }
 
 // Telemetry returns the Locker's telemetry (WithTelemetry, or the default on

@@ -3,13 +3,16 @@ package lease
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // Release ends the lease: renewal stops, its context is cancelled (cause
 // ErrReleased, unless it was lost first), and the key is deleted if, and only
 // if, it still holds this lease's owner token, so a Release can never delete
 // another holder's lock. It runs on a context detached from ctx (which may be
-// cancelled already) and bounded by the release timeout.
+// cancelled already) and bounded by the release timeout. Releases share
+// pipelines with the Locker's other acquires and releases (group commit).
 //
 // Release marks the end of the protected work: for a lease lost earlier, the
 // time since the loss is the work's cancellation latency (ReleaseEvent). A
@@ -17,27 +20,61 @@ import (
 //
 // It returns nil when the key was deleted, ErrNotHeld when the key had
 // already expired or changed hands, and the Redis error when the outcome is
-// unknown (the key then expires by its TTL). Only the first call does
-// anything; later calls return nil.
+// unknown (the key then expires by its TTL). Only the first call of Release
+// or ReleaseAsync does anything; later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return nil
 	}
+	return l.deleteKey(context.WithoutCancel(ctx), l.end())
+}
+
+// ReleaseAsync ends the lease like Release, but does not wait for Redis: the
+// work ends now (renewal stops, the context is cancelled, the hold time is
+// taken), and the key is deleted in the background, in the next shared
+// pipeline. The outcome goes to telemetry and Hooks.ReleaseDone. Close waits
+// for releases in flight.
+//
+// It takes the release off the caller's critical path: the middleware calls
+// it once the handler has returned, so a request does not wait for the
+// second round trip. The lock stays correct: until the delete lands, the key
+// is simply still held. An Acquire of the same key through this Locker
+// waits for the delete first, so a client's next request to the same
+// replica never sees its own previous lease; another process sees the key
+// held for those microseconds (WithWait absorbs it).
+func (l *Lease) ReleaseAsync(ctx context.Context) {
+	if !l.releasing.CompareAndSwap(false, true) {
+		return
+	}
+	ev := l.end()
+	lk, lockKey := l.locker, l.keys[0]
+	lk.pending.add(lockKey)
+	lk.background(func() {
+		defer lk.pending.done(lockKey)
+		_ = l.deleteKey(context.WithoutCancel(ctx), ev)
+	})
+}
+
+// end stops the lease (the first half of a release) and returns its release
+// event without a result.
+func (l *Lease) end() ReleaseEvent {
 	lostAt, wasLost, newly := l.locker.sched.remove(l)
 	if newly {
 		reportLoss(l)
 	}
 	at := now()
 	l.cancel(ErrReleased)
-
-	rctx, cancel := releaseCtx(ctx, l.set)
-	defer cancel()
-	n, err := releaseScript.Run(rctx, l.locker.client, l.keys[:1], l.owner).Int64()
-
 	ev := ReleaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
 		ev.SinceLoss = at - lostAt
 	}
+	return ev
+}
+
+// deleteKey deletes the lease's key if it still holds the owner token and
+// records the release.
+func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
+	n, err := l.locker.releaseKey(ctx, l.set, l.keys[:1], l.renewArg[:1])
 	switch {
 	case err != nil:
 		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
@@ -48,4 +85,78 @@ func (l *Lease) Release(ctx context.Context) error {
 	}
 	l.set.observeRelease(l.ctx, ev)
 	return ev.Err
+}
+
+// releaseKey runs the release script (compare-and-delete on the owner token)
+// through the group commit, bounded by the release timeout and detached from
+// ctx's cancellation: the key must be freed even when the caller has gone.
+// It returns 1 when deleted, 0 when the key was gone or held by another.
+func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey []string, owner []any) (int64, error) {
+	ctx = context.WithoutCancel(ctx)
+	c := &call{scriptCall: scriptCall{script: releaseScript, keys: lockKey, args: owner}, ctx: ctx,
+		deadline: now() + set.releaseTimeout}
+	if lk.pipe.do(ctx, c) != callAnswered {
+		return 0, fmt.Errorf("lease: release timeout %v passed before the release could be sent", set.releaseTimeout)
+	}
+	return c.cmd.Int64()
+}
+
+// pendingReleases counts the asynchronous releases in flight per lock key,
+// so that an Acquire of the same key through the same Locker waits for them
+// instead of finding its own previous lease still holding the key.
+type pendingReleases struct {
+	n    atomic.Int64 // releases in flight: Acquire looks no further when 0
+	mu   sync.Mutex
+	keys map[string]*pendingKey
+}
+
+type pendingKey struct {
+	n    int
+	done chan struct{} // closed when n drops to 0
+}
+
+func (p *pendingReleases) add(lockKey string) {
+	p.n.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.keys == nil {
+		p.keys = make(map[string]*pendingKey)
+	}
+	k := p.keys[lockKey]
+	if k == nil {
+		k = &pendingKey{done: make(chan struct{})}
+		p.keys[lockKey] = k
+	}
+	k.n++
+}
+
+func (p *pendingReleases) done(lockKey string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if k := p.keys[lockKey]; k != nil {
+		if k.n--; k.n == 0 {
+			close(k.done)
+			delete(p.keys, lockKey)
+		}
+	}
+	p.n.Add(-1)
+}
+
+// wait returns once no release of lockKey is in flight, or with ctx's cause.
+func (p *pendingReleases) wait(ctx context.Context, lockKey string) error {
+	if p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	k := p.keys[lockKey]
+	p.mu.Unlock()
+	if k == nil {
+		return nil
+	}
+	select {
+	case <-k.done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
 }

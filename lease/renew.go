@@ -14,10 +14,10 @@ func (lk *Locker) renew(batch []*Lease) {
 	calls := make([]scriptCall, len(batch))
 	for i, l := range batch {
 		deadline = min(deadline, sentAt+l.set.renewalTimeout, time.Duration(l.cancelAt.Load()))
-		calls[i] = scriptCall{keys: l.keys, args: l.renewArg}
+		calls[i] = scriptCall{script: renewScript, keys: l.keys, args: l.renewArg}
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), wallTime(deadline))
-	cmds := runPipelined(ctx, lk.client, renewScript, calls)
+	cmds := runPipelined(ctx, lk.client, calls)
 	cancel()
 	rtt := now() - sentAt
 

@@ -27,20 +27,30 @@ func isNoScript(err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
 
 // scriptCall is one script invocation inside a pipeline.
 type scriptCall struct {
-	keys []string
-	args []any
+	script *redis.Script
+	keys   []string
+	args   []any
 }
 
-// runPipelined sends all calls of one script in one pipeline (Cluster splits
-// it per node) and returns one command per call. Calls answered NOSCRIPT did
-// not run, so they are sent again with the script body. (go-redis itself may
-// re-send a pipeline after a timeout, within MaxRetries; for renewals that is
-// harmless, since their validity counts from before the first send.)
-func runPipelined(ctx context.Context, c redis.UniversalClient, s *redis.Script, calls []scriptCall) []*redis.Cmd {
+// runPipelined sends calls in one pipeline (Cluster splits it per node; a
+// single call goes without one) and returns one command per call. Calls
+// answered NOSCRIPT did not run, so they are sent again with the script
+// body. (go-redis itself may re-send a pipeline after a timeout, within
+// MaxRetries; every script here is idempotent for its owner token, and a
+// renewal's validity counts from before the first send.)
+func runPipelined(ctx context.Context, c redis.UniversalClient, calls []scriptCall) []*redis.Cmd {
 	cmds := make([]*redis.Cmd, len(calls))
+	if len(calls) == 1 {
+		call := calls[0]
+		cmds[0] = call.script.EvalSha(ctx, c, call.keys, call.args...)
+		if isNoScript(cmds[0].Err()) {
+			cmds[0] = call.script.Eval(ctx, c, call.keys, call.args...)
+		}
+		return cmds
+	}
 	pipe := c.Pipeline()
 	for i, call := range calls {
-		cmds[i] = s.EvalSha(ctx, pipe, call.keys, call.args...)
+		cmds[i] = call.script.EvalSha(ctx, pipe, call.keys, call.args...)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
 	var again []int
@@ -54,7 +64,7 @@ func runPipelined(ctx context.Context, c redis.UniversalClient, s *redis.Script,
 	}
 	pipe = c.Pipeline()
 	for _, i := range again {
-		cmds[i] = s.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+		cmds[i] = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
 	}
 	_, _ = pipe.Exec(ctx)
 	return cmds

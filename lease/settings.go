@@ -13,6 +13,8 @@ type settings struct {
 	renewEvery   time.Duration // TTL/3
 	renewSlack   time.Duration // how early a renewal may go to share a batch
 	retentionMs  int64
+	ttlArg       any // ttlMs and retentionMs as script arguments, boxed once
+	retentionArg any
 	ackTimeoutMs int64
 }
 
@@ -47,6 +49,7 @@ func (c config) settings() (*settings, error) {
 	s.fenceRetention = c.fenceRetention.Truncate(time.Millisecond)
 	s.retentionMs = s.fenceRetention.Milliseconds()
 	s.ackTimeoutMs = c.ackTimeout.Milliseconds()
+	s.ttlArg, s.retentionArg = s.ttlMs, s.retentionMs
 
 	switch {
 	case s.safety < 0:

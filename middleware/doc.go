@@ -24,8 +24,9 @@
 // answers with success after its lease was lost keeps its answer (it did the
 // work; the resource's fence decided whether its write counted) and is
 // counted as a late completion, a potential stale write, with an event on
-// its span. Leases are released when the handler returns, also when it
-// panics; the panic goes on.
+// its span. Leases end when the handler returns, also when it panics (the
+// panic goes on); the key's delete in Redis then goes in the background,
+// off the request's critical path (WithSyncRelease waits for it).
 //
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context

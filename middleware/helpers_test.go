@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -118,4 +119,15 @@ func metadataKey(ctx context.Context) string {
 
 func withLockKey(ctx context.Context, key string) context.Context {
 	return metadata.AppendToOutgoingContext(ctx, "lock-key", key)
+}
+
+// waitCancellationLatency waits until one cancellation latency is recorded
+// for lock: it is, with the release's outcome, once the release sent after
+// the answer is back.
+func waitCancellationLatency(t *testing.T, h *telemetrytest.Harness, lock string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		n, _ := h.Hist(t, telemetry.LeaseCancellationLatency, telemetrytest.Attrs(telemetry.AttrLockName, lock))
+		return n == 1
+	}, 10*time.Second, 5*time.Millisecond, "one cancellation latency recorded for %s", lock)
 }

@@ -39,11 +39,20 @@ func (h *holder) acquire(ctx context.Context, key, name string) (*lease.Lease, e
 // after a loss is a late completion, a potential stale write, counted and
 // marked on ctx's span. A panicking handler still gets here (deferred), and
 // the panic goes on.
+//
+// The work is over, so the lease ends here (its context is cancelled, its
+// hold time taken), but the delete in Redis goes in the background
+// (ReleaseAsync) unless WithSyncRelease is set: the answer does not wait for
+// a second round trip.
 func (h *holder) end(ctx context.Context, l *lease.Lease, name string, succeeded bool) (lost error) {
 	if err := l.Err(); errors.Is(err, lease.ErrLost) {
 		lost = err
 	}
-	_ = l.Release(ctx) // detached and bounded inside Release
+	if h.cfg.syncRelease {
+		_ = l.Release(ctx) // detached and bounded inside Release
+	} else {
+		l.ReleaseAsync(ctx)
+	}
 	if lost != nil && succeeded {
 		h.tel.LateCompletion(ctx, name)
 	}

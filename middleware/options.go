@@ -25,6 +25,7 @@ type config struct {
 	errorWriter  func(http.ResponseWriter, *http.Request, *Problem)
 	tel          *telemetry.Telemetry
 	allowNoFence bool
+	syncRelease  bool
 }
 
 func newConfig(opts []Option) config {
@@ -78,6 +79,16 @@ func WithGRPCName(f func(fullMethod string) string) Option {
 		}
 	})
 }
+
+// WithSyncRelease makes the holder middleware wait for the release's round
+// trip to Redis before the answer goes out. Default: the lease ends when the
+// handler returns (its context is cancelled at once), and the key is deleted
+// in the background (lease.Lease.ReleaseAsync), sharing a pipeline with
+// other releases, so a locked request costs one round trip, not two. Until
+// that delete lands, microseconds later, another replica finds the key held;
+// a client that needs its next request on the same key to succeed on any
+// replica at once sets this (or gives that route lease.WithWait).
+func WithSyncRelease() Option { return optionFunc(func(c *config) { c.syncRelease = true }) }
 
 // WithFenceHeader makes the HTTP middleware expose the lease's fencing token
 // in the response header name (e.g. fence.Header). Default: not exposed.

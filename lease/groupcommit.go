@@ -1,0 +1,156 @@
+package lease
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// groupCommit sends the acquires and releases of one Locker in shared
+// pipelines, so that many requests locking at once cost Redis (and the
+// client) a few round trips rather than one each, while a lone request pays
+// nothing for it:
+//
+//   - nothing in flight: the caller sends its own call at once, on its own
+//     goroutine (no hand-off, no timer, no added latency);
+//   - a pipeline in flight: the call queues; when the pipeline's replies are
+//     in, every queued call leaves together in the next pipeline, sent by the
+//     first queued caller (who is waiting anyway), so there is never more
+//     than one pipeline of acquires and releases in flight and no goroutine
+//     of its own.
+//
+// This is group commit as databases do it for their log: the batch size
+// adapts to the load, because the batch is whatever arrived during one round
+// trip. Renewals do not go through it: the scheduler already batches them,
+// and a stalled acquire must never delay a renewal.
+//
+// A pipeline's deadline is the earliest of its calls' deadlines (a call only
+// ever gets less time than it asked for, which makes it unknown, never
+// wrong). Calls whose deadline passed while they queued are not sent.
+type groupCommit struct {
+	client redis.UniversalClient
+	mu     sync.Mutex
+	busy   bool    // a pipeline is in flight
+	queue  []*call // waiting for the next pipeline
+}
+
+// call is one script call through groupCommit.
+type call struct {
+	scriptCall
+	ctx      context.Context // the caller's: values (traces) for go-redis hooks
+	deadline time.Duration   // instant after which its reply is useless
+
+	// Set before ready is signalled (or before do returns to the leader).
+	cmd    *redis.Cmd
+	sentAt time.Duration // when its pipeline was sent; 0 when never sent
+
+	ready chan struct{} // signalled once: answered, or lead is set
+	lead  []*call       // guarded by groupCommit.mu: the batch this caller must send
+}
+
+// callOutcome says what became of a call.
+type callOutcome int
+
+const (
+	callAnswered  callOutcome = iota // cmd holds its reply (or its error)
+	callNotSent                      // withdrawn or expired before any pipeline took it
+	callAbandoned                    // in flight when ctx ended: it may have run
+)
+
+// do runs c in the next shared pipeline. ctx bounds the wait: a call still
+// queued when it ends is withdrawn (never sent); one already in flight is
+// abandoned (its reply is not awaited).
+func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
+	g.mu.Lock()
+	if !g.busy {
+		g.busy = true
+		g.mu.Unlock()
+		return g.send([]*call{c})
+	}
+	c.ready = make(chan struct{}, 1)
+	g.queue = append(g.queue, c)
+	g.mu.Unlock()
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		g.mu.Lock()
+		if i := slices.Index(g.queue, c); i >= 0 {
+			g.queue = slices.Delete(g.queue, i, i+1)
+			g.mu.Unlock()
+			return callNotSent
+		}
+		leading := c.lead != nil
+		g.mu.Unlock()
+		if !leading {
+			select {
+			case <-c.ready: // answered after all
+			default:
+				return callAbandoned
+			}
+		} else {
+			<-c.ready
+		}
+	}
+	if c.lead != nil { // written before ready was signalled
+		return g.send(c.lead)
+	}
+	if c.sentAt == 0 {
+		return callNotSent
+	}
+	return callAnswered
+}
+
+// send sends batch (whose first call is the caller's own) as one pipeline,
+// hands the calls queued meanwhile to the first of their callers, and
+// answers the rest. It returns the outcome of the caller's own call.
+func (g *groupCommit) send(batch []*call) callOutcome {
+	t := now()
+	live := batch[:0:0]
+	deadline := t + time.Hour
+	for _, c := range batch {
+		if c.deadline > t {
+			live = append(live, c)
+			deadline = min(deadline, c.deadline)
+		}
+	}
+	if len(live) > 0 {
+		ctx := live[0].ctx
+		if len(live) > 1 || live[0] != batch[0] {
+			ctx = context.WithoutCancel(ctx) // one caller giving up must not fail the others
+		}
+		ctx, cancel := context.WithDeadline(ctx, wallTime(deadline))
+		calls := make([]scriptCall, len(live))
+		for i, c := range live {
+			calls[i] = c.scriptCall
+		}
+		sentAt := now()
+		cmds := runPipelined(ctx, g.client, calls)
+		cancel()
+		for i, c := range live {
+			c.cmd, c.sentAt = cmds[i], sentAt
+		}
+	}
+
+	g.mu.Lock()
+	next := g.queue
+	g.queue = nil
+	if len(next) == 0 {
+		g.busy = false
+	} else {
+		next[0].lead = next
+	}
+	g.mu.Unlock()
+	if len(next) > 0 {
+		next[0].ready <- struct{}{}
+	}
+	for _, c := range batch[1:] {
+		c.ready <- struct{}{}
+	}
+	if batch[0].sentAt == 0 {
+		return callNotSent
+	}
+	return callAnswered
+}

@@ -1,0 +1,211 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// slowLocker returns a Locker whose client reaches redis-server through a
+// proxy that delays every chunk by d (a round trip takes at least 2d), a
+// counter of what the client sends, and the proxy. Scripts are loaded
+// before it returns, so counts start at zero.
+func slowLocker(t *testing.T, d time.Duration, opts ...Option) (*Locker, *cmdCounter, *redistest.Server) {
+	t.Helper()
+	srv := redistest.Start(t)
+	proxy := faultproxy.Start(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4})
+	t.Cleanup(func() { _ = c.Close() })
+	lk := newLocker(t, c, opts...)
+	ctx := testCtx(t)
+	l, err := lk.Acquire(ctx, "warm-up")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	counter := &cmdCounter{}
+	c.AddHook(counter)
+	proxy.Set(faultproxy.Delay(d))
+	return lk, counter, srv
+}
+
+// waitPipe waits until the Locker's group commit has a pipeline in flight
+// and n calls queued behind it.
+func waitPipe(t *testing.T, lk *Locker, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		lk.pipe.mu.Lock()
+		defer lk.pipe.mu.Unlock()
+		return lk.pipe.busy && len(lk.pipe.queue) == n
+	}, 10*time.Second, time.Millisecond, "want a pipeline in flight and %d calls queued", n)
+}
+
+type acquired struct {
+	l   *Lease
+	err error
+}
+
+func acquireAsync(ctx context.Context, lk *Locker, key string, opts ...Option) <-chan acquired {
+	ch := make(chan acquired, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, key, opts...)
+		ch <- acquired{l, err}
+	}()
+	return ch
+}
+
+func TestGroupCommitIdleCallGoesAlone(t *testing.T) {
+	lk, counter, _ := slowLocker(t, 0)
+	ctx := testCtx(t)
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+	assert.Equal(t, int64(2), counter.cmds.Load(), "acquire and release each sent at once, as one command")
+	assert.Zero(t, counter.pipelines.Load(), "nothing waits for a batch when nothing is in flight")
+}
+
+func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
+	const n = 20
+	lk, counter, _ := slowLocker(t, 100*time.Millisecond)
+	ctx := testCtx(t)
+
+	first := acquireAsync(ctx, lk, "first")
+	waitPipe(t, lk, 0)
+	results := make([]<-chan acquired, n)
+	for i := range results {
+		results[i] = acquireAsync(ctx, lk, "k"+strconv.Itoa(i))
+	}
+	waitPipe(t, lk, n)
+	leases := []*Lease{}
+	for _, ch := range append(results, first) {
+		r := <-ch
+		require.NoError(t, r.err)
+		leases = append(leases, r.l)
+	}
+	assert.Equal(t, int64(1), counter.cmds.Load(), "the first acquire went alone")
+	assert.Equal(t, int64(1), counter.pipelines.Load(), "the %d acquires queued behind it shared one pipeline", n)
+	assert.Equal(t, int64(n), counter.pipelined.Load())
+
+	// Releases share pipelines the same way, and so do acquires and
+	// releases with each other.
+	var wg sync.WaitGroup
+	for _, l := range leases {
+		wg.Go(func() { assert.NoError(t, l.Release(ctx)) })
+	}
+	wg.Wait()
+	assert.LessOrEqual(t, counter.cmds.Load()+counter.pipelines.Load(), int64(1+1+3),
+		"%d releases took at most 3 round trips", n+1)
+}
+
+func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
+	rec := &recorder{}
+	lk, counter, srv := slowLocker(t, 100*time.Millisecond, rec.withHooks())
+	ctx := testCtx(t)
+	first := acquireAsync(ctx, lk, "first")
+	waitPipe(t, lk, 0)
+
+	gone, cancel := context.WithCancel(ctx)
+	queued := acquireAsync(gone, lk, "withdrawn")
+	waitPipe(t, lk, 1)
+	cancel()
+	r := <-queued
+	require.ErrorIs(t, r.err, context.Canceled)
+	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue: nothing to clean up")
+
+	// An acquire whose own deadline passes in the queue is dropped, not sent.
+	expired := acquireAsync(ctx, lk, "expired", WithAcquireTimeout(20*time.Millisecond))
+	r = <-expired
+	require.Error(t, r.err)
+	assert.NotErrorIs(t, r.err, ErrUnknown)
+	assert.Contains(t, r.err.Error(), "before it could be sent")
+
+	require.NoError(t, (<-first).err)
+	assert.Equal(t, int64(1), counter.cmds.Load())
+	assert.Zero(t, counter.pipelines.Load(), "neither withdrawn call was sent")
+	for _, key := range []string{"withdrawn", "expired"} {
+		lockKey, _ := redisKeys(lk.set.namespace, key)
+		assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val(), key)
+	}
+	rec.read(func() {
+		assert.Empty(t, rec.resolutions)
+		results := map[AcquireResult]int{}
+		for _, ev := range rec.acquires {
+			results[ev.Result]++
+		}
+		assert.Equal(t, map[AcquireResult]int{Acquired: 2, Failed: 2}, results) // warm-up and first
+	})
+}
+
+func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
+	rec := &recorder{}
+	lk, _, _ := slowLocker(t, 100*time.Millisecond, rec.withHooks())
+	ctx := testCtx(t)
+	first := acquireAsync(ctx, lk, "first")
+	waitPipe(t, lk, 0)
+	leader := acquireAsync(ctx, lk, "leader")
+	waitPipe(t, lk, 1) // first in the queue: it will send the next pipeline
+	gone, cancel := context.WithCancel(ctx)
+	abandoned := acquireAsync(gone, lk, "abandoned")
+	waitPipe(t, lk, 2)
+	require.NoError(t, (<-first).err)
+	waitPipe(t, lk, 0) // the leader's pipeline, with the other call, is in flight
+	cancel()
+	r := <-abandoned
+	require.ErrorIs(t, r.err, ErrUnknown, "it may have run")
+	require.NoError(t, (<-leader).err, "the other call of the pipeline is unaffected")
+	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution, "it did run, and is cleaned up")
+}
+
+func TestReleaseAsync(t *testing.T) {
+	rec := &recorder{}
+	lk, _, srv := slowLocker(t, 50*time.Millisecond, rec.withHooks())
+	ctx := testCtx(t)
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	rec.read(func() { rec.releases = nil }) // the warm-up's
+
+	l.ReleaseAsync(ctx)
+	require.ErrorIs(t, context.Cause(l.Context()), ErrReleased, "the work ends at once")
+	assert.Equal(t, int64(1), lk.pending.n.Load(), "the delete is still on its way")
+	l.ReleaseAsync(ctx) // only the first call does anything
+	require.NoError(t, l.Release(ctx))
+
+	again, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err, "an acquire through the same Locker waits for the delete, it does not contend")
+	rec.read(func() {
+		require.Len(t, rec.releases, 1)
+		assert.Equal(t, Released, rec.releases[0].Result)
+		assert.Equal(t, Acquired, rec.acquires[len(rec.acquires)-1].Result)
+		assert.Equal(t, 1, rec.acquires[len(rec.acquires)-1].Attempts)
+	})
+
+	again.ReleaseAsync(ctx)
+	require.NoError(t, lk.Close(), "Close waits for releases in flight")
+	rec.read(func() {
+		require.Len(t, rec.releases, 2)
+		assert.Equal(t, Released, rec.releases[1].Result)
+	})
+	assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val())
+	assert.Zero(t, lk.pending.n.Load())
+}
+
+func TestAcquireWaitingForAReleaseEndsWithItsContext(t *testing.T) {
+	lk, _, _ := slowLocker(t, 200*time.Millisecond)
+	ctx := testCtx(t)
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	l.ReleaseAsync(ctx)
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	_, err = lk.Acquire(short, "k")
+	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+}
