@@ -17,7 +17,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 )
 
@@ -28,22 +27,35 @@ func main() {
 	in := flag.String("in", "", "comma-separated files of saved `go test -bench` output to report on instead of running")
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")
 	goCmd := flag.String("go", "go", "the go command")
+	rev := flag.String("rev", "", "the lockwatch revision measured (default: git describe --always --dirty)")
 	flag.Parse()
-	if err := run(*out, *in, *raw, *goCmd, *count, *slowCount); err != nil {
+	if *rev == "" {
+		*rev = output("git", "describe", "--always", "--dirty")
+	}
+	if err := run(*out, *in, *raw, *goCmd, *rev, *count, *slowCount); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, in, raw, goCmd string, count, slowCount int) error {
-	runs := [][]string{
-		{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|HTTP)$", "-benchmem", "-count", strconv.Itoa(count), "-timeout", "60m", "."},
-		{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection)$", "-benchtime", "1x", "-benchmem",
-			"-count", strconv.Itoa(slowCount), "-timeout", "60m", "."},
+func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
+	// Each run is a go test process of its own, with -count 1: with
+	// -count n, go test repeats every sub-benchmark n times in a row, so
+	// the floor and the implementation compared with it would be measured
+	// minutes apart on a machine whose speed drifts; this way every run
+	// measures them all within seconds, against its own redis-server, and
+	// the report takes each ratio within a run.
+	runs := []struct {
+		times int
+		args  []string
+	}{
+		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
+		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection)$", "-benchtime", "1x", "-benchmem",
+			"-count", "1", "-timeout", "30m", "."}},
 	}
 	var cmds []string
-	for _, args := range runs {
-		cmds = append(cmds, "cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 go "+shellJoin(args))
+	for _, r := range runs {
+		cmds = append(cmds, fmt.Sprintf("for i in $(seq %d); do LOCKWATCH_REQUIRE_INTEGRATION=1 go %s; done", r.times, shellJoin(r.args)))
 	}
 	var text bytes.Buffer
 	if in != "" {
@@ -55,13 +67,15 @@ func run(out, in, raw, goCmd string, count, slowCount int) error {
 			text.Write(b)
 		}
 	} else {
-		for _, args := range runs {
-			cmd := exec.Command(goCmd, args...)
-			cmd.Env = append(os.Environ(), "LOCKWATCH_REQUIRE_INTEGRATION=1")
-			cmd.Stdout = io.MultiWriter(&text, os.Stdout)
-			cmd.Stderr = os.Stderr
-			if err := cmd.Run(); err != nil {
-				return fmt.Errorf("%s %s: %w", goCmd, shellJoin(args), err)
+		for _, r := range runs {
+			for range r.times {
+				cmd := exec.Command(goCmd, r.args...)
+				cmd.Env = append(os.Environ(), "LOCKWATCH_REQUIRE_INTEGRATION=1")
+				cmd.Stdout = io.MultiWriter(&text, os.Stdout)
+				cmd.Stderr = os.Stderr
+				if err := cmd.Run(); err != nil {
+					return fmt.Errorf("%s %s: %w", goCmd, shellJoin(r.args), err)
+				}
 			}
 		}
 	}
@@ -77,7 +91,7 @@ func run(out, in, raw, goCmd string, count, slowCount int) error {
 	if len(res.names) == 0 {
 		return fmt.Errorf("no benchmark results in the output")
 	}
-	rp := &report{r: res, machine: describeMachine(goCmd), cmds: cmds, raw: text.String()}
+	rp := &report{r: res, machine: describeMachine(goCmd), rev: rev, cmds: cmds, raw: text.String()}
 	var md bytes.Buffer
 	if err := rp.write(&md); err != nil {
 		return err

@@ -66,16 +66,57 @@ func (r *results) add(name, unit string, v float64) {
 // median returns the median of name's values in unit (the mean of the two
 // middle ones for an even count), and whether there was any.
 func (r *results) median(name, unit string) (float64, bool) {
-	vs := slices.Clone(r.values[name][unit])
+	vs := r.values[name][unit]
 	if len(vs) == 0 {
 		return 0, false
 	}
-	slices.Sort(vs)
-	if n := len(vs); n%2 == 0 {
-		return (vs[n/2-1] + vs[n/2]) / 2, true
-	}
-	return vs[len(vs)/2], true
+	return medianOf(vs), true
 }
 
 // runs returns how many values name has in unit.
 func (r *results) runs(name, unit string) int { return len(r.values[name][unit]) }
+
+// perRun computes f for each run from the i-th value of every input
+// (name, unit) and returns the median: a ratio within each run, then the
+// median over runs, which is steadier than a ratio of medians when the
+// machine's speed drifts between runs. When the inputs do not have the
+// same number of runs it falls back to f of the medians.
+func (r *results) perRun(f func(v []float64) float64, inputs ...[2]string) (float64, bool) {
+	n := -1
+	for _, in := range inputs {
+		k := r.runs(in[0], in[1])
+		if k == 0 {
+			return 0, false
+		}
+		if n == -1 {
+			n = k
+		} else if k != n {
+			n = 0
+		}
+	}
+	if n <= 0 {
+		meds := make([]float64, len(inputs))
+		for i, in := range inputs {
+			meds[i], _ = r.median(in[0], in[1])
+		}
+		return f(meds), true
+	}
+	out := make([]float64, n)
+	v := make([]float64, len(inputs))
+	for run := range n {
+		for i, in := range inputs {
+			v[i] = r.values[in[0]][in[1]][run]
+		}
+		out[run] = f(v)
+	}
+	return medianOf(out), true
+}
+
+func medianOf(vs []float64) float64 {
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
+	return vs[len(vs)/2]
+}

@@ -45,3 +45,22 @@ func TestParseMedians(t *testing.T) {
 	_, ok := r.median("Cycle/single/ping", "p50-ns")
 	assert.False(t, ok)
 }
+
+func TestPerRunRatio(t *testing.T) {
+	r := &results{values: map[string]map[string][]float64{}}
+	for _, v := range [][2]float64{{10, 20}, {30, 40}, {100, 110}} { // drift between runs
+		r.add("a", "ns/op", v[0])
+		r.add("b", "ns/op", v[1])
+	}
+	got, ok := r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{"a", "ns/op"}, [2]string{"b", "ns/op"})
+	require.True(t, ok)
+	assert.InDelta(t, 0.75, got, 1e-9) // median of 0.5, 0.75, 0.909
+
+	r.add("b", "ns/op", 1) // runs differ: ratio of medians
+	got, ok = r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{"a", "ns/op"}, [2]string{"b", "ns/op"})
+	require.True(t, ok)
+	assert.InDelta(t, 30.0/30, got, 1e-9)
+
+	_, ok = r.perRun(func(v []float64) float64 { return v[0] }, [2]string{"missing", "ns/op"})
+	assert.False(t, ok)
+}

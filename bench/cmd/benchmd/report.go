@@ -30,12 +30,18 @@ type goal struct {
 type report struct {
 	r       *results
 	machine machine
+	rev     string
 	cmds    []string
 	raw     string
 	goals   []goal
 }
 
 func (rp *report) med(name, unit string) (float64, bool) { return rp.r.median(name, unit) }
+
+// ratio is the median over runs of a's value over b's, both in unit.
+func (rp *report) ratio(a, b, unit string) (float64, bool) {
+	return rp.r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{a, unit}, [2]string{b, unit})
+}
 
 func (rp *report) write(w io.Writer) error {
 	var b strings.Builder
@@ -52,7 +58,7 @@ func (rp *report) write(w io.Writer) error {
 	rp.writeHTTP(p)
 	rp.writeScale(p)
 	rp.writeLoss(p)
-	p("## Reproduce\n\n```sh\nmake bench   # everything below, then writes BENCHMARKS.md\n")
+	p("## Reproduce\n\n```sh\nmake bench   # the runs below, then writes BENCHMARKS.md (and the lease package's own benchmark)\ncd bench\n")
 	for _, c := range rp.cmds {
 		p("%s\n", c)
 	}
@@ -70,8 +76,8 @@ func (rp *report) write(w io.Writer) error {
 func (rp *report) writeMachine(p func(string, ...any)) {
 	m := rp.machine
 	p("## Machine\n\n| | |\n|---|---|\n")
-	p("| CPU | %s |\n| cores | %d |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| redis-server | %s |\n| date | %s |\n\n",
-		m.cpu, m.cores, m.memory, m.kernel, m.goVersion, m.redis, m.date)
+	p("| CPU | %s |\n| cores | %d |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| redis-server | %s |\n| lockwatch | %s |\n| date | %s |\n\n",
+		m.cpu, m.cores, m.memory, m.kernel, m.goVersion, m.redis, rp.rev, m.date)
 }
 
 func (rp *report) writeGoals(p func(string, ...any)) {
@@ -98,8 +104,8 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 	p("counting commands and pipelines), below 2 when acquires or releases share pipelines.\n\n")
 	ping := map[string]string{"single/unique": "Cycle/single/ping", "parallel16/unique": "Cycle/parallel16/ping"}
 	for _, mode := range []string{"single/unique", "parallel16/unique", "parallel16/contended"} {
-		floor, ok := rp.med("Cycle/"+mode+"/raw", "ns/op")
-		runs := rp.r.runs("Cycle/"+mode+"/raw", "ns/op")
+		floor := "Cycle/" + mode + "/raw"
+		runs := rp.r.runs(floor, "ns/op")
 		p("### %s (%d runs)\n\n| implementation | ns/op | ×raw | B/op | allocs/op | rtt/op |", mode, runs)
 		contended := strings.HasSuffix(mode, "contended")
 		if contended {
@@ -117,8 +123,8 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 				continue
 			}
 			ratio := "–"
-			if ok {
-				ratio = fmt.Sprintf("%.2f×", ns/floor)
+			if x, ok := rp.ratio(name, floor, "ns/op"); ok {
+				ratio = fmt.Sprintf("%.2f×", x)
 			}
 			p("| %s | %s | %s | %s | %s | %s |", implDesc[impl], num(ns, 0), ratio, rp.val(name, "B/op", 0), rp.val(name, "allocs/op", 0), rp.val(name, "rtt/op", 2))
 			if contended {
@@ -128,8 +134,8 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 		}
 		if pn, have := rp.med(ping[mode], "ns/op"); have {
 			ratio := "–"
-			if ok {
-				ratio = fmt.Sprintf("%.2f×", pn/floor)
+			if x, ok := rp.ratio(ping[mode], floor, "ns/op"); ok {
+				ratio = fmt.Sprintf("%.2f×", x)
 			}
 			p("| PING (one round trip) | %s | %s | %s | %s | %s |\n", num(pn, 0), ratio, rp.val(ping[mode], "B/op", 0), rp.val(ping[mode], "allocs/op", 0), rp.val(ping[mode], "rtt/op", 2))
 		}
@@ -140,12 +146,14 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 func (rp *report) writeHTTP(p func(string, ...any)) {
 	p("## HTTP middleware\n\n")
 	p("`BenchmarkHTTP`: a loopback `net/http` server (httptest) with a handler that writes \"ok\", plain and wrapped in\n")
-	p("`middleware.HTTP(locker, keyFunc)` with a fresh key per request (the URL path), telemetry off; clients with\n")
-	p("keep-alive, one at a time (*c1*) or 16 at once (*c16*); PING on the same redis-server from as many goroutines.\n")
+	p("`middleware.HTTP(locker, keyFunc)` with a fresh key per request (the URL path), telemetry off: *locked* as by\n")
+	p("default (the key is deleted in the background once the handler returned), *locked-sync* with\n")
+	p("`middleware.WithSyncRelease()` (the answer waits for the delete). Clients with keep-alive, one at a time (*c1*)\n")
+	p("or 16 at once (*c16*); PING on the same redis-server from as many goroutines. The goals use *locked*.\n")
 	p("Latencies are per request as the client saw them. *added p50* is locked p50 − plain p50.\n\n")
 	p("| clients | op | ns/op | requests/s | p50 µs | p99 µs | rtt/op | B/op | allocs/op |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range []string{"c1", "c16"} {
-		for _, op := range []string{"ping", "plain", "locked"} {
+		for _, op := range []string{"ping", "plain", "locked", "locked-sync"} {
 			name := "HTTP/" + c + "/" + op
 			ns, have := rp.med(name, "ns/op")
 			if !have {
@@ -214,16 +222,16 @@ func (rp *report) evaluate() {
 		rp.goals = append(rp.goals, goal{text: text, known: known, met: met, result: fmt.Sprintf(format, args...)})
 	}
 	for _, mode := range []string{"parallel16/unique", "single/unique"} {
-		raw, ok1 := rp.med("Cycle/"+mode+"/raw", "ns/op")
-		off, ok2 := rp.med("Cycle/"+mode+"/lockwatch-off", "ns/op")
-		add("cycle, "+mode+": lockwatch (telemetry off) ≤ 1.10× the raw floor", ok1 && ok2, off <= 1.10*raw, "%.2f×", off/raw)
+		x, ok := rp.ratio("Cycle/"+mode+"/lockwatch-off", "Cycle/"+mode+"/raw", "ns/op")
+		add("cycle, "+mode+": lockwatch (telemetry off) ≤ 1.10× the raw floor", ok, x <= 1.10, "%.2f×", x)
 	}
 	offA, ok1 := rp.med("Cycle/parallel16/unique/lockwatch-off", "allocs/op")
 	rlA, ok2 := rp.med("Cycle/parallel16/unique/redislock", "allocs/op")
 	add("cycle: lockwatch (telemetry off) allocates less than redislock", ok1 && ok2, offA < rlA, "%.0f vs %.0f allocs/op", offA, rlA)
 	on, ok1 := rp.med("Cycle/parallel16/unique/lockwatch-on", "ns/op")
 	rl, ok2 := rp.med("Cycle/parallel16/unique/redislock", "ns/op")
-	add("cycle, parallel16/unique: lockwatch with telemetry on faster than redislock", ok1 && ok2, on < rl, "%s vs %s ns/op (%.2f×)", num(on, 0), num(rl, 0), on/rl)
+	x, ok3 := rp.ratio("Cycle/parallel16/unique/lockwatch-on", "Cycle/parallel16/unique/redislock", "ns/op")
+	add("cycle, parallel16/unique: lockwatch with telemetry on faster than redislock", ok1 && ok2 && ok3, x < 1, "%s vs %s ns/op (%.2f× redislock)", num(on, 0), num(rl, 0), x)
 	_, ratio, ok := rp.addedP50("c1")
 	add("HTTP: added p50 per locked request ≤ 1.3× a PING round trip (1 client)", ok, ratio <= 1.3, "%.2f×", ratio)
 	tp, ok := rp.throughputRatio("c16")
@@ -243,17 +251,14 @@ func (rp *report) evaluate() {
 }
 
 func (rp *report) throughputRatio(c string) (float64, bool) {
-	plain, ok1 := rp.med("HTTP/"+c+"/plain", "ns/op")
-	locked, ok2 := rp.med("HTTP/"+c+"/locked", "ns/op")
-	return plain / locked, ok1 && ok2
+	return rp.ratio("HTTP/"+c+"/plain", "HTTP/"+c+"/locked", "ns/op")
 }
 
 func (rp *report) addedP50(c string) (added, ratio float64, ok bool) {
-	plain, ok1 := rp.med("HTTP/"+c+"/plain", "p50-ns")
-	locked, ok2 := rp.med("HTTP/"+c+"/locked", "p50-ns")
-	ping, ok3 := rp.med("HTTP/"+c+"/ping", "p50-ns")
-	added = locked - plain
-	return added, added / ping, ok1 && ok2 && ok3
+	in := [][2]string{{"HTTP/" + c + "/locked", "p50-ns"}, {"HTTP/" + c + "/plain", "p50-ns"}, {"HTTP/" + c + "/ping", "p50-ns"}}
+	added, ok1 := rp.r.perRun(func(v []float64) float64 { return v[0] - v[1] }, in...)
+	ratio, ok2 := rp.r.perRun(func(v []float64) float64 { return (v[0] - v[1]) / v[2] }, in...)
+	return added, ratio, ok1 && ok2
 }
 
 func (rp *report) val(name, unit string, prec int) string { return rp.scaled(name, unit, 1, prec) }
