@@ -12,27 +12,27 @@ import (
 // takes no key, so on Cluster the pipeline goes to the key's master directly.
 // Fewer acknowledgements than asked make the acquire unknown: a failover now
 // could promote a replica without the lock.
-func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, keys []string, args []any) attemptResult {
-	var node redis.Cmdable = lk.client
+func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, lockKey string, acq scriptCall) attemptResult {
+	var node interface{ Pipeline() redis.Pipeliner } = lk.client
 	if cc, ok := lk.client.(*redis.ClusterClient); ok {
-		master, err := cc.MasterForKey(ctx, keys[0])
+		master, err := cc.MasterForKey(ctx, lockKey)
 		if err != nil {
 			return attemptResult{err: err}
 		}
 		node = master
 	}
-	run := func(eval func(redis.Pipeliner) *redis.Cmd) (*redis.Cmd, *redis.Cmd) {
+	run := func(eval bool) (*redis.Cmd, *redis.Cmd) {
 		pipe := node.Pipeline()
-		acq := eval(pipe)
+		cmd := acq.send(ctx, pipe, eval)
 		wait := pipe.Do(ctx, "wait", set.ackReplicas, set.ackTimeoutMs)
 		_, _ = pipe.Exec(ctx)
-		return acq, wait
+		return cmd, wait
 	}
-	acq, wait := run(func(p redis.Pipeliner) *redis.Cmd { return acquireScript.EvalSha(ctx, p, keys, args...) })
-	if isNoScript(acq.Err()) {
-		acq, wait = run(func(p redis.Pipeliner) *redis.Cmd { return acquireScript.Eval(ctx, p, keys, args...) })
+	cmd, wait := run(false)
+	if isNoScript(cmd.Err()) {
+		cmd, wait = run(true)
 	}
-	r := parseAcquire(acq)
+	r := parseAcquire(cmd)
 	if r.err != nil || !r.acquired {
 		return r
 	}

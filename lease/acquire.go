@@ -73,6 +73,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		return nil, err
 	}
 	owner := rand.Text()
+	acq := acquireScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg)
 	waitUntil := now() + set.wait
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
@@ -80,7 +81,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			return nil, ErrClosed
 		}
 		ev.Attempts++
-		r := lk.attempt(actx, set, lockKey, fenceKey, owner)
+		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
 		case r.notSent:
 			ev.Result = Failed
@@ -93,11 +94,11 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			lk.resolveUnknown(actx, set, key, lockKey, owner)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, r.fence, r.sentAt)
+			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, acq, r.fence, r.sentAt)
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
-				_, _ = lk.releaseKey(ctx, set, l.keys[:1], l.renewArg[:1])
+				_, _ = lk.releaseKey(ctx, set, l.release)
 				ev.Result = Failed
 				return nil, ErrClosed
 			}
@@ -130,19 +131,16 @@ type attemptResult struct {
 
 // attempt sends one acquire through the Locker's group commit (or, with a
 // replication ack, in a pipeline of its own with WAIT).
-func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey, fenceKey, owner string) attemptResult {
-	keys := []string{lockKey, fenceKey}
-	args := []any{owner, set.ttlArg, set.retentionArg}
+func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, acq scriptCall) attemptResult {
 	if set.ackReplicas > 0 {
 		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
 		defer cancel()
 		sentAt := now()
-		r := lk.attemptWithAck(ctx, set, keys, args)
+		r := lk.attemptWithAck(ctx, set, lockKey, acq)
 		r.sentAt = sentAt
 		return r
 	}
-	c := &call{scriptCall: scriptCall{script: acquireScript, keys: keys, args: args}, ctx: ctx,
-		deadline: callDeadline(ctx, set.acquireTimeout)}
+	c := &call{scriptCall: acq, ctx: ctx, deadline: callDeadline(ctx, set.acquireTimeout)}
 	switch lk.pipe.do(ctx, c) {
 	case callNotSent:
 		err := context.Cause(ctx)
@@ -169,31 +167,46 @@ func callDeadline(ctx context.Context, timeout time.Duration) time.Duration {
 	return at
 }
 
+// parseAcquire reads the acquire script's reply, {1, fence} or {0, pttl},
+// from the reply as read (Int64Slice would copy it).
 func parseAcquire(cmd *redis.Cmd) attemptResult {
-	vals, err := cmd.Int64Slice()
-	switch {
-	case err != nil:
+	vals, err := cmd.Slice()
+	if err != nil {
 		return attemptResult{err: err}
-	case len(vals) != 2:
-		return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
-	case vals[0] == 1 && vals[1] > 0:
-		return attemptResult{acquired: true, fence: vals[1]}
-	case vals[0] == 0:
-		return attemptResult{holderTTL: max(0, time.Duration(vals[1])*time.Millisecond)}
+	}
+	var flag, n int64
+	ok := len(vals) == 2
+	if ok {
+		flag, ok = vals[0].(int64)
+	}
+	if ok {
+		n, ok = vals[1].(int64)
+	}
+	switch {
+	case ok && flag == 1 && n > 0:
+		return attemptResult{acquired: true, fence: n}
+	case ok && flag == 0:
+		return attemptResult{holderTTL: max(0, time.Duration(n)*time.Millisecond)}
 	}
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }
 
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fenceKey, owner string, fence int64, sentAt time.Duration) *Lease {
+// newLease makes the lease an acquire took. Its renewal call is the
+// acquire's own argument list (the two scripts take the same KEYS and ARGV)
+// with the renew script's SHA: the acquire's command is done with it.
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fenceKey, owner string, acq scriptCall, fence int64, sentAt time.Duration) *Lease {
+	renew := acq
+	renew.script, renew.args[1] = renewScript, renewScript.sha
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
-		keys:        []string{lockKey, fenceKey},
+		keys:        [2]string{lockKey, fenceKey},
 		owner:       owner,
+		renew:       renew,
+		release:     releaseScript.call(1, acq.args[3], acq.args[5]), // lock key, owner
 		fence:       fence,
 		sentAt:      sentAt,
-		renewArg:    []any{owner, set.ttlArg, set.retentionArg},
 		renewAt:     sentAt + set.renewEvery,
 		renewIdx:    -1,
 		deadlineIdx: -1,
@@ -213,7 +226,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fen
 // the release can never remove another holder's lock.
 func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string) {
 	lk.background(func() {
-		n, err := lk.releaseKey(ctx, set, []string{lockKey}, []any{owner})
+		n, err := lk.releaseKey(ctx, set, releaseScript.call(1, lockKey, owner))
 		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
 		switch {
 		case err != nil:

@@ -106,16 +106,16 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	lockKey, fenceKey := redisKeys(lk.set.namespace, "retry")
 	// Two sends with one owner token, as when go-redis retries a script
 	// whose reply was lost: the same fence, one lock.
-	first := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	first := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, first.err)
 	require.True(t, first.acquired)
-	again := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	again := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, again.err)
 	assert.True(t, again.acquired)
 	assert.Equal(t, first.fence, again.fence)
 	assert.Equal(t, "owner-a", c.Get(ctx, lockKey).Val())
 
-	other := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-b")
+	other := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-b", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, other.err)
 	assert.False(t, other.acquired)
 	fence, err := c.Get(ctx, fenceKey).Int64()
@@ -134,12 +134,12 @@ func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
 	// loaded machine.
 	lk := newLocker(t, c, WithTTL(50*time.Millisecond), WithAcquireTimeout(5*time.Second))
 	lockKey, fenceKey := redisKeys(lk.set.namespace, "expiry")
-	first := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-a")
+	first := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, first.err)
 	require.True(t, first.acquired)
 	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 },
 		5*time.Second, 5*time.Millisecond, "lock key never expired")
-	second := lk.attempt(ctx, lk.set, lockKey, fenceKey, "owner-b")
+	second := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-b", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, second.err)
 	require.True(t, second.acquired)
 	assert.Greater(t, second.fence, first.fence)

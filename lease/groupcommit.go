@@ -49,6 +49,7 @@ type call struct {
 
 	ready chan struct{} // signalled once: answered, or lead is set
 	lead  []*call       // guarded by groupCommit.mu: the batch this caller must send
+	self  [1]*call      // a batch of this call alone, without an allocation
 }
 
 // callOutcome says what became of a call.
@@ -64,11 +65,12 @@ const (
 // queued when it ends is withdrawn (never sent); one already in flight is
 // abandoned (its reply is not awaited).
 func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
+	c.self[0] = c
 	g.mu.Lock()
 	if !g.busy {
 		g.busy = true
 		g.mu.Unlock()
-		return g.send([]*call{c})
+		return g.send(c.self[:])
 	}
 	c.ready = make(chan struct{}, 1)
 	g.queue = append(g.queue, c)
@@ -108,12 +110,18 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 // answers the rest. It returns the outcome of the caller's own call.
 func (g *groupCommit) send(batch []*call) callOutcome {
 	t := now()
-	live := batch[:0:0]
+	live := batch
 	deadline := t + time.Hour
 	for _, c := range batch {
-		if c.deadline > t {
-			live = append(live, c)
-			deadline = min(deadline, c.deadline)
+		deadline = min(deadline, c.deadline)
+	}
+	if deadline <= t { // some expired in the queue: send the others
+		live, deadline = nil, t+time.Hour
+		for _, c := range batch {
+			if c.deadline > t {
+				live = append(live, c)
+				deadline = min(deadline, c.deadline)
+			}
 		}
 	}
 	if len(live) > 0 {
@@ -121,16 +129,21 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 		if len(live) > 1 || live[0] != batch[0] {
 			ctx = context.WithoutCancel(ctx) // one caller giving up must not fail the others
 		}
-		ctx, cancel := context.WithDeadline(ctx, wallTime(deadline))
-		calls := make([]scriptCall, len(live))
-		for i, c := range live {
-			calls[i] = c.scriptCall
-		}
+		ctx = withDeadline(ctx, wallTime(deadline))
 		sentAt := now()
-		cmds := runPipelined(ctx, g.client, calls)
-		cancel()
-		for i, c := range live {
-			c.cmd, c.sentAt = cmds[i], sentAt
+		if len(live) == 1 {
+			live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
+		} else {
+			calls := make([]scriptCall, len(live))
+			for i, c := range live {
+				calls[i] = c.scriptCall
+			}
+			for i, cmd := range runPipelined(ctx, g.client, calls) {
+				live[i].cmd = cmd
+			}
+		}
+		for _, c := range live {
+			c.sentAt = sentAt
 		}
 	}
 
@@ -154,3 +167,23 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 	}
 	return callAnswered
 }
+
+// deadlineCtx bounds a call's round trip: go-redis (with
+// ContextTimeoutEnabled) turns Deadline into the socket deadlines. It is
+// context.WithDeadline without the timer and cancel machinery that a
+// round trip of a few tens of microseconds would pay for on every call:
+// nothing waits on its Done, and errors past the deadline come from the
+// socket.
+type deadlineCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func withDeadline(parent context.Context, d time.Time) context.Context {
+	if cur, ok := parent.Deadline(); ok && cur.Before(d) {
+		return parent
+	}
+	return deadlineCtx{parent, d}
+}
+
+func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }

@@ -180,7 +180,7 @@ func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // isScript reports whether cmd runs script s (by EVALSHA or EVAL).
-func isScript(cmd redis.Cmder, s *redis.Script, src string) bool {
+func isScript(cmd redis.Cmder, s *script, src string) bool {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return false

@@ -23,14 +23,19 @@ import (
 const maxNamespace = 64
 
 func redisKeys(namespace, key string) (lock, fence string) {
-	h := sha256.New()
-	h.Write([]byte(namespace))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	var sum [sha256.Size]byte
-	tag := hex.EncodeToString(h.Sum(sum[:0])[:16])
-	base := namespace + ":{" + tag + "}:"
-	return base + "l", base + "f"
+	var small [256]byte // keys up to this size are hashed without an allocation
+	in := append(append(append(small[:0], namespace...), 0), key...)
+	sum := sha256.Sum256(in)
+	// One string holds both keys: "<ns>:{h}:l<ns>:{h}:f".
+	var buf [2 * (maxNamespace + 2 + 32 + 3)]byte
+	b := append(append(buf[:0], namespace...), ":{"...)
+	b = hex.AppendEncode(b, sum[:16])
+	b = append(b, "}:l"...)
+	n := len(b)
+	b = append(b, b[:n-1]...)
+	b = append(b, 'f')
+	both := string(b)
+	return both[:n], both[n:]
 }
 
 // hashTag returns the hash of a derived key (the part between the braces):

@@ -20,14 +20,15 @@ type Lease struct {
 	locker    *Locker
 	set       *settings
 	key       string
-	keys      []string // {lock key, fence key}: the renew script's KEYS
+	keys      [2]string // lock key, fence key
 	owner     string
+	renew     scriptCall // built once: the renewal and the release send these
+	release   scriptCall
 	fence     int64
 	sentAt    time.Duration // when the acquire that took it was sent
 	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	renewArg  []any // renew script ARGV, built once
 
 	state     atomic.Int32
 	cancelAt  atomic.Int64 // instant: cancelled then unless a renewal is confirmed first

@@ -26,7 +26,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return nil
 	}
-	return l.deleteKey(context.WithoutCancel(ctx), l.end())
+	return l.deleteKey(ctx, l.end())
 }
 
 // ReleaseAsync ends the lease like Release, but does not wait for Redis: the
@@ -51,7 +51,7 @@ func (l *Lease) ReleaseAsync(ctx context.Context) {
 	lk.pending.add(lockKey)
 	lk.background(func() {
 		defer lk.pending.done(lockKey)
-		_ = l.deleteKey(context.WithoutCancel(ctx), ev)
+		_ = l.deleteKey(ctx, ev)
 	})
 }
 
@@ -74,7 +74,7 @@ func (l *Lease) end() ReleaseEvent {
 // deleteKey deletes the lease's key if it still holds the owner token and
 // records the release.
 func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
-	n, err := l.locker.releaseKey(ctx, l.set, l.keys[:1], l.renewArg[:1])
+	n, err := l.locker.releaseKey(ctx, l.set, l.release)
 	switch {
 	case err != nil:
 		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
@@ -91,9 +91,9 @@ func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
 // through the group commit, bounded by the release timeout and detached from
 // ctx's cancellation: the key must be freed even when the caller has gone.
 // It returns 1 when deleted, 0 when the key was gone or held by another.
-func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey []string, owner []any) (int64, error) {
+func (lk *Locker) releaseKey(ctx context.Context, set *settings, release scriptCall) (int64, error) {
 	ctx = context.WithoutCancel(ctx)
-	c := &call{scriptCall: scriptCall{script: releaseScript, keys: lockKey, args: owner}, ctx: ctx,
+	c := &call{scriptCall: release, ctx: ctx,
 		deadline: now() + set.releaseTimeout}
 	if lk.pipe.do(ctx, c) != callAnswered {
 		return 0, fmt.Errorf("lease: release timeout %v passed before the release could be sent", set.releaseTimeout)

@@ -14,7 +14,7 @@ func (lk *Locker) renew(batch []*Lease) {
 	calls := make([]scriptCall, len(batch))
 	for i, l := range batch {
 		deadline = min(deadline, sentAt+l.set.renewalTimeout, time.Duration(l.cancelAt.Load()))
-		calls[i] = scriptCall{script: renewScript, keys: l.keys, args: l.renewArg}
+		calls[i] = l.renew
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), wallTime(deadline))
 	cmds := runPipelined(ctx, lk.client, calls)

@@ -22,9 +22,16 @@ func (t *Telemetry) StartAcquire(ctx context.Context, lock, key, keyHash string)
 	if t.rawKeys {
 		keyAttr = attribute.String(AttrKey, key)
 	}
-	return t.tracer.Start(ctx, SpanAcquire, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String(AttrLockName, lock), keyAttr))
+	// Attributes go on after the start, and only on a recording span: an
+	// acquire that is not sampled allocates nothing for them.
+	ctx, span := t.tracer.Start(ctx, SpanAcquire, acquireStart...)
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String(AttrLockName, lock), keyAttr)
+	}
+	return ctx, span
 }
+
+var acquireStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
 // EndAcquire records an Acquire call's result and latency and ends its span.
 // failure is the error of an unknown or failed acquire (nil when acquired or
