@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet bench
+.PHONY: test deps fmt-check vet bench chaos
 
 test: deps fmt-check vet
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
@@ -69,3 +69,11 @@ vet:
 bench: deps
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
 	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md
+
+# The long chaos run (make test runs a 40-second one): every fault kind,
+# round after round, then the checks and the fault table. SEED replays a
+# schedule, e.g. make chaos SEED=42 DURATION=2m.
+DURATION ?= 10m
+SEED ?=
+chaos: deps
+	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./examples/chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// testSeed's schedule injects every fault kind in the first 30 seconds of
+// a 40-second run (TestScheduleCoversEveryKind), and, with holder-stop
+// alone, stops a holder inside its Commit twice in 12 seconds.
+const testSeed = 42
+
+var summaryLine = regexp.MustCompile(`^chaos: seed=\d+ duration=\S+ ops=\d+ faults=\d+ stale_accepted=\d+ order_violations=\d+ linearizable=(ok|fail|unknown) metrics_exact=(true|false)$`)
+
+// requireServers fails (LOCKWATCH_REQUIRE_INTEGRATION=1) or skips when
+// redis-server or PostgreSQL is missing.
+func requireServers(t *testing.T) {
+	t.Helper()
+	redistest.Require(t)
+	pgtest.Require(t)
+}
+
+func testConfig(t *testing.T) config {
+	cfg := defaultConfig()
+	cfg.seed = testSeed
+	cfg.procs, cfg.goroutines = 2, 2
+	cfg.out = t.TempDir()
+	cfg.progress = 5 * time.Second
+	// Under -race on a loaded 2-core machine a goroutine can wait tens of
+	// milliseconds for a CPU; the check is about work that goes on, not
+	// about the scheduler.
+	cfg.window = 500 * time.Millisecond
+	return cfg
+}
+
+// runChaos runs the harness in-process, as main does, and returns its
+// summary and output; the output's last line must be the summary line.
+func runChaos(t *testing.T, cfg config) (summary, string) {
+	t.Helper()
+	requireServers(t)
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.duration+2*time.Minute)
+	defer cancel()
+	sum, err := run(ctx, cfg, &out)
+	t.Log("\n" + out.String())
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	last := lines[len(lines)-1]
+	assert.Regexp(t, summaryLine, last, "the last line is the summary")
+	assert.Equal(t, sum.line(), last)
+	return sum, out.String()
+}
+
+func TestScheduleCoversEveryKind(t *testing.T) {
+	plan := schedule(testSeed, 40*time.Second, time.Second, allFaults, 2)
+	kinds := map[faultKind]bool{}
+	for _, f := range plan {
+		kinds[f.Kind] = true
+	}
+	assert.Len(t, kinds, len(allFaults))
+	for _, k := range allFaults {
+		i := 0
+		for i < len(plan) && plan[i].Kind != k {
+			i++
+		}
+		require.Less(t, i, len(plan), "%s is planned", k)
+		assert.Less(t, plan[i].At, 30*time.Second, "%s is planned early enough to fire despite slippage", k)
+	}
+	assert.Equal(t, plan, schedule(testSeed, 40*time.Second, time.Second, allFaults, 2), "a seed replays its schedule")
+	assert.NotEqual(t, plan, schedule(testSeed+1, 40*time.Second, time.Second, allFaults, 2))
+
+	stops := schedule(testSeed, 12*time.Second, time.Second, []faultKind{faultHolderStop}, 2)
+	require.NotEmpty(t, stops)
+	for _, f := range stops {
+		assert.True(t, f.InCommit, "the negative control stops holders inside their Commit")
+	}
+}
+
+// TestChaos is the bounded run of make test: every fault kind, a fenced
+// workload, and a clean summary.
+func TestChaos(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.duration = 40 * time.Second
+	sum, _ := runChaos(t, cfg)
+
+	assert.Empty(t, sum.Violations)
+	assert.True(t, sum.ok())
+	assert.Zero(t, sum.StaleAccepted)
+	assert.Zero(t, sum.OrderViolations)
+	assert.Equal(t, "ok", sum.Linearizable)
+	assert.True(t, sum.MetricsExact)
+	for _, k := range allFaults {
+		assert.Positive(t, sum.Fired[k], "fault %s fired", k)
+	}
+	assert.Positive(t, sum.Metrics.Acquires[outAcquired])
+	assert.Positive(t, sum.Metrics.Losses, "faults cost leases")
+}
+
+// TestUnfencedControl proves the checks can fail: the same harness, writes
+// that skip the fence, holders stopped inside their Commit past the TTL
+// while the others take the one key over. Their late writes are accepted,
+// and the run must say so.
+func TestUnfencedControl(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.duration = 12 * time.Second
+	cfg.unfenced = true
+	cfg.keys = 1
+	cfg.work = cfg.ttl / 4 // a holder that takes the key over writes long before the stopped one resumes
+	cfg.faults = []faultKind{faultHolderStop}
+	sum, out := runChaos(t, cfg)
+
+	assert.False(t, sum.ok(), "the negative control must report violations")
+	assert.Positive(t, sum.StaleAccepted)
+	assert.Positive(t, sum.OrderViolations)
+	assert.Equal(t, "fail", sum.Linearizable)
+	assert.NotEmpty(t, sum.Visualization)
+	assert.FileExists(t, sum.Visualization)
+	assert.Contains(t, out, "porcupine visualisation: "+sum.Visualization)
+	assert.True(t, sum.MetricsExact, "without a fence nothing is rejected, and the metrics say so too")
+	assert.Zero(t, sum.Metrics.Rejections)
+}

@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// childEnv marks a re-executed copy of this binary as a holder process. An
+// environment variable rather than a flag, so that a test binary, whose
+// flags belong to the testing package, can be re-executed the same way.
+const childEnv = "LOCKWATCH_CHAOS_CHILD"
+
+func isChild() bool { return os.Getenv(childEnv) == "1" }
+
+// childConfig is the first line the parent writes to a child's stdin.
+type childConfig struct {
+	Index     int           `json:"index"` // 1-based
+	LockAddr  string        `json:"lock_addr"`
+	FenceAddr string        `json:"fence_addr"`
+	DSN       string        `json:"dsn"`
+	Schema    string        `json:"schema"`
+	Keys      []string      `json:"keys"`
+	TTL       time.Duration `json:"ttl"`
+	Work      time.Duration `json:"work"`
+	Seed      uint64        `json:"seed"`
+	Unfenced  bool          `json:"unfenced"`
+}
+
+// Messages from child to parent, one JSON object per line on stdout.
+type childMsg struct {
+	Op     *op          `json:"op,omitempty"`
+	Lease  *leaseRec    `json:"lease,omitempty"`
+	StopMe *stopMe      `json:"stopme,omitempty"` // inside Commit, armed: stop me now
+	Report *childReport `json:"report,omitempty"` // the last message
+	Err    string       `json:"err,omitempty"`
+}
+
+type stopMe struct {
+	Key   string `json:"key"`
+	Fence int64  `json:"f"`
+}
+
+// childReport is what a child's own metrics counted, read from its manual
+// reader after its Locker closed.
+type childReport struct {
+	Metrics counts `json:"metrics"`
+}
+
+// Commands from parent to child, one per line on stdin.
+const (
+	cmdArm    = "arm"    // stop inside the next Commit
+	cmdDisarm = "disarm" // never mind
+	cmdGo     = "go"     // the parent has resumed you: finish the Commit
+	cmdStop   = "stop"   // finish the current operation and report
+)
+
+// childMain is a holder process: it reads its configuration, runs one
+// holder until told to stop (or until its stdin closes: the parent is
+// gone), and reports its metrics.
+func childMain() int {
+	in := bufio.NewScanner(os.Stdin)
+	out := &childOut{enc: json.NewEncoder(os.Stdout)}
+	if !in.Scan() {
+		fmt.Fprintln(os.Stderr, "chaos child: no configuration on stdin")
+		return 2
+	}
+	var cfg childConfig
+	if err := json.Unmarshal(in.Bytes(), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "chaos child:", err)
+		return 2
+	}
+	if err := runChild(cfg, in, out); err != nil {
+		out.send(childMsg{Err: err.Error()})
+		fmt.Fprintln(os.Stderr, "chaos child:", err)
+		return 1
+	}
+	return 0
+}
+
+func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer mp.Shutdown(context.Background())
+	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	regs, err := newRegisters(cfg.FenceAddr, cfg.DSN, cfg.Schema, tel, cfg.Unfenced)
+	if err != nil {
+		return err
+	}
+	defer regs.close()
+
+	stop := make(chan struct{})
+	resume := make(chan struct{}, 1)
+	var armed sync.Mutex // held while armed
+	armedFlag := false
+	go func() {
+		defer close(stop)
+		for in.Scan() {
+			switch in.Text() {
+			case cmdArm:
+				armed.Lock()
+				armedFlag = true
+				armed.Unlock()
+			case cmdDisarm:
+				armed.Lock()
+				armedFlag = false
+				armed.Unlock()
+			case cmdGo:
+				select {
+				case resume <- struct{}{}:
+				default:
+				}
+			case cmdStop:
+				return
+			}
+		}
+	}()
+
+	id := fmt.Sprintf("p%d", cfg.Index)
+	h := newHolder(id, cfg.Index, cfg.LockAddr, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
+	h.pause = func(key string, fence int64) bool {
+		armed.Lock()
+		fire := armedFlag
+		armedFlag = false
+		armed.Unlock()
+		if !fire {
+			return false
+		}
+		out.send(childMsg{StopMe: &stopMe{Key: key, Fence: fence}})
+		// The parent stops this process now, and says go once it has
+		// resumed it; a parent that went away ends the wait too.
+		select {
+		case <-resume:
+		case <-stop:
+		}
+		return true
+	}
+	h.run()
+	if err := h.close(); err != nil {
+		return err
+	}
+	c, err := collect(context.Background(), reader)
+	if err != nil {
+		return err
+	}
+	out.send(childMsg{Report: &childReport{Metrics: c}})
+	return out.err
+}
+
+// childOut serializes the child's messages onto stdout.
+type childOut struct {
+	mu  sync.Mutex
+	enc *json.Encoder
+	err error
+}
+
+func (o *childOut) send(m childMsg) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := o.enc.Encode(m); err != nil && o.err == nil {
+		o.err = err
+	}
+}
+
+func (o *childOut) op(x op)          { o.send(childMsg{Op: &x}) }
+func (o *childOut) lease(r leaseRec) { o.send(childMsg{Lease: &r}) }
+
+// child is the parent's handle on one holder process.
+type child struct {
+	index  int
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	inMu   sync.Mutex
+	stopMe chan stopMe // a fault waiting for the child to enter its Commit
+	report chan childReport
+	errs   chan string
+	done   chan struct{} // closed when stdout is drained
+	log    *os.File
+
+	pauseMu sync.Mutex
+	pauses  [][2]int64 // [SIGSTOP, SIGCONT] intervals
+	stopped bool
+}
+
+// startChild re-executes this binary as holder process cfg.Index. Its
+// stderr goes to logPath. With Pdeathsig (Linux) the kernel kills it if the
+// parent dies without cleaning up.
+func startChild(cfg childConfig, h *history, logPath string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = childAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, err
+	}
+	c := &child{index: cfg.Index, cmd: cmd, stdin: stdin, stopMe: make(chan stopMe), report: make(chan childReport, 1),
+		errs: make(chan string, 1), done: make(chan struct{}), log: logFile}
+	go c.read(stdout, h)
+	b, _ := json.Marshal(cfg)
+	if err := c.send(string(b)); err != nil {
+		c.kill()
+		_ = c.wait(time.Second)
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *child) send(line string) error {
+	c.inMu.Lock()
+	defer c.inMu.Unlock()
+	_, err := io.WriteString(c.stdin, line+"\n")
+	return err
+}
+
+// read takes the child's messages until its stdout closes.
+func (c *child) read(stdout io.Reader, h *history) {
+	defer close(c.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		var m childMsg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			continue
+		}
+		switch {
+		case m.Op != nil:
+			h.op(*m.Op)
+		case m.Lease != nil:
+			h.lease(*m.Lease)
+		case m.StopMe != nil:
+			select {
+			case c.stopMe <- *m.StopMe:
+			default:
+				_ = c.send(cmdGo) // nobody is waiting any more: carry on
+			}
+		case m.Report != nil:
+			c.report <- *m.Report
+		case m.Err != "":
+			select {
+			case c.errs <- m.Err:
+			default:
+			}
+		}
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+}
+
+// pause stops the process with SIGSTOP: its holder, its Locker's renewal
+// scheduler and its sockets all stand still, like a VM frozen by its host.
+func (c *child) pause() error {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if err := c.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	c.stopped = true
+	c.pauses = append(c.pauses, [2]int64{now(), 0})
+	return nil
+}
+
+func (c *child) resume() error {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if !c.stopped {
+		return nil
+	}
+	err := c.cmd.Process.Signal(syscall.SIGCONT)
+	c.stopped = false
+	c.pauses[len(c.pauses)-1][1] = now()
+	return err
+}
+
+func (c *child) pausedDuring(from, to int64) bool {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	for _, p := range c.pauses {
+		end := p[1]
+		if end == 0 {
+			end = now()
+		}
+		if p[0] <= to && end >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// finish asks the child to stop and waits for its report and its exit.
+func (c *child) finish(timeout time.Duration) (childReport, error) {
+	_ = c.resume()
+	_ = c.send(cmdGo) // in case it waits inside a Commit
+	_ = c.send(cmdStop)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var rep childReport
+	var err error
+	select {
+	case rep = <-c.report:
+	case msg := <-c.errs:
+		err = fmt.Errorf("holder process p%d: %s", c.index, msg)
+	case <-c.done:
+		err = fmt.Errorf("holder process p%d exited without a report (see %s)", c.index, c.log.Name())
+	case <-t.C:
+		err = fmt.Errorf("holder process p%d did not report within %v; killed it", c.index, timeout)
+	}
+	if werr := c.wait(timeout); werr != nil && err == nil {
+		err = werr
+	}
+	return rep, err
+}
+
+// wait closes stdin and waits for the process to exit, killing it when it
+// does not within timeout, and reaps it.
+func (c *child) wait(timeout time.Duration) error {
+	c.inMu.Lock()
+	_ = c.stdin.Close()
+	c.inMu.Unlock()
+	exited := make(chan error, 1)
+	go func() {
+		<-c.done // Wait closes stdout: drain it first
+		exited <- c.cmd.Wait()
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-exited:
+	case <-t.C:
+		c.kill()
+		err = <-exited
+		err = fmt.Errorf("holder process p%d did not exit within %v; killed it: %v", c.index, timeout, err)
+	}
+	_ = c.log.Close()
+	if err != nil {
+		return fmt.Errorf("holder process p%d: %w", c.index, err)
+	}
+	return nil
+}
+
+// kill ends the process at once, stopped or not.
+func (c *child) kill() {
+	_ = c.cmd.Process.Signal(syscall.SIGCONT)
+	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return
+	}
+}

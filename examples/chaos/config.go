@@ -1,0 +1,118 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockwatch/lockwatch/internal/pgtest"
+)
+
+// config is everything a run depends on. The schedule of faults is a pure
+// function of (seed, duration, ttl, faults, procs): the same flags replay
+// the same schedule.
+type config struct {
+	seed       uint64
+	duration   time.Duration
+	ttl        time.Duration
+	goroutines int // holders in this process
+	procs      int // holders in child processes, one each
+	keys       int
+	faults     []faultKind
+	unfenced   bool
+	dsn        string
+	out        string        // directory for the history and porcupine's visualisation; "" picks a temporary one
+	window     time.Duration // cancellation window; 0 means the lease's safety margin (TTL/10)
+	work       time.Duration // longest protected work per lease; 0 means 1.5 TTLs
+	progress   time.Duration // interval of the progress line
+}
+
+func defaultConfig() config {
+	return config{
+		seed:       uint64(time.Now().UnixNano()),
+		duration:   60 * time.Second,
+		ttl:        time.Second,
+		goroutines: 3,
+		procs:      3,
+		keys:       3,
+		faults:     slices.Clone(allFaults),
+		dsn:        pgtest.DSN(),
+		progress:   5 * time.Second,
+	}
+}
+
+// cancelWindow is how long protected work may go on after its lease's
+// context was cancelled: the lease cancels a safety margin (TTL/10 by
+// default) before the key can expire in Redis, so work that stops within
+// that margin has stopped before anyone else can hold the key.
+func (c config) cancelWindow() time.Duration {
+	if c.window > 0 {
+		return c.window
+	}
+	return c.ttl / 10
+}
+
+// maxWork is the longest a holder works under one lease before its Commit.
+func (c config) maxWork() time.Duration {
+	if c.work > 0 {
+		return c.work
+	}
+	return c.ttl * 3 / 2
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./examples/chaos [flags]\n\nRuns lockwatch leases and fenced writes under a seeded schedule of\nprocess, server and network faults, and checks the history.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	faults := strings.Join(faultNames(allFaults), ",")
+	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the fault schedule and the workload; the same seed replays the same schedule")
+	fs.DurationVar(&cfg.duration, "duration", cfg.duration, "how long the chaos runs")
+	fs.DurationVar(&cfg.ttl, "ttl", cfg.ttl, "lease TTL; every fault timing is a multiple of it")
+	fs.IntVar(&cfg.goroutines, "goroutines", cfg.goroutines, "holders running as goroutines of this process")
+	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
+	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
+	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none")
+	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check; the run must report violations")
+	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
+	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
+	fs.DurationVar(&cfg.window, "cancel-window", 0, "how long work may run after its lease's context is cancelled (default TTL/10, the safety margin)")
+	fs.DurationVar(&cfg.work, "work", 0, "longest protected work under one lease (default 1.5 TTLs: most leases are renewed)")
+	fs.DurationVar(&cfg.progress, "progress", cfg.progress, "interval of the progress line")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	var err error
+	if cfg.faults, err = parseFaults(faults); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.ttl < 200*time.Millisecond:
+		return errors.New("-ttl must be at least 200ms: below it a loaded machine misses renewals without any fault")
+	case c.duration < 5*c.ttl:
+		return errors.New("-duration must be at least 5 TTLs")
+	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:
+		return errors.New("at least two holders (-goroutines plus -procs) are needed for contention")
+	case c.keys < 1:
+		return errors.New("-keys must be at least 1")
+	case c.progress <= 0:
+		return errors.New("-progress must be positive")
+	case slices.Contains(c.faults, faultHolderStop) && c.procs == 0:
+		return errors.New("the holder-stop fault needs -procs > 0")
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// now is CLOCK_MONOTONIC in nanoseconds. On Linux it is one clock for the
+// whole machine, so the times recorded by the child processes and by this
+// one can be compared directly: linearizability is about real-time order
+// across all clients, not within one process.
+func now() int64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
+
+// Operation kinds and outcomes, as recorded.
+const (
+	kindAcquire = "acquire"
+	kindWrite   = "write"
+	kindRead    = "read"
+
+	outAcquired  = "acquired"
+	outContended = "contended"
+	outUnknown   = "unknown" // an acquire or a write whose effect is not known
+	outError     = "error"
+	outOK        = "ok"    // a write accepted, a read answered
+	outStale     = "stale" // a write rejected by the fence
+)
+
+// Registers: every lock key has one in each store.
+const (
+	regRedis = "redis"
+	regPG    = "pg"
+)
+
+// op is one operation in the history.
+type op struct {
+	Holder  string `json:"h"`
+	Proc    int    `json:"p"` // 0: this process; n: child process n
+	Kind    string `json:"k"`
+	Key     string `json:"key"`
+	Reg     string `json:"reg,omitempty"`
+	Fence   int64  `json:"f,omitempty"` // the token acquired, or written with
+	Value   string `json:"v,omitempty"` // the value written or read
+	Mark    int64  `json:"m,omitempty"` // a read's mark; a rejected write's high-water mark
+	Exact   bool   `json:"x,omitempty"` // Mark of a rejected write was read in the same atomic step
+	Invoke  int64  `json:"i"`
+	Return  int64  `json:"r"`
+	Outcome string `json:"o"`
+	Err     string `json:"err,omitempty"` // why an acquire was unknown or failed
+}
+
+// leaseRec is what one holder saw of one lease, from acquire to release.
+type leaseRec struct {
+	Holder   string `json:"h"`
+	Proc     int    `json:"p"`
+	Key      string `json:"key"`
+	Fence    int64  `json:"f"`
+	Acquired int64  `json:"a"`           // return of the acquire
+	Cancel   int64  `json:"c,omitempty"` // when the holder learnt of the loss (context cancelled, or Err); 0 if never
+	End      int64  `json:"e"`           // when the protected work, Commit included, returned
+	Lost     bool   `json:"lost,omitempty"`
+	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
+	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit
+	Refused  bool   `json:"refused,omitempty"`
+}
+
+// recorder receives the history. In the parent it is the history itself; in
+// a child it forwards every record to the parent.
+type recorder interface {
+	op(op)
+	lease(leaseRec)
+}
+
+// history is the parent's record of every process's operations.
+type history struct {
+	mu     sync.Mutex
+	ops    []op
+	leases []leaseRec
+
+	// Running totals for the progress line.
+	nOps, acquired, lost, unknown, rejected atomic.Int64
+}
+
+func (h *history) op(o op) {
+	h.mu.Lock()
+	h.ops = append(h.ops, o)
+	h.mu.Unlock()
+	h.nOps.Add(1)
+	switch {
+	case o.Kind == kindAcquire && o.Outcome == outAcquired:
+		h.acquired.Add(1)
+	case o.Kind == kindAcquire && o.Outcome == outUnknown:
+		h.unknown.Add(1)
+	case o.Kind == kindWrite && o.Outcome == outStale:
+		h.rejected.Add(1)
+	}
+}
+
+func (h *history) lease(r leaseRec) {
+	h.mu.Lock()
+	h.leases = append(h.leases, r)
+	h.mu.Unlock()
+	if r.Lost {
+		h.lost.Add(1)
+	}
+}
+
+func (h *history) snapshot() ([]op, []leaseRec) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]op(nil), h.ops...), append([]leaseRec(nil), h.leases...)
+}

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// lockRedis is the Redis deployment the leases live on: a primary, a
+// replica, and the fault proxy every holder reaches the primary through.
+// A failover promotes the replica and re-points the proxy at it, as a
+// Sentinel-aware client or a floating address would; the old primary comes
+// back empty as the new replica.
+type lockRedis struct {
+	proxy *faultproxy.Proxy
+
+	mu       sync.Mutex
+	primary  *redistest.Server
+	replica  *redistest.Server
+	cutOff   bool // the replica was cut off by StopReplication and not yet promoted
+	promoted int  // failovers so far
+}
+
+// serverArgs: DEBUG is disabled by default since Redis 7; "local" allows it
+// from loopback connections only. noeviction is what lockwatch requires of
+// a lock server.
+var serverArgs = []string{"--enable-debug-command", "local", "--maxmemory-policy", "noeviction"}
+
+func startLockRedis(dir string) (*lockRedis, error) {
+	r := &lockRedis{}
+	var err error
+	if r.primary, err = launch(filepath.Join(dir, "lock-a"), serverArgs...); err != nil {
+		return nil, err
+	}
+	if r.replica, err = launch(filepath.Join(dir, "lock-b"), serverArgs...); err != nil {
+		_ = r.close()
+		return nil, err
+	}
+	if err = r.replica.ReplicaOf(r.primary); err != nil {
+		_ = r.close()
+		return nil, err
+	}
+	if r.proxy, err = faultproxy.Launch(r.primary.Addr()); err != nil {
+		_ = r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// launch starts a redis-server in its own directory under the run's.
+func launch(dir string, args ...string) (*redistest.Server, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	return redistest.Launch(dir, args...)
+}
+
+// close stops the proxy and kills both servers (a paused one included).
+func (r *lockRedis) close() error {
+	var errs []error
+	if r.proxy != nil {
+		errs = append(errs, r.proxy.Close())
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cutOff && r.replica != nil {
+		// Releases the listener StopReplication parked as a fake primary.
+		errs = append(errs, r.replica.Promote())
+	}
+	for _, s := range []*redistest.Server{r.primary, r.replica} {
+		if s != nil {
+			errs = append(errs, s.Kill())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *lockRedis) current() *redistest.Server {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.primary
+}
+
+// do sends one command straight to the primary (not through the proxy),
+// waiting up to wait for the reply: DEBUG SLEEP answers only after sleeping.
+func (r *lockRedis) do(ctx context.Context, wait time.Duration, args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: r.current().Addr(), MaxRetries: -1, ReadTimeout: wait, DialerRetries: 1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return c.Do(ctx, args...).Err()
+}
+
+// killRestart is a crash of the primary and its restart without
+// persistence: every lock and every fence record is gone. The replica
+// resyncs the empty dataset, as a real one would.
+func (r *lockRedis) killRestart(down time.Duration, stop <-chan struct{}) error {
+	p := r.current()
+	if err := p.Kill(); err != nil {
+		return err
+	}
+	sleep(down, stop)
+	if err := p.Restart(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	replica := r.replica
+	r.mu.Unlock()
+	return replica.ReplicaOf(p)
+}
+
+// failover cuts the replica off, lets the primary take writes it will
+// never see for lag, crashes the primary, promotes the replica and points
+// the proxy at it. Clients' pooled connections are reset so that they
+// reconnect to the new primary at once. The old primary restarts empty and
+// becomes the new replica.
+func (r *lockRedis) failover(lag, down time.Duration, stop <-chan struct{}) (string, error) {
+	r.mu.Lock()
+	old, next := r.primary, r.replica
+	r.mu.Unlock()
+	if err := next.StopReplication(); err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.cutOff = true
+	r.mu.Unlock()
+	sleep(lag, stop)
+	if err := old.Kill(); err != nil {
+		return "", err
+	}
+	sleep(down, stop)
+	if err := next.Promote(); err != nil {
+		return "", err
+	}
+	r.proxy.SetTarget(next.Addr())
+	r.proxy.Set(faultproxy.Reset)
+	r.proxy.Set(faultproxy.Pass)
+	r.mu.Lock()
+	r.primary, r.replica, r.cutOff = next, old, false
+	r.promoted++
+	r.mu.Unlock()
+	if err := old.Restart(); err != nil {
+		return "", err
+	}
+	if err := old.ReplicaOf(next); err != nil {
+		return "", err
+	}
+	return "primary is now 127.0.0.1:" + strconv.Itoa(next.Port()), nil
+}
+
+// sleep waits d or until stop is closed.
+func sleep(d time.Duration, stop <-chan struct{}) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-stop:
+	}
+}
+
+func describeServer(s *redistest.Server) string {
+	return fmt.Sprintf("redis-server 127.0.0.1:%d", s.Port())
+}

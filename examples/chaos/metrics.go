@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// counts are the numbers the metric-exactness check compares: once as
+// lockwatch's counters recorded them, once as the holders saw them.
+type counts struct {
+	Rejections  int64            `json:"rejections"`   // stale writes rejected by a fence
+	Losses      int64            `json:"losses"`       // leases lost, every reason
+	Late        int64            `json:"late"`         // late completions
+	Acquires    map[string]int64 `json:"acquires"`     // by result
+	LossReasons map[string]int64 `json:"loss_reasons"` // for the report
+}
+
+func (c *counts) add(o counts) {
+	c.Rejections += o.Rejections
+	c.Losses += o.Losses
+	c.Late += o.Late
+	for k, v := range o.Acquires {
+		if c.Acquires == nil {
+			c.Acquires = map[string]int64{}
+		}
+		c.Acquires[k] += v
+	}
+	for k, v := range o.LossReasons {
+		if c.LossReasons == nil {
+			c.LossReasons = map[string]int64{}
+		}
+		c.LossReasons[k] += v
+	}
+}
+
+// collect reads lockwatch's counters from a manual reader, summed over
+// every series (lock name, resource).
+func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return counts{}, err
+	}
+	c := counts{Acquires: map[string]int64{}, LossReasons: map[string]int64{}}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				switch m.Name {
+				case telemetry.FenceRejections:
+					c.Rejections += dp.Value
+				case telemetry.LeaseLosses:
+					c.Losses += dp.Value
+					reason, _ := dp.Attributes.Value(telemetry.AttrReason)
+					c.LossReasons[reason.AsString()] += dp.Value
+				case telemetry.LeaseLateCompletions:
+					c.Late += dp.Value
+				case telemetry.LeaseAcquires:
+					result, _ := dp.Attributes.Value(telemetry.AttrResult)
+					c.Acquires[result.AsString()] += dp.Value
+				}
+			}
+		}
+	}
+	return c, nil
+}

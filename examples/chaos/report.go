@@ -1,0 +1,159 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// summary is the outcome of a run.
+type summary struct {
+	Seed            uint64
+	Duration        time.Duration
+	Ops             int
+	Faults          int
+	StaleAccepted   int
+	OrderViolations int
+	Linearizable    string // ok, fail, unknown
+	MetricsExact    bool
+	Visualization   string // porcupine's HTML, when a register failed
+
+	Fired      map[faultKind]int
+	Rows       []row
+	Metrics    counts
+	Seen       counts
+	MaxCancel  time.Duration // slowest stop of a non-paused holder after its loss
+	Violations []string      // every violation, one line each
+}
+
+// row is one line of the fault table.
+type row struct {
+	Name                                        string
+	Injected, Lost, Unknown, Rejected, Accepted int
+}
+
+// ok reports whether the run found no violation at all.
+func (s summary) ok() bool { return len(s.Violations) == 0 }
+
+// line is the last line of the output, in the form the issue fixed.
+func (s summary) line() string {
+	return fmt.Sprintf("chaos: seed=%d duration=%v ops=%d faults=%d stale_accepted=%d order_violations=%d linearizable=%s metrics_exact=%t",
+		s.Seed, s.Duration.Round(time.Second), s.Ops, s.Faults, s.StaleAccepted, s.OrderViolations, s.Linearizable, s.MetricsExact)
+}
+
+// attribute builds the table: each event counts for the fault that was
+// active when it happened, or that ended at most tail before it (a fault's
+// effects outlive it: a lease taken during a blackhole is lost a TTL later).
+func attribute(faults []injected, tail time.Duration, events []event) []row {
+	rows := map[string]*row{}
+	var order []string
+	get := func(name string) *row {
+		if r, ok := rows[name]; ok {
+			return r
+		}
+		rows[name] = &row{Name: name}
+		order = append(order, name)
+		return rows[name]
+	}
+	for _, k := range allFaults {
+		get(string(k))
+	}
+	for _, f := range faults {
+		get(string(f.Kind)).Injected++
+	}
+	for _, e := range events {
+		name := "no fault"
+		for _, f := range slices.Backward(faults) {
+			if f.Start <= e.at && e.at <= f.End+int64(tail) {
+				name = string(f.Kind)
+				break
+			}
+		}
+		r := get(name)
+		switch e.kind {
+		case evLost:
+			r.Lost++
+		case evUnknown:
+			r.Unknown++
+		case evRejected:
+			r.Rejected++
+		case evAccepted:
+			r.Accepted++
+		}
+	}
+	out := make([]row, 0, len(order)+1)
+	total := row{Name: "total"}
+	for _, name := range order {
+		r := *rows[name]
+		out = append(out, r)
+		total.Injected += r.Injected
+		total.Lost += r.Lost
+		total.Unknown += r.Unknown
+		total.Rejected += r.Rejected
+		total.Accepted += r.Accepted
+	}
+	return append(out, total)
+}
+
+type eventKind int
+
+const (
+	evLost eventKind = iota
+	evUnknown
+	evRejected
+	evAccepted
+)
+
+type event struct {
+	kind eventKind
+	at   int64
+}
+
+// print writes the table, the violations and, last, the summary line.
+func (s summary) print(w io.Writer) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "fault\tinjected\tleases lost\tunknown acquires\tstale writes rejected\tstale writes accepted\t")
+	for _, r := range s.Rows {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", r.Name, r.Injected, r.Lost, r.Unknown, r.Rejected, r.Accepted)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w)
+	var reasons []string
+	for _, k := range sortedKeys(s.Metrics.LossReasons) {
+		if n := s.Metrics.LossReasons[k]; n > 0 {
+			reasons = append(reasons, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	fmt.Fprintf(w, "metrics: acquires acquired %d, contended %d, unknown %d, error %d; losses %d (%s); fence rejections %d; late completions %d\n",
+		s.Metrics.Acquires[outAcquired], s.Metrics.Acquires[outContended], s.Metrics.Acquires[outUnknown], s.Metrics.Acquires["error"],
+		s.Metrics.Losses, strings.Join(reasons, ", "), s.Metrics.Rejections, s.Metrics.Late)
+	fmt.Fprintf(w, "slowest stop after a loss (holders not stopped on purpose): %v\n", s.MaxCancel.Round(10*time.Microsecond))
+	if s.Visualization != "" {
+		fmt.Fprintf(w, "porcupine visualisation: %s\n", s.Visualization)
+	}
+	if len(s.Violations) > 0 {
+		fmt.Fprintf(w, "VIOLATIONS (%d):\n", len(s.Violations))
+		const show = 20
+		for i, v := range s.Violations {
+			if i == show {
+				fmt.Fprintf(w, "  ... and %d more\n", len(s.Violations)-show)
+				break
+			}
+			fmt.Fprintf(w, "  %s\n", v)
+		}
+	}
+	fmt.Fprintln(w, s.line())
+}
+
+func sortedKeys(m map[string]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,385 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.uber.org/goleak"
+
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// checkTimeout bounds porcupine on one register; a history it cannot decide
+// in that time is reported as linearizable=unknown, which fails the run.
+const checkTimeout = 2 * time.Minute
+
+// cleanups runs what a run started, in reverse, exactly once: at the end of
+// a run, or on the way out of a failed start.
+type cleanups struct {
+	fns  []func() error
+	once sync.Once
+	err  error
+}
+
+func (c *cleanups) add(f func() error) { c.fns = append(c.fns, f) }
+
+func (c *cleanups) run() error {
+	c.once.Do(func() {
+		for _, f := range slices.Backward(c.fns) {
+			c.err = errors.Join(c.err, f())
+		}
+	})
+	return c.err
+}
+
+// run starts the servers and holders, injects the schedule for
+// cfg.duration (or until ctx is done), stops everything, checks the
+// history and prints the report, whose last line is the summary. An error
+// means the harness itself failed (a server would not start); violations
+// are in the summary.
+func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) {
+	leakBaseline := goleak.IgnoreCurrent()
+	started := time.Now()
+	out := &output{w: w, start: started}
+	var cl cleanups
+	defer func() {
+		if cerr := cl.run(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+
+	dir := cfg.out
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "lockwatch-chaos-"); err != nil {
+			return sum, err
+		}
+	} else if err = os.MkdirAll(dir, 0o755); err != nil {
+		return sum, err
+	}
+	serverDir, err := os.MkdirTemp("", "lockwatch-chaos-redis-")
+	if err != nil {
+		return sum, err
+	}
+	cl.add(func() error { return os.RemoveAll(serverDir) })
+	faultLog, err := os.Create(filepath.Join(dir, "faults.log"))
+	if err != nil {
+		return sum, err
+	}
+	cl.add(faultLog.Close)
+	out.log = faultLog
+
+	plan := schedule(cfg.seed, cfg.duration, cfg.ttl, cfg.faults, cfg.procs)
+	mode := "fenced"
+	if cfg.unfenced {
+		mode = "UNFENCED (negative control)"
+	}
+	out.event("seed=%d duration=%v ttl=%v holders=%d goroutines + %d processes keys=%d writes %s; %d faults planned; output in %s",
+		cfg.seed, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.keys, mode, len(plan), dir)
+	for _, f := range plan {
+		fmt.Fprintf(faultLog, "plan: %s\n", f)
+	}
+
+	schema, dropSchema, err := createSchema(ctx, cfg.dsn)
+	if err != nil {
+		return sum, fmt.Errorf("PostgreSQL (-dsn, $LOCKWATCH_POSTGRES_DSN): %w", err)
+	}
+	cl.add(dropSchema)
+	lockRedis, err := startLockRedis(serverDir)
+	if err != nil {
+		return sum, fmt.Errorf("start the lock Redis: %w", err)
+	}
+	cl.add(lockRedis.close)
+	fenceRedis, err := launch(filepath.Join(serverDir, "fence"), "--maxmemory-policy", "noeviction")
+	if err != nil {
+		return sum, fmt.Errorf("start the fence store's Redis: %w", err)
+	}
+	cl.add(fenceRedis.Kill)
+
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	cl.add(func() error { return mp.Shutdown(context.Background()) })
+	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	regs, err := newRegisters(fenceRedis.Addr(), cfg.dsn, schema, tel, cfg.unfenced)
+	if err != nil {
+		return sum, err
+	}
+	cl.add(regs.close)
+
+	keys := make([]string, cfg.keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i+1)
+	}
+	hist := &history{}
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopAll := func() { stopOnce.Do(func() { close(stop) }) }
+	cl.add(func() error { stopAll(); return nil })
+
+	children := make([]*child, 0, cfg.procs)
+	finished := map[*child]bool{}
+	cl.add(func() error {
+		var errs []error
+		for _, c := range children {
+			if !finished[c] {
+				c.kill()
+				errs = append(errs, c.wait(10*time.Second))
+			}
+		}
+		return errors.Join(errs...)
+	})
+	for i := 1; i <= cfg.procs; i++ {
+		c, err := startChild(childConfig{
+			Index: i, LockAddr: lockRedis.proxy.Addr(), FenceAddr: fenceRedis.Addr(), DSN: cfg.dsn, Schema: schema,
+			Keys: keys, TTL: cfg.ttl, Work: cfg.maxWork(), Seed: cfg.seed + uint64(i), Unfenced: cfg.unfenced,
+		}, hist, filepath.Join(dir, fmt.Sprintf("p%d.log", i)))
+		if err != nil {
+			return sum, fmt.Errorf("start holder process p%d: %w", i, err)
+		}
+		children = append(children, c)
+	}
+	holders := make([]*holder, cfg.goroutines)
+	var holding sync.WaitGroup
+	for i := range holders {
+		holders[i] = newHolder(fmt.Sprintf("g%d", i+1), 0, lockRedis.proxy.Addr(), cfg.ttl, cfg.maxWork(), keys, tel, regs,
+			cfg.seed+uint64(100+i), hist, stop)
+		cl.add(holders[i].close)
+		holding.Go(holders[i].run)
+	}
+
+	inj := &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, out: out, start: time.Now(), stop: stop}
+	injResult := make(chan error, 1)
+	injDone := injResult
+	go func() { injResult <- inj.run(plan) }()
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		progress(out, hist, inj, len(plan), cfg.progress, stop)
+	}()
+
+	timer := time.NewTimer(cfg.duration)
+	var harnessErr error
+	for waiting := true; waiting; {
+		select {
+		case <-timer.C:
+			waiting = false
+		case <-ctx.Done():
+			out.event("interrupted: stopping")
+			waiting = false
+		case e := <-injDone:
+			injDone <- e
+			if e != nil { // the deployment is broken: stop now
+				waiting = false
+			} else {
+				injDone = nil // the plan is done; the calm tail runs to the end
+			}
+		}
+	}
+	timer.Stop()
+	stopAll()
+	injErr := <-injResult
+	<-progressDone
+	holding.Wait()
+	elapsed := time.Since(inj.start)
+
+	// Every holder ends with its Locker closed, so that what its metrics
+	// counted is final before they are read.
+	var metrics counts
+	for _, h := range holders {
+		if err := h.close(); err != nil {
+			harnessErr = errors.Join(harnessErr, err)
+		}
+	}
+	for _, c := range children {
+		rep, err := c.finish(10*cfg.ttl + 20*time.Second)
+		finished[c] = true
+		if err != nil {
+			harnessErr = errors.Join(harnessErr, err)
+			continue
+		}
+		metrics.add(rep.Metrics)
+	}
+	own, err := collect(context.Background(), reader)
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, err)
+	}
+	metrics.add(own)
+
+	ops, leases := hist.snapshot()
+	audit, auditValues, err := auditOrder(context.Background(), regs.db)
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, fmt.Errorf("read the audit log: %w", err))
+	}
+	sum = analyse(cfg, ops, leases, inj.injected(), metrics, audit, auditValues, dir, children)
+	sum.Duration = elapsed
+	if injErr != nil {
+		sum.Violations = append(sum.Violations, "the fault schedule could not be completed: "+injErr.Error())
+	}
+	if harnessErr != nil {
+		sum.Violations = append(sum.Violations, "harness: "+harnessErr.Error())
+	}
+	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases); err != nil {
+		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
+	}
+
+	// Check 5: nothing outlives the run. Everything is stopped first.
+	if err := cl.run(); err != nil {
+		sum.Violations = append(sum.Violations, "cleanup: "+err.Error())
+	}
+	if procs, err := childProcesses(); err != nil {
+		sum.Violations = append(sum.Violations, "list child processes: "+err.Error())
+	} else if len(procs) > 0 {
+		sum.Violations = append(sum.Violations, "processes outlived the run: "+strings.Join(procs, "; "))
+	}
+	if err := goleak.Find(leakBaseline); err != nil {
+		sum.Violations = append(sum.Violations, "goroutines outlived the run: "+err.Error())
+	}
+	sum.print(w)
+	return sum, nil
+}
+
+// analyse runs checks 1 to 4 on the history.
+func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics counts,
+	audit, auditValues []string, dir string, children []*child) summary {
+	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
+	for _, f := range faults {
+		s.Fired[f.Kind]++
+	}
+
+	// 1. Fence order: acquires and accepted writes, by real time; the SQL
+	// registers also by the exact order of their audit log.
+	var acquired, accepted []op
+	for _, o := range ops {
+		switch {
+		case o.Kind == kindAcquire && o.Outcome == outAcquired:
+			acquired = append(acquired, o)
+		case o.Kind == kindWrite && o.Outcome == outOK:
+			accepted = append(accepted, o)
+		}
+	}
+	mint, _ := realTimeOrder(acquired)
+	writes, offenders := realTimeOrder(accepted)
+	for _, v := range mint {
+		s.Violations = append(s.Violations, "fence minted out of order: "+v)
+	}
+	for _, v := range writes {
+		s.Violations = append(s.Violations, "stale write accepted: "+v)
+	}
+	for _, v := range audit {
+		s.Violations = append(s.Violations, "stale write accepted (audit log): "+v)
+	}
+	s.OrderViolations = len(mint) + len(writes) + len(audit)
+	stale := map[string]op{}
+	for _, o := range offenders {
+		stale[o.Reg+"/"+o.Value] = o
+	}
+	for _, v := range auditValues {
+		if _, ok := stale[regPG+"/"+v]; !ok {
+			o := op{Reg: regPG, Value: v}
+			if i := slices.IndexFunc(accepted, func(a op) bool { return a.Reg == regPG && a.Value == v }); i >= 0 {
+				o = accepted[i]
+			}
+			stale[regPG+"/"+v] = o
+		}
+	}
+	s.StaleAccepted = len(stale)
+
+	// 2. Linearizability of every register.
+	var details []string
+	s.Linearizable, details, s.Visualization = linearizable(ops, dir, checkTimeout)
+	s.Violations = append(s.Violations, details...)
+
+	// 3. Metric exactness.
+	s.Seen = holderCounts(ops, leases)
+	diff := compareCounts(metrics, s.Seen)
+	s.MetricsExact = len(diff) == 0
+	for _, d := range diff {
+		s.Violations = append(s.Violations, "metrics not exact: "+d)
+	}
+
+	// 4. Work after loss.
+	pausedDuring := func(proc int, from, to int64) bool {
+		return proc > 0 && proc <= len(children) && children[proc-1].pausedDuring(from, to)
+	}
+	late, maxCancel := lateWork(leases, cfg.cancelWindow(), pausedDuring)
+	s.MaxCancel = maxCancel
+	s.Violations = append(s.Violations, late...)
+
+	// The table.
+	var events []event
+	for _, o := range ops {
+		switch {
+		case o.Kind == kindAcquire && o.Outcome == outUnknown:
+			events = append(events, event{evUnknown, o.Return})
+		case o.Kind == kindWrite && o.Outcome == outStale:
+			events = append(events, event{evRejected, o.Return})
+		}
+	}
+	for _, o := range stale {
+		events = append(events, event{evAccepted, o.Return})
+	}
+	for _, r := range leases {
+		if r.Lost {
+			at := r.Cancel
+			if at == 0 {
+				at = r.End
+			}
+			events = append(events, event{evLost, at})
+		}
+	}
+	s.Rows = attribute(faults, 2*cfg.ttl, events)
+	return s
+}
+
+// progress prints a line every interval until stop.
+func progress(out *output, h *history, inj *injector, planned int, every time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-stop:
+			return
+		}
+		cur, n := inj.current()
+		now := "calm"
+		if cur != "" {
+			now = string(cur)
+		}
+		out.event("progress: ops=%d acquired=%d lost=%d unknown=%d rejected=%d faults=%d/%d now=%s",
+			h.nOps.Load(), h.acquired.Load(), h.lost.Load(), h.unknown.Load(), h.rejected.Load(), n, planned, now)
+	}
+}
+
+// writeHistory saves every operation and lease, one JSON object per line,
+// for a closer look at a failed run.
+func writeHistory(path string, ops []op, leases []leaseRec) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	enc := json.NewEncoder(f)
+	for i := range ops {
+		if err := enc.Encode(childMsg{Op: &ops[i]}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	for i := range leases {
+		if err := enc.Encode(childMsg{Lease: &leases[i]}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	return f.Close()
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// faultKind is one kind of fault the schedule injects.
+type faultKind string
+
+const (
+	faultHolderStop  faultKind = "holder-stop"     // SIGSTOP of a holder process past the TTL
+	faultRedisStop   faultKind = "redis-stop"      // SIGSTOP of the lock redis-server past the TTL
+	faultDebugSleep  faultKind = "debug-sleep"     // DEBUG SLEEP on the lock primary
+	faultClientPause faultKind = "client-pause"    // CLIENT PAUSE ... ALL on the lock primary
+	faultDelay       faultKind = "proxy-delay"     // the proxy delays every chunk
+	faultBlackhole   faultKind = "proxy-blackhole" // the proxy swallows both directions
+	faultReset       faultKind = "proxy-reset"     // the proxy resets every connection
+	faultKill        faultKind = "kill-restart"    // kill -9 of the lock primary, restart without persistence
+	faultFailover    faultKind = "failover"        // promotion of a replica that missed the last writes
+)
+
+// allFaults is every kind, in the order of the report's table.
+var allFaults = []faultKind{
+	faultHolderStop, faultRedisStop, faultDebugSleep, faultClientPause,
+	faultDelay, faultBlackhole, faultReset, faultKill, faultFailover,
+}
+
+func faultNames(kinds []faultKind) []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = string(k)
+	}
+	return names
+}
+
+func parseFaults(s string) ([]faultKind, error) {
+	if s == "" || s == "none" {
+		return nil, nil
+	}
+	var kinds []faultKind
+	for name := range strings.SplitSeq(s, ",") {
+		k := faultKind(strings.TrimSpace(name))
+		if !slices.Contains(allFaults, k) {
+			return nil, fmt.Errorf("-faults: unknown fault %q (known: %s)", k, strings.Join(faultNames(allFaults), ", "))
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds, nil
+}
+
+// fault is one scheduled fault. Times are offsets from the start of the run
+// and lengths; both are drawn in TTLs, so a schedule scales with -ttl.
+type fault struct {
+	N        int
+	Kind     faultKind
+	At       time.Duration // planned start, from the start of the run
+	Dur      time.Duration // how long the fault lasts (for a failover: how long the replica is cut off before the crash)
+	Down     time.Duration // kill-restart and failover: how long the primary stays dead
+	Delay    time.Duration // proxy-delay: the delay per chunk
+	Target   int           // holder-stop: the child process
+	InCommit bool          // holder-stop: stop the holder inside its Commit rather than wherever it is
+}
+
+func (f fault) String() string {
+	s := fmt.Sprintf("#%d %s at +%v for %v", f.N, f.Kind, f.At.Round(time.Millisecond), f.Dur.Round(time.Millisecond))
+	switch f.Kind {
+	case faultHolderStop:
+		where := "wherever it is"
+		if f.InCommit {
+			where = "inside its Commit"
+		}
+		s += fmt.Sprintf(" (holder process p%d, %s)", f.Target+1, where)
+	case faultDelay:
+		s += fmt.Sprintf(" (%v per chunk)", f.Delay.Round(time.Millisecond))
+	case faultKill, faultFailover:
+		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
+	}
+	return s
+}
+
+// Schedule timing, in TTLs.
+const (
+	warmupTTLs = 2.0 // calm start: leases and registers in use before the first fault
+	tailTTLs   = 3.0 // calm end: every effect of the last fault shows up in the history
+	minGapTTLs = 1.0 // calm between two faults, so that each effect can be attributed
+	maxGapTTLs = 2.0
+)
+
+// schedule draws the faults of a run from its seed. Each round injects
+// every enabled kind once, in an order drawn from the seed, so a run long
+// enough for one round sees every kind. The plan depends on nothing but its
+// arguments; what the faults hit at run time (which holder is in its
+// Commit, which key a restart empties) depends on timing and is logged.
+func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs int) []fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6c6f636b77617463)) // second word: "lockwatc"
+	ttls := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(ttl))
+	}
+	var plan []fault
+	if len(kinds) == 0 {
+		return plan
+	}
+	at := time.Duration(warmupTTLs * float64(ttl))
+	end := duration - time.Duration(tailTTLs*float64(ttl))
+	for {
+		for _, i := range rng.Perm(len(kinds)) {
+			f := fault{N: len(plan) + 1, Kind: kinds[i], At: at}
+			switch f.Kind {
+			case faultHolderStop:
+				f.Dur = ttls(1.5, 3)
+				f.Target = rng.IntN(max(procs, 1))
+				f.InCommit = rng.Float64() < 0.75
+			case faultRedisStop:
+				f.Dur = ttls(1.2, 2)
+			case faultDebugSleep, faultClientPause:
+				f.Dur = ttls(0.5, 1.5)
+			case faultDelay:
+				f.Dur = ttls(1, 2)
+				f.Delay = ttls(0.02, 0.15)
+			case faultBlackhole:
+				f.Dur = ttls(0.5, 1.5)
+			case faultReset:
+				f.Dur = ttls(0.1, 0.5)
+			case faultKill:
+				f.Down = ttls(0.2, 1)
+			case faultFailover:
+				f.Dur = ttls(0.5, 1)
+				f.Down = ttls(0.2, 0.5)
+			}
+			if f.At+f.Dur+f.Down > end {
+				return plan
+			}
+			plan = append(plan, f)
+			at += f.Dur + f.Down + ttls(minGapTTLs, maxGapTTLs)
+		}
+	}
+}
