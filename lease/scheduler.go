@@ -2,6 +2,7 @@ package lease
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +32,7 @@ type scheduler struct {
 	renewQ  queue
 	dlQ     queue
 	closed  bool
+	armed   time.Duration // when the loop's timer fires next (it may fire early, never late)
 	wake    chan struct{}
 	quit    chan struct{}
 	done    chan struct{}
@@ -40,6 +42,7 @@ type scheduler struct {
 func newScheduler(lk *Locker) *scheduler {
 	s := &scheduler{
 		lk:     lk,
+		armed:  math.MaxInt64, // not armed until the loop's first step
 		renewQ: newRenewQueue(),
 		dlQ:    newDeadlineQueue(),
 		wake:   make(chan struct{}, 1),
@@ -67,9 +70,16 @@ func (s *scheduler) add(l *Lease) bool {
 	}
 	s.dlQ.push(l)
 	s.queueRenewalLocked(l)
-	first := s.renewQ.next() == l || s.dlQ.next() == l
+	// The loop's timer only needs moving when l is due before it fires;
+	// usually it is not (a lease acquired now is due after those already
+	// held), so an acquire costs the loop no wake-up.
+	at := min(l.renewAt, time.Duration(l.cancelAt.Load()))
+	wake := at < s.armed
+	if wake {
+		s.armed = at
+	}
 	s.mu.Unlock()
-	if first {
+	if wake {
 		s.signal()
 	}
 	return true
@@ -175,6 +185,7 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 	if l := s.dlQ.next(); l != nil {
 		next = min(next, time.Duration(l.cancelAt.Load()))
 	}
+	s.armed = next
 	return lost, batch, next
 }
 
