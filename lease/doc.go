@@ -39,6 +39,27 @@
 // cancels each lease at its cancel point whether or not a renewal is in
 // flight: a stalled Redis delays replies, never the loss signal.
 //
+// # Cost: group commit and release off the critical path
+//
+// Acquires and releases of one Locker go through a group commit: when
+// nothing is in flight a call is sent at once from the caller's goroutine
+// (no hand-off, no timer, no batching delay); while a pipeline is in flight,
+// calls queue, and all of them leave in the next pipeline, sent by the first
+// queued caller. The batch size follows the load: N requests locking at
+// once cost a few round trips, not N. One pipeline of acquires and releases
+// is in flight at a time; renewals keep their own pipelines, so a stalled
+// acquire never delays a renewal. A pipeline's deadline is the earliest of
+// its calls', a call whose deadline passes while it queues is not sent (an
+// error, not ErrUnknown: nothing reached Redis), and a caller whose context
+// ends while its call is in flight gets ErrUnknown.
+//
+// ReleaseAsync ends a lease at once (its context is cancelled, its hold time
+// taken) and deletes the key in the background, in the next shared
+// pipeline; the middleware uses it, so a locked request waits for one round
+// trip, not two. An Acquire of that key through the same Locker waits for
+// the delete; another process finds the key held for those microseconds.
+// Close waits for releases in flight.
+//
 // # Timing and clocks
 //
 // All timing uses a clock that never jumps: CLOCK_BOOTTIME on Linux (it keeps
