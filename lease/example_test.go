@@ -136,3 +136,29 @@ func ExampleHooks() {
 	// acquire billing acquired
 	// release billing released
 }
+
+// ReleaseAsync ends the lease at once and deletes its key in the background,
+// so the caller does not wait for that round trip. The next acquire of the
+// key through the same Locker waits for the delete.
+func ExampleLease_ReleaseAsync() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.WithNamespace("example-async"))
+	defer locker.Close() // waits for releases in flight
+
+	l, err := locker.Acquire(ctx, "invoice-7")
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	l.ReleaseAsync(ctx)
+	fmt.Println("work ended:", errors.Is(context.Cause(l.Context()), lease.ErrReleased))
+
+	next, err := locker.Acquire(ctx, "invoice-7")
+	fmt.Println("taken again:", err == nil, next.Fence() > l.Fence())
+	next.ReleaseAsync(ctx)
+	// Output:
+	// work ended: true
+	// taken again: true true
+}
