@@ -16,14 +16,14 @@ type machine struct {
 	cores                                       int
 }
 
-func describeMachine(goCmd string) machine {
+func describeMachine(goCmd string, measured time.Time) machine {
 	m := machine{
 		cpu:       procField("/proc/cpuinfo", "model name"),
 		memory:    "unknown",
 		kernel:    strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")),
 		goVersion: output(goCmd, "version"),
 		redis:     output("redis-server", "--version"),
-		date:      time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		date:      measured.UTC().Format("2006-01-02 15:04 UTC"),
 		cores:     runtime.NumCPU(),
 	}
 	if kb := strings.Fields(procField("/proc/meminfo", "MemTotal")); len(kb) > 0 {

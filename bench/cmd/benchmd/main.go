@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -58,6 +59,7 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 		cmds = append(cmds, fmt.Sprintf("for i in $(seq %d); do LOCKWATCH_REQUIRE_INTEGRATION=1 go %s; done", r.times, shellJoin(r.args)))
 	}
 	var text bytes.Buffer
+	measured := time.Now()
 	if in != "" {
 		for _, f := range strings.Split(in, ",") {
 			b, err := os.ReadFile(f)
@@ -65,6 +67,9 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 				return err
 			}
 			text.Write(b)
+			if fi, err := os.Stat(f); err == nil {
+				measured = fi.ModTime() // when that run ended
+			}
 		}
 	} else {
 		for _, r := range runs {
@@ -91,7 +96,7 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 	if len(res.names) == 0 {
 		return fmt.Errorf("no benchmark results in the output")
 	}
-	rp := &report{r: res, machine: describeMachine(goCmd), rev: rev, cmds: cmds, raw: text.String()}
+	rp := &report{r: res, machine: describeMachine(goCmd, measured), rev: rev, cmds: cmds, raw: text.String()}
 	var md bytes.Buffer
 	if err := rp.write(&md); err != nil {
 		return err
