@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +16,9 @@ import (
 )
 
 // BenchmarkHTTP measures a loopback net/http server with a trivial handler,
-// plain and wrapped in middleware.HTTP with a key per request (from the
-// URL path), by default (locked: the key is deleted in the background after
+// plain, around the raw floor's lock (SET NX PX, then the compare-and-delete
+// before the answer), and wrapped in middleware.HTTP with a key per request
+// (from the URL path), by default (locked: the key is deleted in the background after
 // the handler returns) and with middleware.WithSyncRelease (locked-sync:
 // the answer waits for the delete), from 1 and from 16 keep-alive clients,
 // beside a PING on the same redis-server from as many goroutines. ns/op is the inverse of the
@@ -32,6 +34,17 @@ func BenchmarkHTTP(b *testing.B) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux := http.NewServeMux()
 	mux.Handle("/plain/", ok)
+	// The floor of a lock around the handler: SET NX PX before, the
+	// compare-and-delete after, both on the request's path.
+	mux.HandleFunc("/raw/", func(w http.ResponseWriter, r *http.Request) {
+		key, owner := ns+"-raw:"+r.URL.Path, rand.Text()
+		if got, err := c.SetNX(r.Context(), key, owner, cycleTTL).Result(); err != nil || !got {
+			http.Error(w, "not acquired", http.StatusConflict)
+			return
+		}
+		ok.ServeHTTP(w, r)
+		_ = rawRelease.Run(context.WithoutCancel(r.Context()), c, []string{key}, owner).Err()
+	})
 	byPath := func(r *http.Request) string { return r.URL.Path }
 	mux.Handle("/locked/", middleware.HTTP(lk, byPath)(ok))
 	mux.Handle("/locked-sync/", middleware.HTTP(lk, byPath, middleware.WithSyncRelease())(ok))
@@ -63,6 +76,7 @@ func BenchmarkHTTP(b *testing.B) {
 	}{
 		{"ping", func() error { return c.Ping(ctx).Err() }},
 		{"plain", func() error { return get("/plain/") }},
+		{"raw", func() error { return get("/raw/") }},
 		{"locked", func() error { return get("/locked/") }},
 		{"locked-sync", func() error { return get("/locked-sync/") }},
 	}

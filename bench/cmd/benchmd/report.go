@@ -146,15 +146,16 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 
 func (rp *report) writeHTTP(p func(string, ...any)) {
 	p("## HTTP middleware\n\n")
-	p("`BenchmarkHTTP`: a loopback `net/http` server (httptest) with a handler that writes \"ok\", plain and wrapped in\n")
+	p("`BenchmarkHTTP`: a loopback `net/http` server (httptest) with a handler that writes \"ok\": *plain*; with\n")
+	p("*raw*: the raw floor's lock around it (SET NX PX before, the compare-and-delete before the answer), and in\n")
 	p("`middleware.HTTP(locker, keyFunc)` with a fresh key per request (the URL path), telemetry off: *locked* as by\n")
 	p("default (the key is deleted in the background once the handler returned), *locked-sync* with\n")
 	p("`middleware.WithSyncRelease()` (the answer waits for the delete). Clients with keep-alive, one at a time (*c1*)\n")
 	p("or 16 at once (*c16*); PING on the same redis-server from as many goroutines. The goals use *locked*.\n")
-	p("Latencies are per request as the client saw them. *added p50* is locked p50 − plain p50.\n\n")
+	p("Latencies are per request as the client saw them. *added p50* is the op's p50 − plain p50.\n\n")
 	p("| clients | op | ns/op | requests/s | p50 µs | p99 µs | rtt/op | B/op | allocs/op |\n|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range []string{"c1", "c16"} {
-		for _, op := range []string{"ping", "plain", "locked", "locked-sync"} {
+		for _, op := range []string{"ping", "plain", "raw", "locked", "locked-sync"} {
 			name := "HTTP/" + c + "/" + op
 			ns, have := rp.med(name, "ns/op")
 			if !have {
@@ -165,14 +166,16 @@ func (rp *report) writeHTTP(p func(string, ...any)) {
 				rp.val(name, "B/op", 0), rp.val(name, "allocs/op", 0))
 		}
 	}
-	p("\n| clients | throughput locked/plain | added p50 per locked request | added p50 / PING p50 |\n|---|--:|--:|--:|\n")
+	p("\n| clients | op | throughput ×plain | added p50 per request | added p50 ÷ PING p50 |\n|---|---|--:|--:|--:|\n")
 	for _, c := range []string{"c1", "c16"} {
-		tp, tpOK := rp.throughputRatio(c)
-		added, ratio, ok := rp.addedP50(c)
-		if !tpOK && !ok {
-			continue
+		for _, op := range []string{"raw", "locked", "locked-sync"} {
+			tp, tpOK := rp.throughputRatio(c, op)
+			added, ratio, ok := rp.addedP50(c, op)
+			if !tpOK && !ok {
+				continue
+			}
+			p("| %s | %s | %s | %s | %s |\n", c, op, cond(tpOK, fmt.Sprintf("%.2f×", tp)), cond(ok, num(added/1e3, 1)+" µs"), cond(ok, fmt.Sprintf("%.2f×", ratio)))
 		}
-		p("| %s | %s | %s | %s |\n", c, cond(tpOK, fmt.Sprintf("%.2f×", tp)), cond(ok, num(added/1e3, 1)+" µs"), cond(ok, fmt.Sprintf("%.2f×", ratio)))
 	}
 	p("\n")
 }
@@ -237,9 +240,9 @@ func (rp *report) evaluate() {
 	rl, ok2 := rp.med("Cycle/parallel16/unique/redislock", "ns/op")
 	x, ok3 := rp.ratio("Cycle/parallel16/unique/lockwatch-on", "Cycle/parallel16/unique/redislock", "ns/op")
 	add("cycle, parallel16/unique: lockwatch with telemetry on faster than redislock", ok1 && ok2 && ok3, x < 1, "%s vs %s ns/op (%.2f× redislock)", num(on, 0), num(rl, 0), x)
-	_, ratio, ok := rp.addedP50("c1")
+	_, ratio, ok := rp.addedP50("c1", "locked")
 	add("HTTP: added p50 per locked request ≤ 1.3× a PING round trip (1 client)", ok, ratio <= 1.3, "%.2f×", ratio)
-	tp, ok := rp.throughputRatio("c16")
+	tp, ok := rp.throughputRatio("c16", "locked")
 	add("HTTP: throughput with the middleware ≥ 0.5× the plain handler (16 clients)", ok, tp >= 0.5, "%.2f×", tp)
 	rtt, ok := rp.med("Cycle/parallel16/unique/lockwatch-off", "rtt/op")
 	add("group commit: concurrent acquires and releases share round trips (rtt/op < 2 at 16 goroutines)", ok, rtt < 2, "%.2f rtt/op", rtt)
@@ -255,12 +258,14 @@ func (rp *report) evaluate() {
 	add("loss detection: every cancel before the key could expire", ok1, worst == 0, "%.0f late in the worst run", worst)
 }
 
-func (rp *report) throughputRatio(c string) (float64, bool) {
-	return rp.ratio("HTTP/"+c+"/plain", "HTTP/"+c+"/locked", "ns/op")
+// throughputRatio is op's requests/s over the plain handler's.
+func (rp *report) throughputRatio(c, op string) (float64, bool) {
+	return rp.ratio("HTTP/"+c+"/plain", "HTTP/"+c+"/"+op, "ns/op")
 }
 
-func (rp *report) addedP50(c string) (added, ratio float64, ok bool) {
-	in := [][2]string{{"HTTP/" + c + "/locked", "p50-ns"}, {"HTTP/" + c + "/plain", "p50-ns"}, {"HTTP/" + c + "/ping", "p50-ns"}}
+// addedP50 is op's p50 less the plain handler's, and that over PING's p50.
+func (rp *report) addedP50(c, op string) (added, ratio float64, ok bool) {
+	in := [][2]string{{"HTTP/" + c + "/" + op, "p50-ns"}, {"HTTP/" + c + "/plain", "p50-ns"}, {"HTTP/" + c + "/ping", "p50-ns"}}
 	added, ok1 := rp.r.perRun(func(v []float64) float64 { return v[0] - v[1] }, in...)
 	ratio, ok2 := rp.r.perRun(func(v []float64) float64 { return (v[0] - v[1]) / v[2] }, in...)
 	return added, ratio, ok1 && ok2
