@@ -60,9 +60,10 @@ type leaseRec struct {
 	Proc     int    `json:"p"`
 	Key      string `json:"key"`
 	Fence    int64  `json:"f"`
-	Acquired int64  `json:"a"`           // return of the acquire
-	Cancel   int64  `json:"c,omitempty"` // when the holder learnt of the loss (context cancelled, or Err); 0 if never
-	End      int64  `json:"e"`           // when the protected work, Commit included, returned
+	Acquired int64  `json:"a"`            // return of the acquire
+	Cancel   int64  `json:"c,omitempty"`  // when the holder learnt of the loss (context cancelled, or Err); 0 if never
+	Commit   int64  `json:"cs,omitempty"` // when the final write (Commit's fn) started; 0 if it did not run
+	End      int64  `json:"e"`            // when the protected work, Commit included, returned
 	Lost     bool   `json:"lost,omitempty"`
 	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
 	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit

@@ -167,6 +167,7 @@ func (h *holder) once() {
 	completed := false
 	if rec.Cancel == 0 {
 		err = l.Commit(ctx, func(ctx context.Context, token int64) error {
+			rec.Commit = now()
 			if h.pause != nil && h.pause(key, token) {
 				rec.Paused = true
 			}

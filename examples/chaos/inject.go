@@ -177,6 +177,12 @@ type output struct {
 	log   io.Writer // the fault log file, or nil
 }
 
+func (o *output) restart(t time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.start = t
+}
+
 func (o *output) event(format string, args ...any) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -55,10 +55,12 @@
 //  3. metric exactness: lockwatch's counters, read from an OpenTelemetry SDK
 //     manual reader in every process, equal what the holders saw: fence
 //     rejections, leases lost, late completions, acquires by result;
-//  4. no holder ran protected work longer than the cancellation window after
-//     its lease's context was cancelled, except holders that were
-//     deliberately stopped, each of which must then be counted as a late
-//     completion;
+//  4. no holder went on with its work longer than the cancellation window
+//     (-cancel-window, default the lease's safety margin) after its lease's
+//     context was cancelled, except holders that were deliberately stopped;
+//     every holder stopped inside its Commit must be counted as a late
+//     completion (Commit's write is never cancelled: a loss while it runs
+//     makes it a late completion, which the fence then judges);
 //  5. no goroutine and no child process outlives the run.
 //
 // -unfenced is the negative control: the same schedule, with writes that

@@ -2,8 +2,10 @@ package main
 
 import "syscall"
 
-// childAttr makes the kernel kill a holder process whose parent died
-// without cleaning up (kill -9 of the harness itself).
+// childAttr puts a holder process in a process group of its own, so that a
+// Ctrl-C on the terminal reaches only the harness, which then stops its
+// holders in order and collects their reports; and makes the kernel kill it
+// if the harness dies without cleaning up (kill -9 of the harness itself).
 func childAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

@@ -4,6 +4,7 @@ package main
 
 import "syscall"
 
-// childAttr: without Pdeathsig, a holder process notices a dead parent by
-// its stdin closing.
-func childAttr() *syscall.SysProcAttr { return nil }
+// childAttr puts a holder process in a process group of its own, so that a
+// Ctrl-C reaches only the harness; without Pdeathsig, a holder notices a
+// dead harness by its stdin closing.
+func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

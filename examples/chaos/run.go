@@ -158,6 +158,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 
 	inj := &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, out: out, start: time.Now(), stop: stop}
+	out.restart(inj.start) // from here on, printed offsets are the schedule's
 	injResult := make(chan error, 1)
 	injDone := injResult
 	go func() { injResult <- inj.run(plan) }()
@@ -169,13 +170,16 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 
 	timer := time.NewTimer(cfg.duration)
 	var harnessErr error
+	interrupted := false
 	for waiting := true; waiting; {
 		select {
 		case <-timer.C:
 			waiting = false
 		case <-ctx.Done():
+			// A Ctrl-C on a terminal also reaches the redis-servers, which
+			// shut down: what fails from here on is no finding.
 			out.event("interrupted: stopping")
-			waiting = false
+			interrupted, waiting = true, false
 		case e := <-injDone:
 			injDone <- e
 			if e != nil { // the deployment is broken: stop now
@@ -222,7 +226,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	sum = analyse(cfg, ops, leases, inj.injected(), metrics, audit, auditValues, dir, children)
 	sum.Duration = elapsed
-	if injErr != nil {
+	switch {
+	case injErr != nil && interrupted:
+		out.event("interrupted during a fault: %v", injErr)
+	case injErr != nil:
 		sum.Violations = append(sum.Violations, "the fault schedule could not be completed: "+injErr.Error())
 	}
 	if harnessErr != nil {

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// The checks themselves, on small histories whose verdict is known: a
+// checker that cannot fail proves nothing.
+
+func write(holder, key string, token int64, value, outcome string, invoke, ret int64) op {
+	return op{Holder: holder, Kind: kindWrite, Key: key, Reg: regRedis, Fence: token, Value: value, Outcome: outcome, Invoke: invoke, Return: ret}
+}
+
+func read(holder, key string, mark int64, value string, invoke, ret int64) op {
+	return op{Holder: holder, Kind: kindRead, Key: key, Reg: regRedis, Mark: mark, Value: value, Outcome: outOK, Invoke: invoke, Return: ret}
+}
+
+func TestRealTimeOrder(t *testing.T) {
+	ok := []op{
+		write("a", "k", 10, "a1", outOK, 0, 10),
+		write("b", "k", 20, "b1", outOK, 20, 30),
+		write("c", "k", 15, "c1", outOK, 25, 40), // overlaps b: no order between them
+		write("d", "other", 5, "d1", outOK, 50, 60),
+	}
+	bad, offenders := realTimeOrder(ok)
+	assert.Empty(t, bad)
+	assert.Empty(t, offenders)
+
+	stale := append(ok, write("e", "k", 20, "e1", outOK, 45, 50), write("f", "k", 12, "f1", outOK, 55, 70))
+	bad, offenders = realTimeOrder(stale)
+	assert.Len(t, bad, 2, "%v", bad)
+	assert.ElementsMatch(t, []string{"e1", "f1"}, []string{offenders[0].Value, offenders[1].Value})
+}
+
+func TestRegisterLinearizability(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ops  []op
+		want string
+	}{
+		{"sequential", []op{
+			write("a", "k", 10, "a1", outOK, 0, 10),
+			read("r", "k", 10, "a1", 11, 12),
+			write("b", "k", 5, "b1", outStale, 13, 14),
+			write("c", "k", 20, "c1", outOK, 15, 16),
+			read("r", "k", 20, "c1", 17, 18),
+		}, "ok"},
+		{"unknown write that took effect", []op{
+			write("a", "k", 10, "a1", outUnknown, 0, 1),
+			read("r", "k", 10, "a1", 5, 6),
+		}, "ok"},
+		{"unknown write that did not", []op{
+			write("a", "k", 10, "a1", outUnknown, 0, 1),
+			read("r", "k", 0, "", 5, 6),
+		}, "ok"},
+		{"stale write accepted", []op{
+			write("a", "k", 20, "a1", outOK, 0, 10),
+			write("b", "k", 10, "b1", outOK, 20, 30),
+		}, "fail"},
+		{"read of a value overwritten before it was read", []op{
+			write("a", "k", 10, "a1", outOK, 0, 10),
+			write("b", "k", 20, "b1", outOK, 20, 30),
+			read("r", "k", 10, "a1", 40, 50),
+		}, "fail"},
+		{"rejected below a mark the store never had", []op{
+			write("a", "k", 10, "a1", outOK, 0, 10),
+			{Holder: "b", Kind: kindWrite, Key: "k", Reg: regRedis, Fence: 12, Value: "b1", Outcome: outStale, Mark: 30, Exact: true, Invoke: 20, Return: 30},
+		}, "fail"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			got, details, vis := linearizable(tc.ops, dir, 10*time.Second)
+			assert.Equal(t, tc.want, got, "%v", details)
+			if tc.want == "fail" {
+				assert.FileExists(t, vis)
+			}
+		})
+	}
+}
+
+func TestLateWork(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	never := func(int, int64, int64) bool { return false }
+	leases := []leaseRec{
+		{Holder: "quick", Lost: true, Acquired: 0, Cancel: 100 * ms, End: 101 * ms},
+		{Holder: "slow", Lost: true, Acquired: 0, Cancel: 100 * ms, End: 400 * ms},
+		{Holder: "in-commit", Lost: true, Acquired: 0, Commit: 90 * ms, Cancel: 100 * ms, End: 900 * ms, Late: true},
+		{Holder: "not-lost", Acquired: 0, End: 900 * ms},
+	}
+	bad, slowest := lateWork(leases, 50*time.Millisecond, never)
+	assert.Len(t, bad, 1)
+	assert.Contains(t, bad[0], "slow ran 300ms")
+	assert.Equal(t, 300*time.Millisecond, slowest)
+
+	stopped := func(proc int, _, _ int64) bool { return proc == 1 }
+	bad, _ = lateWork([]leaseRec{
+		{Holder: "p1", Proc: 1, Lost: true, Cancel: 100 * ms, End: 5000 * ms, Paused: true, Late: true},
+		{Holder: "p2", Proc: 2, Lost: true, Cancel: 100 * ms, End: 110 * ms, Paused: true},
+	}, 50*time.Millisecond, stopped)
+	assert.Len(t, bad, 1, "a holder stopped inside its Commit must be a late completion")
+	assert.Contains(t, bad[0], "p2 was stopped inside its Commit")
+}
+
+func TestCompareCounts(t *testing.T) {
+	m := counts{Rejections: 2, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5}}
+	assert.Empty(t, compareCounts(m, counts{Rejections: 2, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5}}))
+	assert.Len(t, compareCounts(m, counts{Rejections: 1, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5, outUnknown: 1}}), 2)
+}
+
+func TestAttribute(t *testing.T) {
+	const s = int64(time.Second)
+	faults := []injected{
+		{fault: fault{Kind: faultRedisStop}, Start: 10 * s, End: 12 * s},
+		{fault: fault{Kind: faultBlackhole}, Start: 20 * s, End: 21 * s},
+	}
+	rows := attribute(faults, 2*time.Second, []event{
+		{evLost, 11 * s}, {evUnknown, 13 * s}, {evLost, 15 * s}, {evRejected, 22 * s}, {evAccepted, 30 * s},
+	})
+	byName := map[string]row{}
+	for _, r := range rows {
+		byName[r.Name] = r
+	}
+	assert.Equal(t, row{Name: "redis-stop", Injected: 1, Lost: 1, Unknown: 1}, byName["redis-stop"])
+	assert.Equal(t, row{Name: "proxy-blackhole", Injected: 1, Rejected: 1}, byName["proxy-blackhole"])
+	assert.Equal(t, row{Name: "no fault", Lost: 1, Accepted: 1}, byName["no fault"])
+	assert.Equal(t, row{Name: "total", Injected: 2, Lost: 2, Unknown: 1, Rejected: 1, Accepted: 1}, rows[len(rows)-1])
+}
