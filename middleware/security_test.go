@@ -128,6 +128,9 @@ type canaryScenario struct {
 	httpStatus int
 	grpcCode   codes.Code
 	ran        bool // whether the handler runs
+	// The signals the scenario must produce, so that the search has
+	// something to search: log messages, and events on the request spans.
+	logs, events []string
 }
 
 // TestSecurityCanaryKeyStaysOutOfSpansAndLogs: with a canary secret in the
@@ -143,7 +146,10 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 		return srv.Client(t), srv
 	}
 	scenarios := []canaryScenario{
-		{name: "held and committed", redis: own, httpStatus: http.StatusOK, grpcCode: codes.OK, ran: true},
+		{
+			name: "held and committed", redis: own, httpStatus: http.StatusOK, grpcCode: codes.OK, ran: true,
+			events: []string{telemetry.EventCommit},
+		},
 		{
 			name:  "contended",
 			redis: own,
@@ -162,6 +168,8 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 				require.NoError(t, err)
 			},
 			httpStatus: http.StatusOK, grpcCode: codes.OK, ran: true,
+			logs:   []string{"renewal failed", "lease lost", "completed after its lease was lost"},
+			events: []string{telemetry.EventRenewalFailed, telemetry.EventLost, telemetry.EventLateCompletion},
 		},
 		{
 			name: "redis refuses the connection",
@@ -170,6 +178,7 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 				return srv.Client(t, func(o *redis.Options) { o.Password = "wrong" }), srv
 			},
 			httpStatus: http.StatusServiceUnavailable, grpcCode: codes.Unavailable,
+			logs: []string{"acquire failed"},
 		},
 	}
 	for _, sc := range scenarios {
@@ -182,6 +191,16 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 					}
 					h := telemetrytest.New(t, opts...)
 					runCanaryScenario(t, h, sc)
+					for _, msg := range sc.logs {
+						_, _, ok := h.Logs.Find(msg)
+						assert.True(t, ok, "no log %q", msg)
+					}
+					for _, span := range []string{"request", "rpc"} {
+						events := h.Events(span)
+						for _, e := range sc.events {
+							assert.True(t, events[e], "no event %s on the %s span", e, span)
+						}
+					}
 					found := sightings(h, canary)
 					if raw {
 						assert.Contains(t, found, fmt.Sprintf("span %q attribute %s", telemetry.SpanAcquire, telemetry.AttrKey),
@@ -198,7 +217,24 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario) {
 	ctx := testCtx(t)
 	c, srv := sc.redis(t)
-	lk := newLocker(t, c, h.Tel, lease.WithTTL(300*time.Millisecond))
+	// A lease's context ends before its loss is reported; the handler waits
+	// for the reports so that their span events land on its span.
+	lost, renewalFailed := make(chan struct{}, 1), make(chan struct{}, 1)
+	signal := func(c chan struct{}) {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+	hooks := lease.Hooks{
+		Lost: func(context.Context, lease.LossEvent) { signal(lost) },
+		RenewalDone: func(_ context.Context, e lease.RenewalEvent) {
+			if e.Result != lease.Renewed {
+				signal(renewalFailed)
+			}
+		},
+	}
+	lk := newLocker(t, c, h.Tel, lease.WithTTL(300*time.Millisecond), lease.WithHooks(hooks))
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	// work is both handlers' body: commit, or wait for the loss.
@@ -212,12 +248,14 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 			return l.Commit(ctx, func(context.Context, int64) error { return nil })
 		}
 		started <- struct{}{}
-		select {
-		case <-ctx.Done():
-			return nil // answers success after the loss: a late completion
-		case <-time.After(10 * time.Second):
-			return fmt.Errorf("the lease was never lost")
+		for _, c := range []<-chan struct{}{ctx.Done(), renewalFailed, lost} {
+			select {
+			case <-c:
+			case <-time.After(10 * time.Second):
+				return fmt.Errorf("the lease was never lost")
+			}
 		}
+		return nil // answers success after the loss: a late completion
 	}
 	call := func(t *testing.T, key string, request func()) {
 		t.Helper()
