@@ -200,12 +200,12 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 // escapes they allow inside values.
 var labelPair = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
-// scrape fetches url with the given Accept header and returns the body,
-// every label value (series and exemplar labels alike) and the names of the
-// exemplar labels.
-func scrape(t *testing.T, url, accept string) (body string, values []string, exemplarLabels map[string]bool) {
+// scrape fetches the exporter's metrics with the given Accept header and
+// returns the body, every label value (series and exemplar labels alike) and
+// the names of the exemplar labels.
+func scrape(t *testing.T, exporter *httptest.Server, accept string) (body string, values []string, exemplarLabels map[string]bool) {
 	t.Helper()
-	body, err := fetch(url, accept)
+	body, err := fetch(exporter, accept)
 	require.NoError(t, err)
 	exemplarLabels = map[string]bool{}
 	for line := range strings.Lines(body) {
@@ -224,13 +224,13 @@ func scrape(t *testing.T, url, accept string) (body string, values []string, exe
 	return body, values, exemplarLabels
 }
 
-func fetch(url, accept string) (string, error) {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
+func fetch(exporter *httptest.Server, accept string) (string, error) {
+	req, err := http.NewRequest(http.MethodGet, exporter.URL, nil)
 	if err != nil {
 		return "", err
 	}
 	req.Header.Set("Accept", accept)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := exporter.Client().Do(req)
 	if err != nil {
 		return "", err
 	}
@@ -319,7 +319,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	span.End()
 	lost := regexp.MustCompile(`reason="renewal_rejected"\} 10\n`)
 	require.Eventually(t, func() bool {
-		body, err := fetch(exporter.URL, "text/plain")
+		body, err := fetch(exporter, "text/plain")
 		return err == nil && lost.MatchString(body)
 	}, 10*time.Second, 10*time.Millisecond, "the losses are not all recorded")
 
@@ -329,7 +329,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	}
 	for name, accept := range formats {
 		t.Run(name, func(t *testing.T) {
-			body, values, exemplarLabels := scrape(t, exporter.URL, accept)
+			body, values, exemplarLabels := scrape(t, exporter, accept)
 			require.Contains(t, values, "report", "the label values were read")
 			require.Greater(t, len(values), 100)
 			leaks := s.leaks(body, values)
@@ -350,7 +350,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 		require.NoError(t, l.Release(ctx))
 		var leaked secrets
 		leaked.add(l)
-		body, values, _ := scrape(t, exporter.URL, formats["prometheus"])
+		body, values, _ := scrape(t, exporter, formats["prometheus"])
 		assert.NotEmpty(t, leaked.leaks(body, values))
 	})
 }
