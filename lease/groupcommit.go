@@ -129,7 +129,8 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 		if len(live) > 1 || live[0] != batch[0] {
 			ctx = context.WithoutCancel(ctx) // one caller giving up must not fail the others
 		}
-		ctx = withDeadline(ctx, wallTime(deadline))
+		dctx := withDeadline(ctx, wallTime(deadline))
+		ctx = dctx
 		sentAt := now()
 		if len(live) == 1 {
 			live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
@@ -142,6 +143,7 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 				live[i].cmd = cmd
 			}
 		}
+		dctx.stop()
 		for _, c := range live {
 			c.sentAt = sentAt
 		}
@@ -170,20 +172,50 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 
 // deadlineCtx bounds a call's round trip: go-redis (with
 // ContextTimeoutEnabled) turns Deadline into the socket deadlines. It is
-// context.WithDeadline without the timer and cancel machinery that a
-// round trip of a few tens of microseconds would pay for on every call:
-// nothing waits on its Done, and errors past the deadline come from the
-// socket.
+// context.WithDeadline without the timer that every call would otherwise
+// start and stop: the timer is armed only when something asks for Done —
+// go-redis does so only off its fast path, e.g. while it waits for a new
+// connection (a TLS handshake that never completes) or for a free one —
+// and Err reports the deadline by the clock.
 type deadlineCtx struct {
 	context.Context
 	deadline time.Time
+	once     sync.Once
+	armed    context.Context // set by the first Done, unless stop came first
+	cancel   context.CancelFunc
 }
 
-func withDeadline(parent context.Context, d time.Time) context.Context {
+func withDeadline(parent context.Context, d time.Time) *deadlineCtx {
 	if cur, ok := parent.Deadline(); ok && cur.Before(d) {
-		return parent
+		d = cur
 	}
-	return deadlineCtx{parent, d}
+	return &deadlineCtx{Context: parent, deadline: d}
 }
 
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineCtx) Done() <-chan struct{} {
+	c.once.Do(func() { c.armed, c.cancel = context.WithDeadline(c.Context, c.deadline) })
+	if c.armed == nil {
+		return nil // stopped: the round trip is over
+	}
+	return c.armed.Done()
+}
+
+func (c *deadlineCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// stop releases the timer, if one was armed, once the round trip is over.
+func (c *deadlineCtx) stop() {
+	c.once.Do(func() {})
+	if c.cancel != nil {
+		c.cancel()
+	}
+}

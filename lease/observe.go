@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"go.opentelemetry.io/otel/trace"
 )
@@ -13,8 +14,15 @@ import (
 func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev AcquireEvent) {
 	// Contention is an answer, and a caller that gave up before anything
 	// was sent (its context ended) is no failure of the lock.
+	//
+	// The error recorded (span, log) is the cause without the caller's key,
+	// which UnknownError's message carries: keys are request input and may
+	// hold secrets; telemetry names them only by hash unless WithRawKeys.
 	var failure error
+	var unknown *UnknownError
 	switch {
+	case errors.As(ev.Err, &unknown):
+		failure = fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
 	case ev.Result == Unknown:
 		failure = ev.Err
 	case ev.Result == Failed && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
