@@ -9,8 +9,8 @@ GO ?= go
 .PHONY: test deps fmt-check vet bench chaos
 
 test: deps fmt-check vet
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
+	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
 
 # redis-server is started by the tests themselves; RUNLEVEL=1 keeps the
 # package's install script from starting a system-wide instance (the same

@@ -101,7 +101,9 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 	p("`BenchmarkCycle`: one acquire and one release on a loopback redis-server (TTL 10s). *single*: one goroutine;\n")
 	p("*parallel16*: 16 goroutines (`b.SetParallelism`), each on a key of its own (*unique*) or all on one key\n")
 	p("(*contended*: an attempt that finds the key held is an op too, counted in contended/op). ×raw is ns/op over\n")
-	p("the raw floor's in the same mode. rtt/op: Redis round trips per op as the client sent them (a go-redis hook\n")
+	p("the raw floor's in the same mode, taken in each run, median over the runs: it can differ from the ratio of\n")
+	p("the ns/op medians shown when the machine's speed changed between runs. rtt/op: Redis round trips per op as\n")
+	p("the client sent them (a go-redis hook\n")
 	p("counting commands and pipelines), below 2 when acquires or releases share pipelines.\n\n")
 	ping := map[string]string{"single/unique": "Cycle/single/ping", "parallel16/unique": "Cycle/parallel16/ping"}
 	for _, mode := range []string{"single/unique", "parallel16/unique", "parallel16/contended"} {
