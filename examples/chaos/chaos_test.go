@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,4 +133,71 @@ func TestUnfencedControl(t *testing.T) {
 	assert.Contains(t, out, "porcupine visualisation: "+sum.Visualization)
 	assert.True(t, sum.MetricsExact, "without a fence nothing is rejected, and the metrics say so too")
 	assert.Zero(t, sum.Metrics.Rejections)
+}
+
+// watchWriter collects the output and closes seen once a line contains
+// want, so that a test can act on what the run reports instead of sleeping.
+type watchWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+}
+
+func (w *watchWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if w.seen != nil && strings.Contains(w.buf.String(), w.want) {
+		close(w.seen)
+		w.seen = nil
+	}
+	return len(p), nil
+}
+
+func (w *watchWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestInterrupt stops a run early, as Ctrl-C does: the run still stops its
+// holders in order, checks what it recorded, and leaves no process and no
+// goroutine behind (check 5 runs inside the run).
+func TestInterrupt(t *testing.T) {
+	requireServers(t)
+	cfg := testConfig(t)
+	cfg.duration = 5 * time.Minute
+	cfg.faults = []faultKind{faultHolderStop, faultKill}
+	w := &watchWriter{want: "healed", seen: make(chan struct{})}
+	seen := w.seen
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		sum summary
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		sum, err := run(ctx, cfg, w)
+		done <- result{sum, err}
+	}()
+	select {
+	case <-seen:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("no fault healed within 2 minutes:\n%s", w.String())
+	}
+	cancel()
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the run did not stop within 2 minutes of its interruption:\n%s", w.String())
+	}
+	t.Log("\n" + w.String())
+	require.NoError(t, res.err)
+	assert.Contains(t, w.String(), "interrupted: stopping")
+	assert.Empty(t, res.sum.Violations)
+	assert.GreaterOrEqual(t, res.sum.Faults, 1)
+	assert.Less(t, res.sum.Duration, time.Minute)
 }

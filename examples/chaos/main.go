@@ -80,6 +80,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func main() {
@@ -94,6 +96,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		os.Exit(2)
 	}
+	// The faults make go-redis log every failed dial on stderr, which would
+	// bury the progress line; the history records every outcome anyway.
+	redis.SetLogger(quietLogger{})
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()
@@ -108,3 +113,7 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

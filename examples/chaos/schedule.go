@@ -113,7 +113,11 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 			f := fault{N: len(plan) + 1, Kind: kinds[i], At: at}
 			switch f.Kind {
 			case faultHolderStop:
-				f.Dur = ttls(1.5, 3)
+				// Past the TTL with a margin: the stopped lease's key expires
+				// at most one TTL after the stop, and another holder has
+				// time to take the key and write before the stopped one
+				// resumes.
+				f.Dur = ttls(2, 3)
 				f.Target = rng.IntN(max(procs, 1))
 				f.InCommit = rng.Float64() < 0.75
 			case faultRedisStop:
