@@ -31,10 +31,11 @@ import (
 // ever gets less time than it asked for, which makes it unknown, never
 // wrong). Calls whose deadline passed while they queued are not sent.
 type groupCommit struct {
-	client redis.UniversalClient
-	mu     sync.Mutex
-	busy   bool    // a pipeline is in flight
-	queue  []*call // waiting for the next pipeline
+	client    redis.UniversalClient
+	deadlines deadlines
+	mu        sync.Mutex
+	busy      bool    // a pipeline is in flight
+	queue     []*call // waiting for the next pipeline
 }
 
 // call is one script call through groupCommit.
@@ -125,12 +126,10 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 		}
 	}
 	if len(live) > 0 {
-		ctx := live[0].ctx
-		if len(live) > 1 || live[0] != batch[0] {
-			ctx = context.WithoutCancel(ctx) // one caller giving up must not fail the others
-		}
-		dctx := withDeadline(ctx, wallTime(deadline))
-		ctx = dctx
+		// The first caller's values (traces) for go-redis hooks; no
+		// caller's cancellation: one caller giving up must not fail the
+		// others, and the deadline bounds the round trip.
+		ctx := g.deadlines.bound(live[0].ctx, wallTime(deadline))
 		sentAt := now()
 		if len(live) == 1 {
 			live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
@@ -143,7 +142,6 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 				live[i].cmd = cmd
 			}
 		}
-		dctx.stop()
 		for _, c := range live {
 			c.sentAt = sentAt
 		}
@@ -168,54 +166,4 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 		return callNotSent
 	}
 	return callAnswered
-}
-
-// deadlineCtx bounds a call's round trip: go-redis (with
-// ContextTimeoutEnabled) turns Deadline into the socket deadlines. It is
-// context.WithDeadline without the timer that every call would otherwise
-// start and stop: the timer is armed only when something asks for Done —
-// go-redis does so only off its fast path, e.g. while it waits for a new
-// connection (a TLS handshake that never completes) or for a free one —
-// and Err reports the deadline by the clock.
-type deadlineCtx struct {
-	context.Context
-	deadline time.Time
-	once     sync.Once
-	armed    context.Context // set by the first Done, unless stop came first
-	cancel   context.CancelFunc
-}
-
-func withDeadline(parent context.Context, d time.Time) *deadlineCtx {
-	if cur, ok := parent.Deadline(); ok && cur.Before(d) {
-		d = cur
-	}
-	return &deadlineCtx{Context: parent, deadline: d}
-}
-
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-
-func (c *deadlineCtx) Done() <-chan struct{} {
-	c.once.Do(func() { c.armed, c.cancel = context.WithDeadline(c.Context, c.deadline) })
-	if c.armed == nil {
-		return nil // stopped: the round trip is over
-	}
-	return c.armed.Done()
-}
-
-func (c *deadlineCtx) Err() error {
-	if err := c.Context.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(c.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// stop releases the timer, if one was armed, once the round trip is over.
-func (c *deadlineCtx) stop() {
-	c.once.Do(func() {})
-	if c.cancel != nil {
-		c.cancel()
-	}
 }
