@@ -15,8 +15,10 @@
 //     telemetry off and on, bsm/redislock and go-redsync, from one goroutine
 //     and from 16, on distinct keys and on one contended key, with the Redis
 //     round trips per cycle (rtt/op).
-//   - BenchmarkHTTP: a loopback net/http server, plain and wrapped in
-//     middleware.HTTP, with 1 and 16 keep-alive clients, beside a PING.
+//   - BenchmarkHTTP: a loopback net/http server, plain, with a PING in the
+//     handler, with the raw floor's lock around the handler, and wrapped in
+//     middleware.HTTP (background and synchronous release), with 1 and 16
+//     keep-alive clients, beside a PING from the benchmark loop.
 //   - BenchmarkScale: one Locker holding 1k, 10k and 100k leases: heap
 //     per lease and CPU per second spent renewing them.
 //   - BenchmarkLossDetection: redis-server stopped with SIGSTOP under held
