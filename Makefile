@@ -65,10 +65,11 @@ vet:
 	cd bench && $(GO) vet ./...
 
 # Benchmarks against real redis-server processes (not part of make test).
-# benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md.
+# benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md
+# (BENCHMD_FLAGS adds flags, e.g. -rev when measuring an exported tree).
 bench: deps
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
-	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md
+	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md $(BENCHMD_FLAGS)
 
 # The long chaos run (make test runs a 40-second one): every fault kind,
 # round after round, then the checks and the fault table. SEED replays a
