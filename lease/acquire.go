@@ -91,7 +91,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			fallthrough
 		case r.err != nil:
 			ev.Result = Unknown
-			lk.resolveUnknown(actx, set, key, lockKey, owner)
+			lk.resolveUnknown(actx, set, key, lockKey, owner, r.abandoned)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
 			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, acq, r.fence, r.sentAt)
@@ -126,6 +126,7 @@ type attemptResult struct {
 	holderTTL time.Duration
 	sentAt    time.Duration
 	notSent   bool
+	abandoned *call // in flight when the caller's context ended
 	err       error
 }
 
@@ -149,7 +150,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		}
 		return attemptResult{notSent: true, err: err}
 	case callAbandoned:
-		return attemptResult{err: context.Cause(ctx)}
+		return attemptResult{err: context.Cause(ctx), abandoned: c}
 	}
 	r := parseAcquire(c.cmd)
 	r.sentAt = c.sentAt
@@ -223,9 +224,13 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fen
 
 // resolveUnknown releases, in the background, whatever an unknown acquire may
 // have taken, with the same owner token: nothing else can hold that token, so
-// the release can never remove another holder's lock.
-func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string) {
+// the release can never remove another holder's lock. An acquire abandoned in
+// flight is waited for first, so the release cannot overtake it.
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string, abandoned *call) {
 	lk.background(func() {
+		if abandoned != nil {
+			abandoned.settled()
+		}
 		n, err := lk.releaseKey(ctx, set, releaseScript.call(1, lockKey, owner))
 		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
 		switch {

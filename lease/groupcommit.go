@@ -14,13 +14,17 @@ import (
 // client) a few round trips rather than one each, while a lone request pays
 // nothing for it:
 //
-//   - nothing in flight: the caller sends its own call at once, on its own
-//     goroutine (no hand-off, no timer, no added latency);
-//   - a pipeline in flight: the call queues; when the pipeline's replies are
-//     in, every queued call leaves together in the next pipeline, sent by the
-//     first queued caller (who is waiting anyway), so there is never more
-//     than one pipeline of acquires and releases in flight and no goroutine
-//     of its own.
+//   - fewer than maxInFlight pipelines in flight: the caller sends its own
+//     call at once, on its own goroutine (no hand-off, no timer, no added
+//     latency);
+//   - otherwise the call queues; when a pipeline's replies are in, every
+//     queued call leaves together in the next pipeline, sent by the first
+//     queued caller (who is waiting anyway), so there is no goroutine of its
+//     own.
+//
+// maxInFlight is 2, not 1: a request's acquire must not wait behind the
+// background release of the request before it (ReleaseAsync), and while one
+// pipeline is on the wire the next one fills.
 //
 // This is group commit as databases do it for their log: the batch size
 // adapts to the load, because the batch is whatever arrived during one round
@@ -34,9 +38,11 @@ type groupCommit struct {
 	client    redis.UniversalClient
 	deadlines deadlines
 	mu        sync.Mutex
-	busy      bool    // a pipeline is in flight
+	inFlight  int     // pipelines in flight, at most maxInFlight
 	queue     []*call // waiting for the next pipeline
 }
+
+const maxInFlight = 2
 
 // call is one script call through groupCommit.
 type call struct {
@@ -64,12 +70,12 @@ const (
 
 // do runs c in the next shared pipeline. ctx bounds the wait: a call still
 // queued when it ends is withdrawn (never sent); one already in flight is
-// abandoned (its reply is not awaited).
+// abandoned (its reply is not awaited by do; settled waits for it).
 func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 	c.self[0] = c
 	g.mu.Lock()
-	if !g.busy {
-		g.busy = true
+	if g.inFlight < maxInFlight {
+		g.inFlight++
 		g.mu.Unlock()
 		return g.send(c.self[:])
 	}
@@ -151,7 +157,7 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 	next := g.queue
 	g.queue = nil
 	if len(next) == 0 {
-		g.busy = false
+		g.inFlight--
 	} else {
 		next[0].lead = next
 	}
@@ -167,3 +173,8 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 	}
 	return callAnswered
 }
+
+// settled waits until an abandoned call's pipeline is over (its reply or its
+// error is in), so that a clean-up sent next cannot overtake it on another
+// connection. The pipeline's deadline bounds the wait.
+func (c *call) settled() { <-c.ready }

@@ -37,15 +37,37 @@ func slowLocker(t *testing.T, d time.Duration, opts ...Option) (*Locker, *cmdCou
 	return lk, counter, srv
 }
 
-// waitPipe waits until the Locker's group commit has a pipeline in flight
-// and n calls queued behind it.
-func waitPipe(t *testing.T, lk *Locker, n int) {
+// waitPipe waits until the Locker's group commit has inFlight pipelines in
+// flight and queued calls waiting behind them.
+func waitPipe(t *testing.T, lk *Locker, inFlight, queued int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		lk.pipe.mu.Lock()
 		defer lk.pipe.mu.Unlock()
-		return lk.pipe.busy && len(lk.pipe.queue) == n
-	}, 10*time.Second, time.Millisecond, "want a pipeline in flight and %d calls queued", n)
+		return lk.pipe.inFlight == inFlight && len(lk.pipe.queue) == queued
+	}, 10*time.Second, time.Millisecond, "want %d pipelines in flight and %d calls queued", inFlight, queued)
+}
+
+// fillPipe starts acquires until every pipeline slot is taken, and returns
+// their results.
+func fillPipe(ctx context.Context, t *testing.T, lk *Locker) []<-chan acquired {
+	var first []<-chan acquired
+	for i := range maxInFlight {
+		first = append(first, acquireAsync(ctx, lk, "first"+strconv.Itoa(i)))
+		waitPipe(t, lk, i+1, 0)
+	}
+	return first
+}
+
+func requireAcquired(t *testing.T, chans []<-chan acquired) []*Lease {
+	t.Helper()
+	var leases []*Lease
+	for _, ch := range chans {
+		r := <-ch
+		require.NoError(t, r.err)
+		leases = append(leases, r.l)
+	}
+	return leases
 }
 
 type acquired struct {
@@ -77,21 +99,15 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 	lk, counter, _ := slowLocker(t, 100*time.Millisecond)
 	ctx := testCtx(t)
 
-	first := acquireAsync(ctx, lk, "first")
-	waitPipe(t, lk, 0)
+	first := fillPipe(ctx, t, lk)
 	results := make([]<-chan acquired, n)
 	for i := range results {
 		results[i] = acquireAsync(ctx, lk, "k"+strconv.Itoa(i))
 	}
-	waitPipe(t, lk, n)
-	leases := []*Lease{}
-	for _, ch := range append(results, first) {
-		r := <-ch
-		require.NoError(t, r.err)
-		leases = append(leases, r.l)
-	}
-	assert.Equal(t, int64(1), counter.cmds.Load(), "the first acquire went alone")
-	assert.Equal(t, int64(1), counter.pipelines.Load(), "the %d acquires queued behind it shared one pipeline", n)
+	waitPipe(t, lk, maxInFlight, n)
+	leases := requireAcquired(t, append(results, first...))
+	assert.Equal(t, int64(maxInFlight), counter.cmds.Load(), "the first acquires went alone, at once")
+	assert.Equal(t, int64(1), counter.pipelines.Load(), "the %d acquires queued behind them shared one pipeline", n)
 	assert.Equal(t, int64(n), counter.pipelined.Load())
 
 	// Releases share pipelines the same way, and so do acquires and
@@ -101,20 +117,19 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 		wg.Go(func() { assert.NoError(t, l.Release(ctx)) })
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, counter.cmds.Load()+counter.pipelines.Load(), int64(1+1+3),
-		"%d releases took at most 3 round trips", n+1)
+	assert.LessOrEqual(t, counter.cmds.Load()+counter.pipelines.Load(), int64(maxInFlight+1+maxInFlight+3),
+		"%d releases took at most %d round trips", len(leases), maxInFlight+3)
 }
 
 func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	rec := &recorder{}
 	lk, counter, srv := slowLocker(t, 100*time.Millisecond, rec.withHooks())
 	ctx := testCtx(t)
-	first := acquireAsync(ctx, lk, "first")
-	waitPipe(t, lk, 0)
+	first := fillPipe(ctx, t, lk)
 
 	gone, cancel := context.WithCancel(ctx)
 	queued := acquireAsync(gone, lk, "withdrawn")
-	waitPipe(t, lk, 1)
+	waitPipe(t, lk, maxInFlight, 1)
 	cancel()
 	r := <-queued
 	require.ErrorIs(t, r.err, context.Canceled)
@@ -127,8 +142,8 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	assert.NotErrorIs(t, r.err, ErrUnknown)
 	assert.Contains(t, r.err.Error(), "before it could be sent")
 
-	require.NoError(t, (<-first).err)
-	assert.Equal(t, int64(1), counter.cmds.Load())
+	requireAcquired(t, first)
+	assert.Equal(t, int64(maxInFlight), counter.cmds.Load())
 	assert.Zero(t, counter.pipelines.Load(), "neither withdrawn call was sent")
 	for _, key := range []string{"withdrawn", "expired"} {
 		lockKey, _ := redisKeys(lk.set.namespace, key)
@@ -140,7 +155,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 		for _, ev := range rec.acquires {
 			results[ev.Result]++
 		}
-		assert.Equal(t, map[AcquireResult]int{Acquired: 2, Failed: 2}, results) // warm-up and first
+		assert.Equal(t, map[AcquireResult]int{Acquired: 1 + maxInFlight, Failed: 2}, results) // warm-up and first
 	})
 }
 
@@ -148,15 +163,18 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 	rec := &recorder{}
 	lk, _, _ := slowLocker(t, 100*time.Millisecond, rec.withHooks())
 	ctx := testCtx(t)
-	first := acquireAsync(ctx, lk, "first")
-	waitPipe(t, lk, 0)
+	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
-	waitPipe(t, lk, 1) // first in the queue: it will send the next pipeline
+	waitPipe(t, lk, maxInFlight, 1) // first in the queue: it will send the next pipeline
 	gone, cancel := context.WithCancel(ctx)
 	abandoned := acquireAsync(gone, lk, "abandoned")
-	waitPipe(t, lk, 2)
-	require.NoError(t, (<-first).err)
-	waitPipe(t, lk, 0) // the leader's pipeline, with the other call, is in flight
+	waitPipe(t, lk, maxInFlight, 2)
+	<-first[0] // the leader's pipeline, with the other call, is now in flight
+	require.Eventually(t, func() bool {
+		lk.pipe.mu.Lock()
+		defer lk.pipe.mu.Unlock()
+		return len(lk.pipe.queue) == 0
+	}, 10*time.Second, time.Millisecond)
 	cancel()
 	r := <-abandoned
 	require.ErrorIs(t, r.err, ErrUnknown, "it may have run")
