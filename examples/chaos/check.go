@@ -294,5 +294,7 @@ func compareCounts(metrics, seen counts) []string {
 	for _, r := range []string{outAcquired, outContended, outUnknown, "error"} {
 		check("acquires "+r, metrics.Acquires[r], seen.Acquires[r])
 	}
+	check("leases active at the end", metrics.Active, 0)
+	check("work overrunning a lost lease at the end", metrics.Overrunning, 0)
 	return diff
 }

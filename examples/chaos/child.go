@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -104,20 +105,15 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 
 	stop := make(chan struct{})
 	resume := make(chan struct{}, 1)
-	var armed sync.Mutex // held while armed
-	armedFlag := false
+	var armed atomic.Bool // stop inside the next Commit
 	go func() {
 		defer close(stop)
 		for in.Scan() {
 			switch in.Text() {
 			case cmdArm:
-				armed.Lock()
-				armedFlag = true
-				armed.Unlock()
+				armed.Store(true)
 			case cmdDisarm:
-				armed.Lock()
-				armedFlag = false
-				armed.Unlock()
+				armed.Store(false)
 			case cmdGo:
 				select {
 				case resume <- struct{}{}:
@@ -132,13 +128,10 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	id := fmt.Sprintf("p%d", cfg.Index)
 	h := newHolder(id, cfg.Index, cfg.LockAddr, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
 	h.pause = func(key string, fence int64) bool {
-		armed.Lock()
-		fire := armedFlag
-		armedFlag = false
-		armed.Unlock()
-		if !fire {
+		if !armed.Swap(false) {
 			return false
 		}
+		from := now()
 		out.send(childMsg{StopMe: &stopMe{Key: key, Fence: fence}})
 		// The parent stops this process now, and says go once it has
 		// resumed it; a parent that went away ends the wait too.
@@ -146,7 +139,10 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 		case <-resume:
 		case <-stop:
 		}
-		return true
+		// A lease never has a whole TTL of validity left, so a stop this
+		// long has certainly lost it. A shorter one (the run ended during
+		// the stop) proves nothing.
+		return time.Duration(now()-from) >= cfg.TTL
 	}
 	h.run()
 	if err := h.close(); err != nil {
@@ -302,7 +298,15 @@ func (c *child) resume() error {
 	return err
 }
 
+// pausedDuring reports whether the process was stopped at any time between
+// from and to.
 func (c *child) pausedDuring(from, to int64) bool {
+	_, ok := c.pauseDuring(from, to)
+	return ok
+}
+
+// pauseDuring returns the start of the first stop that overlaps from..to.
+func (c *child) pauseDuring(from, to int64) (int64, bool) {
 	c.pauseMu.Lock()
 	defer c.pauseMu.Unlock()
 	for _, p := range c.pauses {
@@ -311,10 +315,10 @@ func (c *child) pausedDuring(from, to int64) bool {
 			end = now()
 		}
 		if p[0] <= to && end >= from {
-			return true
+			return p[0], true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // finish asks the child to stop and waits for its report and its exit.

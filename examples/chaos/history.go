@@ -66,7 +66,7 @@ type leaseRec struct {
 	End      int64  `json:"e"`            // when the protected work, Commit included, returned
 	Lost     bool   `json:"lost,omitempty"`
 	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
-	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit
+	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit, for a TTL or more
 	Refused  bool   `json:"refused,omitempty"`
 }
 

@@ -35,7 +35,8 @@ type holder struct {
 	stop   <-chan struct{}
 	// pause, if set, is called inside Commit before the writes; it returns
 	// once the parent has let the process go on, and reports whether the
-	// process was stopped meanwhile.
+	// process was stopped meanwhile for at least a TTL (its lease is then
+	// certainly lost, and the write that follows a late completion).
 	pause func(key string, fence int64) bool
 	seq   int
 

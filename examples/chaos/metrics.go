@@ -17,12 +17,19 @@ type counts struct {
 	Late        int64            `json:"late"`         // late completions
 	Acquires    map[string]int64 `json:"acquires"`     // by result
 	LossReasons map[string]int64 `json:"loss_reasons"` // for the report
+	// Up-down counters, which must be back at zero once every lease was
+	// released: a lease counted active, or work counted as overrunning its
+	// lost lease, after the end is an accounting error.
+	Active      int64 `json:"active"`
+	Overrunning int64 `json:"overrunning"`
 }
 
 func (c *counts) add(o counts) {
 	c.Rejections += o.Rejections
 	c.Losses += o.Losses
 	c.Late += o.Late
+	c.Active += o.Active
+	c.Overrunning += o.Overrunning
 	for k, v := range o.Acquires {
 		if c.Acquires == nil {
 			c.Acquires = map[string]int64{}
@@ -61,6 +68,10 @@ func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error
 					c.LossReasons[reason.AsString()] += dp.Value
 				case telemetry.LeaseLateCompletions:
 					c.Late += dp.Value
+				case telemetry.LeaseActive:
+					c.Active += dp.Value
+				case telemetry.LeaseOverrunning:
+					c.Overrunning += dp.Value
 				case telemetry.LeaseAcquires:
 					result, _ := dp.Attributes.Value(telemetry.AttrResult)
 					c.Acquires[result.AsString()] += dp.Value

@@ -322,27 +322,51 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 	s.MaxCancel = maxCancel
 	s.Violations = append(s.Violations, late...)
 
-	// The table.
+	// The table. A lease's trouble starts where it was hit, not where it
+	// shows: a holder stopped in its Commit learns of its loss, and writes,
+	// only once resumed, when the next fault may already have begun. So a
+	// stale write counts at the start of its lease's Commit, and a loss of a
+	// stopped holder at the start of its stop.
+	type leaseID struct {
+		holder, key string
+		fence       int64
+	}
+	byID := map[leaseID]leaseRec{}
+	for _, r := range leases {
+		byID[leaseID{r.Holder, r.Key, r.Fence}] = r
+	}
+	staleAt := func(o op) int64 {
+		if r, ok := byID[leaseID{o.Holder, o.Key, o.Fence}]; ok && r.Commit != 0 {
+			return r.Commit
+		}
+		return o.Invoke
+	}
 	var events []event
 	for _, o := range ops {
 		switch {
 		case o.Kind == kindAcquire && o.Outcome == outUnknown:
 			events = append(events, event{evUnknown, o.Return})
 		case o.Kind == kindWrite && o.Outcome == outStale:
-			events = append(events, event{evRejected, o.Return})
+			events = append(events, event{evRejected, staleAt(o)})
 		}
 	}
 	for _, o := range stale {
-		events = append(events, event{evAccepted, o.Return})
+		events = append(events, event{evAccepted, staleAt(o)})
 	}
 	for _, r := range leases {
-		if r.Lost {
-			at := r.Cancel
-			if at == 0 {
-				at = r.End
-			}
-			events = append(events, event{evLost, at})
+		if !r.Lost {
+			continue
 		}
+		at := r.Cancel
+		if at == 0 {
+			at = r.End
+		}
+		if r.Proc > 0 && r.Proc <= len(children) {
+			if p, ok := children[r.Proc-1].pauseDuring(r.Acquired, r.End); ok {
+				at = p
+			}
+		}
+		events = append(events, event{evLost, at})
 	}
 	s.Rows = attribute(faults, 2*cfg.ttl, events)
 	return s
