@@ -19,10 +19,12 @@ type deadlines struct {
 	chans map[int64]chan struct{} // by deadline in Unix milliseconds, rounded up
 }
 
-// bound returns a context with ctx's values, none of its cancellation
+// bound sets c to a context with ctx's values, none of its cancellation
 // (deadlineCtx answers Deadline, Done and Err itself), and the deadline d.
-func (w *deadlines) bound(ctx context.Context, d time.Time) context.Context {
-	return deadlineCtx{Context: ctx, deadline: d, done: w.done(d)}
+// c lives in the call it bounds: no allocation of its own.
+func (w *deadlines) bound(c *deadlineCtx, ctx context.Context, d time.Time) context.Context {
+	*c = deadlineCtx{Context: ctx, deadline: d, done: w.done(d)}
+	return c
 }
 
 func (w *deadlines) done(d time.Time) chan struct{} {
@@ -53,10 +55,10 @@ type deadlineCtx struct {
 	done     chan struct{}
 }
 
-func (c deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
-func (c deadlineCtx) Done() <-chan struct{}       { return c.done }
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *deadlineCtx) Done() <-chan struct{}       { return c.done }
 
-func (c deadlineCtx) Err() error {
+func (c *deadlineCtx) Err() error {
 	select {
 	case <-c.done:
 		return context.DeadlineExceeded

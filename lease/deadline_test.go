@@ -13,8 +13,9 @@ func TestDeadlinesShareATimerPerMillisecond(t *testing.T) {
 	var w deadlines
 	parent, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "v"))
 	d := time.Now().Add(50 * time.Millisecond)
-	a := w.bound(parent, d)
-	b := w.bound(context.Background(), d.Add(time.Microsecond))
+	var ac, bc deadlineCtx
+	a := w.bound(&ac, parent, d)
+	b := w.bound(&bc, context.Background(), d.Add(time.Microsecond))
 	cancel() // the caller's cancellation does not reach the round trip
 
 	assert.Equal(t, "v", a.Value(ctxKey{}), "values pass through")

@@ -49,6 +49,7 @@ type call struct {
 	scriptCall
 	ctx      context.Context // the caller's: values (traces) for go-redis hooks
 	deadline time.Duration   // instant after which its reply is useless
+	bound    deadlineCtx     // the round trip's context, when this call leads a pipeline
 
 	// Set before ready is signalled (or before do returns to the leader).
 	cmd    *redis.Cmd
@@ -135,7 +136,7 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 		// The first caller's values (traces) for go-redis hooks; no
 		// caller's cancellation: one caller giving up must not fail the
 		// others, and the deadline bounds the round trip.
-		ctx := g.deadlines.bound(live[0].ctx, wallTime(deadline))
+		ctx := g.deadlines.bound(&live[0].bound, live[0].ctx, wallTime(deadline))
 		sentAt := now()
 		if len(live) == 1 {
 			live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)

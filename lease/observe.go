@@ -21,7 +21,7 @@ func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev Acqui
 	var failure error
 	var unknown *UnknownError
 	switch {
-	case errors.As(ev.Err, &unknown):
+	case ev.Result == Unknown && errors.As(ev.Err, &unknown):
 		failure = fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
 	case ev.Result == Unknown:
 		failure = ev.Err
