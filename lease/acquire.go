@@ -98,7 +98,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
-				_, _ = lk.releaseKey(ctx, set, l.release)
+				_, _ = lk.releaseKey(ctx, set, lockKey, l.release)
 				ev.Result = Failed
 				return nil, ErrClosed
 			}
@@ -142,7 +142,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		return r
 	}
 	c := &call{scriptCall: acq, ctx: ctx, deadline: callDeadline(ctx, set.acquireTimeout)}
-	switch lk.pipe.do(ctx, c) {
+	switch lk.lanes.forKey(ctx, lockKey).do(ctx, c) {
 	case callNotSent:
 		err := context.Cause(ctx)
 		if err == nil {
@@ -150,7 +150,11 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		}
 		return attemptResult{notSent: true, err: err}
 	case callAbandoned:
-		return attemptResult{err: context.Cause(ctx), abandoned: c}
+		err := context.Cause(ctx)
+		if err == nil {
+			err = fmt.Errorf("lease: no reply within the acquire's deadline (acquire timeout %v)", set.acquireTimeout)
+		}
+		return attemptResult{err: err, abandoned: c}
 	}
 	r := parseAcquire(c.cmd)
 	r.sentAt = c.sentAt
@@ -231,7 +235,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		if abandoned != nil {
 			abandoned.settled()
 		}
-		n, err := lk.releaseKey(ctx, set, releaseScript.call(1, lockKey, owner))
+		n, err := lk.releaseKey(ctx, set, lockKey, releaseScript.call(1, lockKey, owner))
 		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
 		switch {
 		case err != nil:

@@ -41,17 +41,19 @@
 //
 // # Cost: group commit and release off the critical path
 //
-// Acquires and releases of one Locker go through a group commit: when
-// nothing is in flight a call is sent at once from the caller's goroutine
-// (no hand-off, no timer, no batching delay); while a pipeline is in flight,
-// calls queue, and all of them leave in the next pipeline, sent by the first
-// queued caller. The batch size follows the load: N requests locking at
-// once cost a few round trips, not N. One pipeline of acquires and releases
-// is in flight at a time; renewals keep their own pipelines, so a stalled
-// acquire never delays a renewal. A pipeline's deadline is the earliest of
-// its calls', a call whose deadline passes while it queues is not sent (an
-// error, not ErrUnknown: nothing reached Redis), and a caller whose context
-// ends while its call is in flight gets ErrUnknown.
+// Acquires and releases of one Locker go through a group commit (on
+// Cluster, one per master, so a slow master holds up only its own keys):
+// while fewer than two pipelines are in flight a call is sent at once from
+// the caller's goroutine (no hand-off, no timer, no batching delay);
+// otherwise calls queue, and all of them leave in the next pipeline, sent by
+// the first queued caller. The batch size follows the load: N requests
+// locking at once cost a few round trips, not N. Renewals keep their own
+// pipelines, so a stalled acquire never delays a renewal. No call gets less
+// time than it asked for (a pipeline's deadline is the latest of its
+// calls'); a caller stops waiting at its own deadline or when its context
+// ends: a call still queued then is not sent (an error, not ErrUnknown:
+// nothing reached Redis), one in flight in another caller's pipeline makes
+// the acquire ErrUnknown.
 //
 // ReleaseAsync ends a lease at once (its context is cancelled, its hold time
 // taken) and deletes the key in the background, in the next shared

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -9,18 +10,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// groupCommit sends the acquires and releases of one Locker in shared
-// pipelines, so that many requests locking at once cost Redis (and the
-// client) a few round trips rather than one each, while a lone request pays
-// nothing for it:
+// groupCommit sends the acquires and releases of one Locker (on Cluster: of
+// one master) in shared pipelines, so that many requests locking at once
+// cost Redis (and the client) a few round trips rather than one each, while
+// a lone request pays nothing for it:
 //
 //   - fewer than maxInFlight pipelines in flight: the caller sends its own
 //     call at once, on its own goroutine (no hand-off, no timer, no added
 //     latency);
-//   - otherwise the call queues; when a pipeline's replies are in, every
-//     queued call leaves together in the next pipeline, sent by the first
-//     queued caller (who is waiting anyway), so there is no goroutine of its
-//     own.
+//   - otherwise the call queues; when a pipeline's replies are in, the
+//     queued calls (up to maxBatch) leave together in the next pipeline,
+//     sent by the first queued caller (who is waiting anyway), so there is
+//     no goroutine of its own.
 //
 // maxInFlight is 2, not 1: a request's acquire must not wait behind the
 // background release of the request before it (ReleaseAsync), and while one
@@ -31,12 +32,16 @@ import (
 // trip. Renewals do not go through it: the scheduler already batches them,
 // and a stalled acquire must never delay a renewal.
 //
-// A pipeline's deadline is the earliest of its calls' deadlines (a call only
-// ever gets less time than it asked for, which makes it unknown, never
-// wrong). Calls whose deadline passed while they queued are not sent.
+// No call gets less time than it asked for: a pipeline's deadline is the
+// latest of its calls' deadlines (a caller with a near deadline must not
+// turn its neighbours' calls unknown). Each caller waits only until its own
+// deadline or its context's end: a call still queued then is withdrawn
+// (never sent), one in another caller's pipeline is abandoned (ErrUnknown
+// for an acquire). The caller sending a pipeline waits for it, up to the
+// pipeline's deadline.
 type groupCommit struct {
 	client    redis.UniversalClient
-	deadlines deadlines
+	deadlines *deadlines
 	mu        sync.Mutex
 	inFlight  int     // pipelines in flight, at most maxInFlight
 	queue     []*call // waiting for the next pipeline
@@ -53,7 +58,8 @@ type call struct {
 
 	// Set before ready is signalled (or before do returns to the leader).
 	cmd    *redis.Cmd
-	sentAt time.Duration // when its pipeline was sent; 0 when never sent
+	sent   bool          // it may have reached Redis
+	sentAt time.Duration // when its pipeline was sent
 
 	ready chan struct{} // signalled once: answered, or lead is set
 	lead  []*call       // guarded by groupCommit.mu: the batch this caller must send
@@ -66,12 +72,11 @@ type callOutcome int
 const (
 	callAnswered  callOutcome = iota // cmd holds its reply (or its error)
 	callNotSent                      // withdrawn or expired before any pipeline took it
-	callAbandoned                    // in flight when ctx ended: it may have run
+	callAbandoned                    // in flight when the caller stopped waiting: it may have run
 )
 
-// do runs c in the next shared pipeline. ctx bounds the wait: a call still
-// queued when it ends is withdrawn (never sent); one already in flight is
-// abandoned (its reply is not awaited by do; settled waits for it).
+// do runs c in the next shared pipeline; see groupCommit for how long it
+// waits.
 func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 	c.self[0] = c
 	g.mu.Lock()
@@ -86,77 +91,116 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 	select {
 	case <-c.ready:
 	case <-ctx.Done():
-		g.mu.Lock()
-		if i := slices.Index(g.queue, c); i >= 0 {
-			g.queue = slices.Delete(g.queue, i, i+1)
-			g.mu.Unlock()
-			return callNotSent
+		if out, done := g.stopWaiting(c); done {
+			return out
 		}
-		leading := c.lead != nil
-		g.mu.Unlock()
-		if !leading {
-			select {
-			case <-c.ready: // answered after all
-			default:
-				return callAbandoned
-			}
-		} else {
-			<-c.ready
+	case <-g.deadlines.done(wallTime(c.deadline)):
+		if out, done := g.stopWaiting(c); done {
+			return out
 		}
 	}
 	if c.lead != nil { // written before ready was signalled
 		return g.send(c.lead)
 	}
-	if c.sentAt == 0 {
+	if !c.sent {
 		return callNotSent
 	}
 	return callAnswered
 }
 
+// stopWaiting withdraws a queued call or abandons one in flight. A call
+// that was just made leader cannot stop: it waits for its ready signal and
+// sends (done is false).
+func (g *groupCommit) stopWaiting(c *call) (out callOutcome, done bool) {
+	g.mu.Lock()
+	if i := slices.Index(g.queue, c); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.mu.Unlock()
+		return callNotSent, true
+	}
+	leading := c.lead != nil
+	g.mu.Unlock()
+	if leading {
+		<-c.ready
+		return 0, false
+	}
+	select {
+	case <-c.ready: // answered after all
+		return 0, false
+	default:
+		return callAbandoned, true
+	}
+}
+
+// errSendPanicked answers the calls of a pipeline whose send panicked (in a
+// go-redis hook, say): they may have been sent.
+var errSendPanicked = errors.New("lease: sending the pipeline panicked")
+
 // send sends batch (whose first call is the caller's own) as one pipeline,
 // hands the calls queued meanwhile to the first of their callers, and
-// answers the rest. It returns the outcome of the caller's own call.
+// answers the rest, also when sending panics: no caller may wait forever.
+// It returns the outcome of the caller's own call.
 func (g *groupCommit) send(batch []*call) callOutcome {
+	defer g.handOff(batch)
+	g.exec(batch)
+	if !batch[0].sent {
+		return callNotSent
+	}
+	return callAnswered
+}
+
+func (g *groupCommit) exec(batch []*call) {
 	t := now()
 	live := batch
-	deadline := t + time.Hour
-	for _, c := range batch {
-		deadline = min(deadline, c.deadline)
+	if slices.ContainsFunc(batch, func(c *call) bool { return c.deadline <= t }) {
+		live = slices.DeleteFunc(slices.Clone(batch), func(c *call) bool { return c.deadline <= t })
 	}
-	if deadline <= t { // some expired in the queue: send the others
-		live, deadline = nil, t+time.Hour
-		for _, c := range batch {
-			if c.deadline > t {
-				live = append(live, c)
-				deadline = min(deadline, c.deadline)
-			}
-		}
+	if len(live) == 0 {
+		return
 	}
-	if len(live) > 0 {
-		// The first caller's values (traces) for go-redis hooks; no
-		// caller's cancellation: one caller giving up must not fail the
-		// others, and the deadline bounds the round trip.
-		ctx := g.deadlines.bound(&live[0].bound, live[0].ctx, wallTime(deadline))
-		sentAt := now()
-		if len(live) == 1 {
-			live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
-		} else {
-			calls := make([]scriptCall, len(live))
-			for i, c := range live {
-				calls[i] = c.scriptCall
-			}
-			for i, cmd := range runPipelined(ctx, g.client, calls) {
-				live[i].cmd = cmd
-			}
-		}
-		for _, c := range live {
-			c.sentAt = sentAt
-		}
+	deadline := live[0].deadline
+	for _, c := range live[1:] {
+		deadline = max(deadline, c.deadline)
 	}
+	// A lone call keeps its caller's values (traces, for go-redis hooks); a
+	// shared pipeline carries no one request's. No caller's cancellation
+	// either way: the deadline bounds the round trip.
+	ctx := context.Background()
+	if len(live) == 1 && live[0] == batch[0] {
+		ctx = live[0].ctx
+	}
+	ctx = g.deadlines.bound(&live[0].bound, ctx, wallTime(deadline))
+	sentAt := now()
+	for _, c := range live {
+		c.sent, c.sentAt = true, sentAt
+	}
+	if len(live) == 1 {
+		live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
+		return
+	}
+	calls := make([]scriptCall, len(live))
+	for i, c := range live {
+		calls[i] = c.scriptCall
+	}
+	for i, cmd := range runPipelined(ctx, g.client, calls) {
+		live[i].cmd = cmd
+	}
+}
 
+func (g *groupCommit) handOff(batch []*call) {
+	for _, c := range batch {
+		if c.sent && c.cmd == nil { // exec panicked
+			c.cmd = redis.NewCmd(context.Background())
+			c.cmd.SetErr(errSendPanicked)
+		}
+	}
 	g.mu.Lock()
 	next := g.queue
-	g.queue = nil
+	if len(next) > maxBatch {
+		next, g.queue = next[:maxBatch:maxBatch], slices.Clone(next[maxBatch:])
+	} else {
+		g.queue = nil
+	}
 	if len(next) == 0 {
 		g.inFlight--
 	} else {
@@ -169,13 +213,51 @@ func (g *groupCommit) send(batch []*call) callOutcome {
 	for _, c := range batch[1:] {
 		c.ready <- struct{}{}
 	}
-	if batch[0].sentAt == 0 {
-		return callNotSent
-	}
-	return callAnswered
 }
 
 // settled waits until an abandoned call's pipeline is over (its reply or its
 // error is in), so that a clean-up sent next cannot overtake it on another
 // connection. The pipeline's deadline bounds the wait.
 func (c *call) settled() { <-c.ready }
+
+// lanes gives each lock key its group commit: the Locker's one, or on
+// Cluster the one of the key's master, so that a slow or failing-over master
+// holds up only the calls for its own keys (a Cluster pipeline waits for
+// every node it touches).
+type lanes struct {
+	client    redis.UniversalClient
+	cluster   *redis.ClusterClient // nil unless client is one
+	deadlines deadlines
+	one       *groupCommit // a single node or Sentinel; on Cluster, keys whose master is unknown
+	mu        sync.Mutex
+	byMaster  map[string]*groupCommit // on Cluster, by master address
+}
+
+func newLanes(client redis.UniversalClient) *lanes {
+	ls := &lanes{client: client}
+	ls.cluster, _ = client.(*redis.ClusterClient)
+	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines}
+	return ls
+}
+
+func (ls *lanes) forKey(ctx context.Context, lockKey string) *groupCommit {
+	if ls.cluster == nil {
+		return ls.one
+	}
+	node, err := ls.cluster.MasterForKey(ctx, lockKey) // from the cached slot map
+	if err != nil {
+		return ls.one
+	}
+	addr := node.Options().Addr
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	g := ls.byMaster[addr]
+	if g == nil {
+		if ls.byMaster == nil {
+			ls.byMaster = make(map[string]*groupCommit)
+		}
+		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines}
+		ls.byMaster[addr] = g
+	}
+	return g
+}

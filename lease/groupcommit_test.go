@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,9 +44,9 @@ func slowLocker(t *testing.T, d time.Duration, opts ...Option) (*Locker, *cmdCou
 func waitPipe(t *testing.T, lk *Locker, inFlight, queued int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		lk.pipe.mu.Lock()
-		defer lk.pipe.mu.Unlock()
-		return lk.pipe.inFlight == inFlight && len(lk.pipe.queue) == queued
+		lk.lanes.one.mu.Lock()
+		defer lk.lanes.one.mu.Unlock()
+		return lk.lanes.one.inFlight == inFlight && len(lk.lanes.one.queue) == queued
 	}, 10*time.Second, time.Millisecond, "want %d pipelines in flight and %d calls queued", inFlight, queued)
 }
 
@@ -171,9 +173,9 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 	waitPipe(t, lk, maxInFlight, 2)
 	<-first[0] // the leader's pipeline, with the other call, is now in flight
 	require.Eventually(t, func() bool {
-		lk.pipe.mu.Lock()
-		defer lk.pipe.mu.Unlock()
-		return len(lk.pipe.queue) == 0
+		lk.lanes.one.mu.Lock()
+		defer lk.lanes.one.mu.Unlock()
+		return len(lk.lanes.one.queue) == 0
 	}, 10*time.Second, time.Millisecond)
 	cancel()
 	r := <-abandoned
@@ -226,4 +228,84 @@ func TestAcquireWaitingForAReleaseEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	_, err = lk.Acquire(short, "k")
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+}
+
+func TestGroupCommitNearDeadlineDoesNotFailItsNeighbours(t *testing.T) {
+	lk, counter, _ := slowLocker(t, 200*time.Millisecond) // round trips of 400ms and more
+	ctx := testCtx(t)
+	first := fillPipe(ctx, t, lk)
+	leader := acquireAsync(ctx, lk, "leader")
+	waitPipe(t, lk, maxInFlight, 1)
+	short := acquireAsync(ctx, lk, "short", WithAcquireTimeout(600*time.Millisecond))
+	waitPipe(t, lk, maxInFlight, 2)
+	var others []<-chan acquired
+	for i := range 5 {
+		others = append(others, acquireAsync(ctx, lk, "other"+strconv.Itoa(i)))
+	}
+	waitPipe(t, lk, maxInFlight, 7)
+
+	requireAcquired(t, append(first, leader))
+	requireAcquired(t, others) // sent with "short", which runs out of time in flight
+	r := <-short
+	require.ErrorIs(t, r.err, ErrUnknown, "its own deadline passed while its acquire was in flight")
+	assert.Equal(t, int64(1), counter.pipelines.Load(), "the seven queued calls shared one pipeline")
+}
+
+func TestGroupCommitLanePerClusterMaster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	lk := newLocker(t, cluster.Client(t))
+	ctx := testCtx(t)
+	byMaster := map[string]*groupCommit{}
+	for i := range 60 {
+		lockKey, _ := redisKeys(lk.set.namespace, strconv.Itoa(i))
+		master, err := cluster.Client(t).MasterForKey(ctx, lockKey)
+		require.NoError(t, err)
+		g := lk.lanes.forKey(ctx, lockKey)
+		if prev, ok := byMaster[master.Options().Addr]; ok {
+			assert.Same(t, prev, g, "one lane per master")
+		}
+		byMaster[master.Options().Addr] = g
+	}
+	require.Len(t, byMaster, 3)
+	lanes := map[*groupCommit]bool{}
+	for _, g := range byMaster {
+		lanes[g] = true
+	}
+	assert.Len(t, lanes, 3, "a slow master holds up only its own keys")
+}
+
+// panicOnce panics in the first script call it sees, as a faulty go-redis
+// hook might.
+type panicOnce struct{ armed atomic.Bool }
+
+func (p *panicOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *panicOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.HasPrefix(cmd.Name(), "eval") && p.armed.CompareAndSwap(true, false) {
+			panic("hook failure")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (p *panicOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func TestGroupCommitSurvivesAPanickingSend(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	hook := &panicOnce{}
+	c.AddHook(hook)
+	lk := newLocker(t, c)
+	ctx := testCtx(t)
+	for range maxInFlight + 1 { // more than the pipeline slots a leaked one would take
+		hook.armed.Store(true)
+		assert.Panics(t, func() { _, _ = lk.Acquire(ctx, "k") })
+	}
+	l, err := lk.Acquire(ctx, "other")
+	require.NoError(t, err, "the Locker still works")
+	require.NoError(t, l.Release(ctx))
+	lk.lanes.one.mu.Lock()
+	defer lk.lanes.one.mu.Unlock()
+	assert.Zero(t, lk.lanes.one.inFlight)
 }

@@ -18,7 +18,7 @@ type Locker struct {
 	cfg     config    // as the caller set it: per-acquire options apply to this
 	set     *settings // cfg resolved
 	sched   *scheduler
-	pipe    groupCommit
+	lanes   *lanes // group commits of acquires and releases
 	pending pendingReleases
 
 	mu        sync.Mutex // guards closing and the Add side of bg
@@ -52,7 +52,7 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 		panic(err.Error())
 	}
 	lk := &Locker{client: client, cfg: cfg, set: set}
-	lk.pipe.client = client
+	lk.lanes = newLanes(client)
 	lk.sched = newScheduler(lk)
 	return lk
 }

@@ -46,9 +46,9 @@ func (l *Lease) ReleaseAsync(ctx context.Context) {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return
 	}
-	ev := l.end()
 	lk, lockKey := l.locker, l.keys[0]
-	lk.pending.add(lockKey)
+	lk.pending.add(lockKey) // before the context ends: code woken by it may acquire the key
+	ev := l.end()
 	lk.background(func() {
 		defer lk.pending.done(lockKey)
 		_ = l.deleteKey(ctx, ev)
@@ -74,7 +74,7 @@ func (l *Lease) end() ReleaseEvent {
 // deleteKey deletes the lease's key if it still holds the owner token and
 // records the release.
 func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
-	n, err := l.locker.releaseKey(ctx, l.set, l.release)
+	n, err := l.locker.releaseKey(ctx, l.set, l.keys[0], l.release)
 	switch {
 	case err != nil:
 		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
@@ -91,12 +91,14 @@ func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
 // through the group commit, bounded by the release timeout and detached from
 // ctx's cancellation: the key must be freed even when the caller has gone.
 // It returns 1 when deleted, 0 when the key was gone or held by another.
-func (lk *Locker) releaseKey(ctx context.Context, set *settings, release scriptCall) (int64, error) {
+func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string, release scriptCall) (int64, error) {
 	ctx = context.WithoutCancel(ctx)
-	c := &call{scriptCall: release, ctx: ctx,
-		deadline: now() + set.releaseTimeout}
-	if lk.pipe.do(ctx, c) != callAnswered {
+	c := &call{scriptCall: release, ctx: ctx, deadline: now() + set.releaseTimeout}
+	switch lk.lanes.forKey(ctx, lockKey).do(ctx, c) {
+	case callNotSent:
 		return 0, fmt.Errorf("lease: release timeout %v passed before the release could be sent", set.releaseTimeout)
+	case callAbandoned:
+		return 0, fmt.Errorf("lease: no reply to the release within the release timeout %v", set.releaseTimeout)
 	}
 	return c.cmd.Int64()
 }
