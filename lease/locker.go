@@ -14,9 +14,15 @@ import (
 // from one scheduler. It is safe for concurrent use; create one per process
 // and Close it on shutdown.
 type Locker struct {
+	*shared
+	cfg config    // as the caller set it: per-acquire options apply to this
+	set *settings // cfg resolved
+}
+
+// shared is what a Locker and the Lockers derived from it (With) have in
+// common: the client, the scheduler, the group commits, and their life.
+type shared struct {
 	client  redis.UniversalClient
-	cfg     config    // as the caller set it: per-acquire options apply to this
-	set     *settings // cfg resolved
 	sched   *scheduler
 	lanes   *lanes // group commits of acquires and releases
 	pending pendingReleases
@@ -24,7 +30,7 @@ type Locker struct {
 	mu        sync.Mutex // guards closing and the Add side of bg
 	closing   bool
 	closed    atomic.Bool
-	bg        sync.WaitGroup // clean-ups of unknown acquires
+	bg        sync.WaitGroup // clean-ups of unknown acquires, asynchronous releases
 	closeOnce sync.Once
 }
 
@@ -51,10 +57,26 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	if err != nil {
 		panic(err.Error())
 	}
-	lk := &Locker{client: client, cfg: cfg, set: set}
-	lk.lanes = newLanes(client)
+	lk := &Locker{shared: &shared{client: client, lanes: newLanes(client)}, cfg: cfg, set: set}
 	lk.sched = newScheduler(lk)
 	return lk
+}
+
+// With returns a Locker whose leases take opts on top of lk's options, and
+// which shares everything else with lk: the client, the scheduler, the group
+// commits, and Close (closing either closes both). Acquire(ctx, key, opts...)
+// resolves and validates its options on every call; a Locker made once with
+// With does it once. The middleware makes one per lock name.
+//
+// Unlike NewLocker, With returns an invalid option as an error, since it may
+// run while serving (with a name computed from a request, say).
+func (lk *Locker) With(opts ...Option) (*Locker, error) {
+	cfg := withOptions(lk.cfg, opts)
+	set, err := cfg.settings()
+	if err != nil {
+		return nil, err
+	}
+	return &Locker{shared: lk.shared, cfg: cfg, set: set}, nil
 }
 
 // withOptions returns c with opts applied; nil options are ignored.

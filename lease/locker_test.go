@@ -131,6 +131,30 @@ func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
 	require.NoError(t, long.Release(ctx))
 }
 
+func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t))
+	_, err := lk.With(WithName(""))
+	require.ErrorIs(t, err, ErrInvalidOption)
+
+	short, err := lk.With(WithName("reports"), WithTTL(time.Second))
+	require.NoError(t, err)
+	l, err := short.Acquire(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "reports", l.Name())
+	assert.Equal(t, 200*time.Millisecond, l.set.renewalTimeout)
+	assert.Equal(t, DefaultName, lk.set.name, "the Locker's settings are untouched")
+	_, err = lk.Acquire(ctx, "k")
+	require.ErrorIs(t, err, ErrNotAcquired, "one key space: the same namespace and Redis")
+	assert.Same(t, lk.sched, short.sched)
+
+	require.NoError(t, short.Close())
+	require.ErrorIs(t, context.Cause(l.Context()), ErrLost, "closing a derived Locker closes them all")
+	_, err = lk.Acquire(ctx, "other")
+	require.ErrorIs(t, err, ErrClosed)
+}
+
 func TestHooksAddUp(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)

@@ -3,6 +3,8 @@ package middleware
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -12,10 +14,16 @@ import (
 // lease, run the work on its context, release it however the work ends
 // (panics included), and tell what the caller should answer.
 type holder struct {
-	locker *lease.Locker
-	cfg    config
-	tel    *telemetry.Telemetry
+	locker  *lease.Locker
+	cfg     config
+	tel     *telemetry.Telemetry
+	byName  sync.Map     // lock name → *lease.Locker with the holder's lease options and that name
+	derived atomic.Int32 // entries in byName
 }
+
+// maxDerived bounds byName: lock names are meant to be a small set (routes,
+// methods); past this many, the options are resolved per request instead.
+const maxDerived = 1024
 
 func newHolder(locker *lease.Locker, opts []Option) *holder {
 	if locker == nil {
@@ -29,8 +37,22 @@ func newHolder(locker *lease.Locker, opts []Option) *holder {
 	return h
 }
 
+// acquire takes the lease through a Locker derived once per lock name
+// (lease.Locker.With), so a request does not resolve the lease options
+// again. An invalid option still reaches Acquire, whose error tells.
 func (h *holder) acquire(ctx context.Context, key, name string) (*lease.Lease, error) {
+	if lk, ok := h.byName.Load(name); ok {
+		return lk.(*lease.Locker).Acquire(ctx, key)
+	}
 	opts := append(h.cfg.leaseOpts[:len(h.cfg.leaseOpts):len(h.cfg.leaseOpts)], lease.WithName(name))
+	if h.derived.Load() < maxDerived {
+		if lk, err := h.locker.With(opts...); err == nil {
+			if _, loaded := h.byName.LoadOrStore(name, lk); !loaded {
+				h.derived.Add(1)
+			}
+			return lk.Acquire(ctx, key)
+		}
+	}
 	return h.locker.Acquire(ctx, key, opts...)
 }
 
