@@ -280,21 +280,22 @@ func holderCounts(ops []op, leases []leaseRec) counts {
 	return c
 }
 
-// compareCounts lists every difference between the metrics and the history.
-func compareCounts(metrics, seen counts) []string {
+// compareCounts lists every difference between two sets of counts: the
+// metrics and the history, or what a child sent and what arrived.
+func compareCounts(a, b counts, aName, bName string) []string {
 	var diff []string
-	check := func(what string, m, s int64) {
-		if m != s {
-			diff = append(diff, fmt.Sprintf("%s: metrics %d, holders saw %d", what, m, s))
+	check := func(what string, x, y int64) {
+		if x != y {
+			diff = append(diff, fmt.Sprintf("%s: %s %d, %s %d", what, aName, x, bName, y))
 		}
 	}
-	check("fence rejections", metrics.Rejections, seen.Rejections)
-	check("leases lost", metrics.Losses, seen.Losses)
-	check("late completions", metrics.Late, seen.Late)
+	check("fence rejections", a.Rejections, b.Rejections)
+	check("leases lost", a.Losses, b.Losses)
+	check("late completions", a.Late, b.Late)
 	for _, r := range []string{outAcquired, outContended, outUnknown, "error"} {
-		check("acquires "+r, metrics.Acquires[r], seen.Acquires[r])
+		check("acquires "+r, a.Acquires[r], b.Acquires[r])
 	}
-	check("leases active at the end", metrics.Active, 0)
-	check("work overrunning a lost lease at the end", metrics.Overrunning, 0)
+	check("leases active at the end", a.Active, b.Active)
+	check("work overrunning a lost lease at the end", a.Overrunning, b.Overrunning)
 	return diff
 }

@@ -59,6 +59,10 @@ type stopMe struct {
 // reader after its Locker closed.
 type childReport struct {
 	Metrics counts `json:"metrics"`
+	// Seen is what the child's holder saw, counted as it sent the records:
+	// the parent compares it with the records it received, so a history
+	// that lost a line on the way cannot pass as exact.
+	Seen counts `json:"seen"`
 }
 
 // Commands from parent to child, one per line on stdin.
@@ -152,15 +156,24 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	if err != nil {
 		return err
 	}
-	out.send(childMsg{Report: &childReport{Metrics: c}})
+	out.send(childMsg{Report: &childReport{Metrics: c, Seen: out.seen()}})
 	return out.err
 }
 
-// childOut serializes the child's messages onto stdout.
+// childOut serializes the child's messages onto stdout, and keeps what it
+// sent for the report.
 type childOut struct {
-	mu  sync.Mutex
-	enc *json.Encoder
-	err error
+	mu     sync.Mutex
+	enc    *json.Encoder
+	err    error
+	ops    []op
+	leases []leaseRec
+}
+
+func (o *childOut) seen() counts {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return holderCounts(o.ops, o.leases)
 }
 
 func (o *childOut) send(m childMsg) {
@@ -171,8 +184,19 @@ func (o *childOut) send(m childMsg) {
 	}
 }
 
-func (o *childOut) op(x op)          { o.send(childMsg{Op: &x}) }
-func (o *childOut) lease(r leaseRec) { o.send(childMsg{Lease: &r}) }
+func (o *childOut) op(x op) {
+	o.send(childMsg{Op: &x})
+	o.mu.Lock()
+	o.ops = append(o.ops, op{Kind: x.Kind, Outcome: x.Outcome}) // all holderCounts reads
+	o.mu.Unlock()
+}
+
+func (o *childOut) lease(r leaseRec) {
+	o.send(childMsg{Lease: &r})
+	o.mu.Lock()
+	o.leases = append(o.leases, r)
+	o.mu.Unlock()
+}
 
 // child is the parent's handle on one holder process.
 type child struct {

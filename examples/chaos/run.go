@@ -199,6 +199,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	// Every holder ends with its Locker closed, so that what its metrics
 	// counted is final before they are read.
 	var metrics counts
+	reported := map[int]counts{}
 	for _, h := range holders {
 		if err := h.close(); err != nil {
 			harnessErr = errors.Join(harnessErr, err)
@@ -212,6 +213,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 			continue
 		}
 		metrics.add(rep.Metrics)
+		reported[c.index] = rep.Seen
 	}
 	own, err := collect(context.Background(), reader)
 	if err != nil {
@@ -226,6 +228,24 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	sum = analyse(cfg, ops, leases, inj.injected(), metrics, audit, auditValues, dir, children)
 	sum.Duration = elapsed
+	for i, seen := range reported {
+		var pops []op
+		var pleases []leaseRec
+		for _, o := range ops {
+			if o.Proc == i {
+				pops = append(pops, o)
+			}
+		}
+		for _, r := range leases {
+			if r.Proc == i {
+				pleases = append(pleases, r)
+			}
+		}
+		for _, d := range compareCounts(seen, holderCounts(pops, pleases), "sent", "received") {
+			sum.MetricsExact = false
+			sum.Violations = append(sum.Violations, fmt.Sprintf("history of p%d incomplete: %s", i, d))
+		}
+	}
 	switch {
 	case injErr != nil && interrupted:
 		out.event("interrupted during a fault: %v", injErr)
@@ -308,7 +328,9 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 
 	// 3. Metric exactness.
 	s.Seen = holderCounts(ops, leases)
-	diff := compareCounts(metrics, s.Seen)
+	// s.Seen has no up-down counters: every lease was released by now, so
+	// none may still be counted active or overrunning.
+	diff := compareCounts(metrics, s.Seen, "metrics", "holders saw")
 	s.MetricsExact = len(diff) == 0
 	for _, d := range diff {
 		s.Violations = append(s.Violations, "metrics not exact: "+d)
