@@ -73,7 +73,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fs.PrintDefaults()
 	}
 	faults := strings.Join(faultNames(allFaults), ",")
-	fs.Uint64Var(&cfg.seed, "seed", cfg.seed, "seed of the fault schedule and the workload; the same seed replays the same schedule")
+	var seed uint64
+	fs.Uint64Var(&seed, "seed", 0, "seed of the fault schedule and the workload; the same seed replays the same schedule (default: from the clock, printed at the start)")
 	fs.DurationVar(&cfg.duration, "duration", cfg.duration, "how long the chaos runs")
 	fs.DurationVar(&cfg.ttl, "ttl", cfg.ttl, "lease TTL; every fault timing is a multiple of it")
 	fs.IntVar(&cfg.goroutines, "goroutines", cfg.goroutines, "holders running as goroutines of this process")
@@ -92,6 +93,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "seed" {
+			cfg.seed = seed // 0 included, when asked for
+		}
+	})
 	var err error
 	if cfg.faults, err = parseFaults(faults); err != nil {
 		return cfg, err

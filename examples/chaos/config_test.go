@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFlags(t *testing.T) {
+	cfg, err := parseFlags([]string{"-seed", "42", "-duration", "2m", "-faults", "failover,proxy-reset", "-unfenced"}, io.Discard)
+	require.NoError(t, err)
+	assert.EqualValues(t, 42, cfg.seed)
+	assert.Equal(t, 2*time.Minute, cfg.duration)
+	assert.Equal(t, []faultKind{faultFailover, faultReset}, cfg.faults)
+	assert.True(t, cfg.unfenced)
+	assert.Equal(t, 100*time.Millisecond, cfg.cancelWindow())
+	assert.Equal(t, 1500*time.Millisecond, cfg.maxWork())
+
+	cfg, err = parseFlags([]string{"-seed", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.Zero(t, cfg.seed, "seed 0 can be replayed too")
+	a, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	assert.NotZero(t, a.seed, "without -seed, one from the clock")
+
+	for _, args := range [][]string{
+		{"-faults", "bogus"},
+		{"-ttl", "10ms"},
+		{"-goroutines", "1", "-procs", "0"},
+		{"-procs", "0", "-faults", "holder-stop"},
+		{"extra"},
+	} {
+		_, err := parseFlags(args, io.Discard)
+		assert.Error(t, err, "%q", args)
+	}
+}
