@@ -19,12 +19,9 @@ func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev Acqui
 	// which UnknownError's message carries: keys are request input and may
 	// hold secrets; telemetry names them only by hash unless WithRawKeys.
 	var failure error
-	var unknown *UnknownError
 	switch {
-	case ev.Result == Unknown && errors.As(ev.Err, &unknown):
-		failure = fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
 	case ev.Result == Unknown:
-		failure = ev.Err
+		failure = withoutKey(ev.Err)
 	case ev.Result == Failed && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
 		failure = ev.Err
 	}
@@ -70,4 +67,15 @@ func (s *settings) observeRelease(ctx context.Context, ev ReleaseEvent) {
 	if h := s.hooks.ReleaseDone; h != nil {
 		h(ctx, ev)
 	}
+}
+
+// withoutKey returns an unknown acquire's cause without the caller's key.
+// (A function of its own: the errors.As target escapes, and only unknown
+// acquires should pay that allocation.)
+func withoutKey(err error) error {
+	var unknown *UnknownError
+	if errors.As(err, &unknown) {
+		return fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
+	}
+	return err
 }

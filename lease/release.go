@@ -92,9 +92,9 @@ func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
 // ctx's cancellation: the key must be freed even when the caller has gone.
 // It returns 1 when deleted, 0 when the key was gone or held by another.
 func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string, release scriptCall) (int64, error) {
-	ctx = context.WithoutCancel(ctx)
+	// ctx gives the call its values; the wait ends only at the deadline.
 	c := &call{scriptCall: release, ctx: ctx, deadline: now() + set.releaseTimeout}
-	switch lk.lanes.forKey(ctx, lockKey).do(ctx, c) {
+	switch lk.lanes.forKey(ctx, lockKey).do(context.Background(), c) {
 	case callNotSent:
 		return 0, fmt.Errorf("lease: release timeout %v passed before the release could be sent", set.releaseTimeout)
 	case callAbandoned:
