@@ -28,13 +28,15 @@ var errLateReply = errors.New("acquire reply arrived after the lease's cancel po
 //     in the background and reports the Resolution through
 //     Hooks.UnknownResolved.
 //   - any other error: nothing was sent (an invalid option or key,
-//     ErrClosed, ctx already done).
+//     ErrClosed, ctx done before the send, or the acquire's deadline passed
+//     while it was queued for a shared pipeline).
 //
 // One round trip: one script checks the lock, mints the fencing token and
 // sets the key with its TTL. The lease's context derives from ctx: cancel ctx
 // and the work is cancelled too (the lease stays held until Release). To bound
 // only the wait for a contended lease, use WithWait rather than a deadline on
-// ctx. Options override the Locker's for this lease. Always Release the lease.
+// ctx. Options override the Locker's for this lease. Always Release (or
+// ReleaseAsync) the lease.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	set := lk.set
 	var optErr error

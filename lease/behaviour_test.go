@@ -65,7 +65,7 @@ func testAcquireIsOneRoundTrip(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, err)
 	assert.LessOrEqual(t, cold.cmds.Load(), int64(2))
 	require.NoError(t, warm.Release(ctx))
-	require.NoError(t, acquireScript.Load(ctx, c).Err()) // every node, on Cluster
+	require.NoError(t, c.ScriptLoad(ctx, acquireScript.src).Err()) // every node, on Cluster
 
 	counter := &cmdCounter{}
 	c.AddHook(counter)

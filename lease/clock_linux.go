@@ -65,6 +65,12 @@ func sampleBoot() *boot {
 	t := time.Now()
 	mono := t.Sub(monoBase)
 	s := &boot{offset: b - mono, skew: time.Duration(t.UnixNano()-monoBase.UnixNano()) - mono}
+	// CLOCK_BOOTTIME − monotonic never decreases; a smaller measurement is
+	// the time between the two reads, and taking it would step the clock
+	// back.
+	if prev := bootSample.Load(); prev != nil {
+		s.offset = max(s.offset, prev.offset)
+	}
 	bootSample.Store(s)
 	return s
 }

@@ -44,23 +44,27 @@
 // Acquires and releases of one Locker go through a group commit (on
 // Cluster, one per master, so a slow master holds up only its own keys):
 // while fewer than two pipelines are in flight a call is sent at once from
-// the caller's goroutine (no hand-off, no timer, no batching delay);
-// otherwise calls queue, and all of them leave in the next pipeline, sent by
-// the first queued caller. The batch size follows the load: N requests
-// locking at once cost a few round trips, not N. Renewals keep their own
-// pipelines, so a stalled acquire never delays a renewal. No call gets less
-// time than it asked for (a pipeline's deadline is the latest of its
-// calls'); a caller stops waiting at its own deadline or when its context
-// ends: a call still queued then is not sent (an error, not ErrUnknown:
-// nothing reached Redis), one in flight in another caller's pipeline makes
-// the acquire ErrUnknown.
+// the caller's goroutine (no hand-off, no batching delay; calls whose
+// deadlines fall in the same millisecond share one timer); otherwise calls
+// queue, and up to 1,000 of them leave in the next pipeline, sent by the
+// first queued caller. The batch size follows the load: N requests locking
+// at once cost a few round trips, not N. Renewals keep their own pipelines,
+// so a stalled acquire never delays a renewal. No call gets less time than
+// it asked for (a pipeline's deadline is the latest of its calls'). A queued
+// caller stops waiting at its own deadline or when its context ends: a call
+// still queued then is not sent (an error, not ErrUnknown: nothing reached
+// Redis), one in flight in another caller's pipeline makes the acquire
+// ErrUnknown. The caller that sends a pipeline waits for it, up to the
+// pipeline's deadline (at most the longest acquire or release timeout among
+// its calls).
 //
 // ReleaseAsync ends a lease at once (its context is cancelled, its hold time
 // taken) and deletes the key in the background, in the next shared
 // pipeline; the middleware uses it, so a locked request waits for one round
 // trip, not two. An Acquire of that key through the same Locker waits for
-// the delete; another process finds the key held for those microseconds.
-// Close waits for releases in flight.
+// the delete (up to the release timeout); another process finds the key
+// held for that round trip (until the TTL if the delete fails). Close waits
+// for releases in flight.
 //
 // # Timing and clocks
 //
@@ -107,8 +111,8 @@
 // evict lock keys: use maxmemory-policy noeviction (a volatile-* policy may
 // evict a held lock and let a second holder in).
 //
-// For the client a Locker uses, set ContextTimeoutEnabled so that renewal
-// deadlines also bound socket reads; otherwise a renewal against a stalled
+// For the client a Locker uses, set ContextTimeoutEnabled so that renewal,
+// acquire and release deadlines also bound socket reads; otherwise a renewal against a stalled
 // Redis waits for ReadTimeout (and MaxRetries retries), which was measured
 // here to double the time to notice the stall. The lease is cancelled at its
 // cancel point either way.

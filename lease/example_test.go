@@ -156,9 +156,42 @@ func ExampleLease_ReleaseAsync() {
 	fmt.Println("work ended:", errors.Is(context.Cause(l.Context()), lease.ErrReleased))
 
 	next, err := locker.Acquire(ctx, "invoice-7")
-	fmt.Println("taken again:", err == nil, next.Fence() > l.Fence())
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	fmt.Println("taken again:", next.Fence() > l.Fence())
 	next.ReleaseAsync(ctx)
 	// Output:
 	// work ended: true
-	// taken again: true true
+	// taken again: true
+}
+
+// With resolves options once: a Locker derived per kind of work acquires
+// without resolving them again, and shares the client, the renewals and
+// Close with the Locker it came from.
+func ExampleLocker_With() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.WithNamespace("example-with"))
+	defer locker.Close() // closes the derived Locker too
+
+	reports, err := locker.With(lease.WithName("reports"), lease.WithTTL(30*time.Second))
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+	for _, key := range []string{"report-1", "report-2"} {
+		l, err := reports.Acquire(ctx, key)
+		if err != nil {
+			fmt.Println("error:", err)
+			return
+		}
+		fmt.Println(l.Name(), l.Key(), l.Remaining() > 20*time.Second)
+		_ = l.Release(ctx)
+	}
+	// Output:
+	// reports report-1 true
+	// reports report-2 true
 }

@@ -13,7 +13,7 @@ const (
 	Acquired  AcquireResult = "acquired"
 	Contended AcquireResult = "contended"
 	Unknown   AcquireResult = "unknown"
-	Failed    AcquireResult = "error" // a definite failure: a Redis error reply, a bad option, a closed Locker
+	Failed    AcquireResult = "error" // a definite failure, nothing sent: a bad option, a closed Locker, the deadline passed while queued
 )
 
 // Resolution says how the background clean-up of an unknown acquire ended.

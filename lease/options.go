@@ -122,13 +122,18 @@ func WithRenewalTimeout(d time.Duration) Option {
 }
 
 // WithAcquireTimeout bounds one acquire round trip; past it the result is
-// unknown. Default TTL/5.
+// unknown (or, if the acquire was still queued for a shared pipeline, a
+// plain error: nothing was sent). A caller that sends a shared pipeline
+// waits for all of it, up to the latest deadline among its calls. Default
+// TTL/5.
 func WithAcquireTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.acquireTimeout = d })
 }
 
-// WithReleaseTimeout bounds Release and the clean-up of an unknown acquire,
-// which run on a context detached from the caller's. Default 2s.
+// WithReleaseTimeout bounds Release, ReleaseAsync's delete and the clean-up
+// of an unknown acquire, which run detached from the caller's context, and
+// an Acquire's wait for a pending asynchronous release of its key.
+// Default 2s.
 func WithReleaseTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.releaseTimeout = d })
 }

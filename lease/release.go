@@ -39,9 +39,11 @@ func (l *Lease) Release(ctx context.Context) error {
 // it once the handler has returned, so a request does not wait for the
 // second round trip. The lock stays correct: until the delete lands, the key
 // is simply still held. An Acquire of the same key through this Locker
-// waits for the delete first, so a client's next request to the same
-// replica never sees its own previous lease; another process sees the key
-// held for those microseconds (WithWait absorbs it).
+// waits for the delete first (up to the release timeout), so a client's
+// next request to the same replica does not find its own previous lease
+// (unless the delete failed: then the key is held until its TTL); another
+// process sees the key held for that round trip (WithWait absorbs it).
+// Once Close has begun, it releases synchronously.
 func (l *Lease) ReleaseAsync(ctx context.Context) {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return

@@ -42,20 +42,12 @@ func newScript(src string) *script {
 	return &script{src: src, hash: h, sha: h}
 }
 
-// Hash returns the script's SHA1, as EVALSHA takes it.
-func (s *script) Hash() string { return s.hash }
-
 // call returns the EVALSHA argument list running s on keys (the first
 // numKeys of keysAndArgs) and args.
 func (s *script) call(numKeys int, keysAndArgs ...any) scriptCall {
 	args := make([]any, 0, 3+len(keysAndArgs))
 	args = append(args, "evalsha", s.sha, numKeys)
 	return scriptCall{script: s, args: append(args, keysAndArgs...)}
-}
-
-// Load puts s in the script cache of every node c reaches.
-func (s *script) Load(ctx context.Context, c redis.Scripter) *redis.StringCmd {
-	return c.ScriptLoad(ctx, s.src)
 }
 
 // scriptCall is one script invocation: EVALSHA, sha, numkeys, keys, args.

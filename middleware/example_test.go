@@ -1,6 +1,7 @@
 package middleware_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,4 +41,36 @@ func ExampleHTTP() {
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Print(resp.StatusCode, " ", string(body))
 	// Output: 200 paying under lease POST /invoices/{id}/pay with a fence: true
+}
+
+// By default the key is deleted in the background once the handler has
+// returned. WithSyncRelease waits for the delete before the answer goes
+// out: a client's next request on the same key then succeeds on any
+// replica at once.
+func ExampleWithSyncRelease() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.WithNamespace("example-sync-release"))
+	defer locker.Close()
+	other := lease.NewLocker(client, lease.WithNamespace("example-sync-release")) // another replica
+	defer other.Close()
+
+	lockJob := middleware.HTTP(locker, func(r *http.Request) string { return r.PathValue("id") }, middleware.WithSyncRelease())
+	mux := http.NewServeMux()
+	mux.Handle("POST /jobs/{id}", lockJob(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp, err := srv.Client().Post(srv.URL+"/jobs/9", "text/plain", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	l, err := other.Acquire(context.Background(), "9") // the key is already free
+	fmt.Println(resp.StatusCode, err == nil)
+	if err == nil {
+		_ = l.Release(context.Background())
+	}
+	// Output: 200 true
 }

@@ -27,8 +27,9 @@ type KeyFunc func(*http.Request) string
 // late completion (lockwatch_lease_late_completions_total) and its span is
 // marked; a streaming handler that sent its status before the loss and then
 // stopped counts too, since the middleware cannot tell when it stopped. A
-// hijacked connection is left alone. The lease is released when the handler returns, also when it
-// panics (the panic goes on).
+// hijacked connection is left alone. The lease ends when the handler
+// returns, also when it panics (the panic goes on); its key is deleted in
+// the background (WithSyncRelease waits for it).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.

@@ -85,7 +85,8 @@ func WithGRPCName(f func(fullMethod string) string) Option {
 // handler returns (its context is cancelled at once), and the key is deleted
 // in the background (lease.Lease.ReleaseAsync), sharing a pipeline with
 // other releases, so a locked request costs one round trip, not two. Until
-// that delete lands, microseconds later, another replica finds the key held;
+// that delete lands, one round trip later (until the TTL if it fails),
+// another replica finds the key held;
 // a client that needs its next request on the same key to succeed on any
 // replica at once sets this (or gives that route lease.WithWait).
 func WithSyncRelease() Option { return optionFunc(func(c *config) { c.syncRelease = true }) }

@@ -22,7 +22,7 @@
 //   - holders: -goroutines in this process and -procs child processes (this
 //     binary re-executed, talking to the parent over stdin and stdout, so
 //     that the parent can SIGSTOP them). Each has its own Locker and loops:
-//     acquire a random key, read its register, work for up to 0.6 TTL on the
+//     acquire a random key, read its register, work for up to 1.5 TTL on the
 //     lease's context, then write both registers inside lease.Commit with
 //     the lease's fence, and release.
 //
@@ -35,7 +35,8 @@
 // CLIENT PAUSE, proxy delay, blackhole and reset, kill -9 and a restart
 // without persistence, and a failover to a replica that was cut off first
 // and so missed the last writes. Every fault is printed with its timing and
-// the seed; -seed S with the same -duration and -ttl replays the schedule.
+// the seed; -seed S with the same -duration, -ttl, -faults and -procs
+// replays the schedule.
 //
 // # Checks
 //
