@@ -96,7 +96,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			lk.resolveUnknown(actx, set, key, lockKey, owner, r.abandoned)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, fenceKey, owner, acq, r.fence, r.sentAt)
+			l := lk.newLease(ctx, set, key, lockKey, acq, r.fence, r.sentAt)
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
@@ -201,15 +201,14 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 // newLease makes the lease an acquire took. Its renewal call is the
 // acquire's own argument list (the two scripts take the same KEYS and ARGV)
 // with the renew script's SHA: the acquire's command is done with it.
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey, fenceKey, owner string, acq scriptCall, fence int64, sentAt time.Duration) *Lease {
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, fence int64, sentAt time.Duration) *Lease {
 	renew := acq
 	renew.script, renew.args[1] = renewScript, renewScript.sha
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
-		keys:        [2]string{lockKey, fenceKey},
-		owner:       owner,
+		lockKey:     lockKey,
 		renew:       renew,
 		release:     releaseScript.call(1, acq.args[3], acq.args[5]), // lock key, owner
 		fence:       fence,

@@ -24,9 +24,7 @@ func clockNow() time.Duration {
 	if !hasBootClock {
 		return time.Since(monoBase)
 	}
-	t := time.Now()
-	mono := t.Sub(monoBase)
-	skew := time.Duration(t.UnixNano()-monoBase.UnixNano()) - mono
+	mono, skew := readings()
 	s := bootSample.Load()
 	if s == nil {
 		s = sampleBoot()
@@ -62,9 +60,8 @@ func sampleBoot() *boot {
 		return &boot{}
 	}
 	b := readBoot() - bootBase
-	t := time.Now()
-	mono := t.Sub(monoBase)
-	s := &boot{offset: b - mono, skew: time.Duration(t.UnixNano()-monoBase.UnixNano()) - mono}
+	mono, skew := readings()
+	s := &boot{offset: b - mono, skew: skew}
 	// CLOCK_BOOTTIME − monotonic never decreases; a smaller measurement is
 	// the time between the two reads, and taking it would step the clock
 	// back.
@@ -73,4 +70,12 @@ func sampleBoot() *boot {
 	}
 	bootSample.Store(s)
 	return s
+}
+
+// readings returns the monotonic time since monoBase and wall − monotonic,
+// from one time.Now (both clocks from the vDSO).
+func readings() (mono, skew time.Duration) {
+	t := time.Now()
+	mono = t.Sub(monoBase)
+	return mono, time.Duration(t.UnixNano()-monoBase.UnixNano()) - mono
 }

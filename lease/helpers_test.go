@@ -211,3 +211,8 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 	}
 	return last
 }
+
+// ownerOf and fenceKeyOf read a lease's owner token and fence key from its
+// renewal call (EVALSHA sha 2 lock fence owner ttl retention).
+func ownerOf(l *Lease) string    { return l.renew.args[5].(string) }
+func fenceKeyOf(l *Lease) string { return l.renew.args[4].(string) }

@@ -20,9 +20,8 @@ type Lease struct {
 	locker    *Locker
 	set       *settings
 	key       string
-	keys      [2]string // lock key, fence key
-	owner     string
-	renew     scriptCall // built once: the renewal and the release send these
+	lockKey   string
+	renew     scriptCall // built once: the renewal and the release send these (they hold the owner token)
 	release   scriptCall
 	fence     int64
 	sentAt    time.Duration // when the acquire that took it was sent

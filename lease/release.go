@@ -48,7 +48,7 @@ func (l *Lease) ReleaseAsync(ctx context.Context) {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return
 	}
-	lk, lockKey := l.locker, l.keys[0]
+	lk, lockKey := l.locker, l.lockKey
 	lk.pending.add(lockKey) // before the context ends: code woken by it may acquire the key
 	ev := l.end()
 	lk.background(func() {
@@ -76,7 +76,7 @@ func (l *Lease) end() ReleaseEvent {
 // deleteKey deletes the lease's key if it still holds the owner token and
 // records the release.
 func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
-	n, err := l.locker.releaseKey(ctx, l.set, l.keys[0], l.release)
+	n, err := l.locker.releaseKey(ctx, l.set, l.lockKey, l.release)
 	switch {
 	case err != nil:
 		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)

@@ -139,7 +139,7 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 		for lock, l := range leases {
 			v, err := c.Get(ctx, lock).Result()
 			require.NoError(t, err)
-			assert.Equal(t, l.owner, v)
+			assert.Equal(t, ownerOf(l), v)
 			v, err = c.Get(ctx, lock[:len(lock)-1]+"f").Result()
 			require.NoError(t, err)
 			assert.Equal(t, strconv.FormatInt(l.Fence(), 10), v)
@@ -253,7 +253,7 @@ func (s *secrets) add(l *Lease) {
 	if s.fences == nil {
 		s.fences = map[string]bool{}
 	}
-	s.substrings = append(s.substrings, l.key, hashTag(l.keys[0]), l.keys[0], l.keys[1], l.owner)
+	s.substrings = append(s.substrings, l.key, hashTag(l.lockKey), l.lockKey, fenceKeyOf(l), ownerOf(l))
 	s.fences[strconv.FormatInt(l.fence, 10)] = true
 }
 
@@ -311,7 +311,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 		require.NoError(t, l.Commit(ctx, func(context.Context, int64) error { return nil }))
 		if i%20 == 0 {
 			// Deleted behind its back: lost at its next renewal.
-			require.NoError(t, c.Del(ctx, l.keys[0]).Err())
+			require.NoError(t, c.Del(ctx, l.lockKey).Err())
 			waitDone(t, l, 5*time.Second)
 		}
 		_ = l.Release(ctx)
@@ -377,7 +377,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 
 	l, err := greedy.Acquire(ctx, "k")
 	require.NoError(t, err)
-	lockKey := l.keys[0]
+	lockKey := l.lockKey
 
 	// Held well past its TTL by renewals alone, and still valid.
 	require.Eventually(t, func() bool {
@@ -417,5 +417,5 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	assert.ErrorIs(t, l.Release(ctx), ErrNotHeld)
 	owner, err := c.Get(ctx, lockKey).Result()
 	require.NoError(t, err, "the stopped holder's Release must not free the new holder's key")
-	assert.Equal(t, next.owner, owner)
+	assert.Equal(t, ownerOf(next), owner)
 }

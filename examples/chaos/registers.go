@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/pgtest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -65,17 +66,7 @@ func createSchema(ctx context.Context, dsn string) (string, func() error, error)
 	_, _ = rand.Read(random[:])
 	schema := "lockwatch_chaos_" + hex.EncodeToString(random[:])
 	ident := pgx.Identifier{schema}.Sanitize()
-	admin := func(ctx context.Context, stmt string) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(context.Background())
-		_, err = conn.Exec(ctx, stmt)
-		return err
-	}
+	admin := func(ctx context.Context, stmt string) error { return pgtest.Admin(ctx, cfg, stmt) }
 	if err := admin(ctx, "CREATE SCHEMA "+ident+"; SET search_path TO "+ident+";"+schemaSQL); err != nil {
 		_ = admin(context.Background(), "DROP SCHEMA IF EXISTS "+ident+" CASCADE")
 		return "", nil, fmt.Errorf("create schema %s: %w", schema, err)

@@ -95,12 +95,12 @@ func Open(t testing.TB) *sql.DB {
 	}
 	schema := schemaName(t.Name())
 	ident := pgx.Identifier{schema}.Sanitize()
-	if err := admin(cfg, "CREATE SCHEMA "+ident); err != nil {
+	if err := Admin(context.Background(), cfg, "CREATE SCHEMA "+ident); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
 		return nil
 	}
 	t.Cleanup(func() {
-		if err := admin(cfg, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
+		if err := Admin(context.Background(), cfg, "DROP SCHEMA "+ident+" CASCADE"); err != nil {
 			t.Errorf("pgtest: drop schema %s: %v", schema, err)
 		}
 	})
@@ -132,9 +132,11 @@ func Open(t testing.TB) *sql.DB {
 	return db
 }
 
-// admin runs one statement on a connection of its own.
-func admin(cfg *pgx.ConnConfig, stmt string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// Admin runs one statement (schema set-up, clean-up) on a connection of its
+// own, bounded by ctx and 30 seconds: it needs no pool, and works while a
+// pool's search_path points at a schema being created or dropped.
+func Admin(ctx context.Context, cfg *pgx.ConnConfig, stmt string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
