@@ -187,7 +187,7 @@ func isScript(cmd redis.Cmder, s *script, src string) bool {
 	}
 	switch cmd.Name() {
 	case "evalsha":
-		return args[1] == s.hash
+		return args[1] == s.sha
 	case "eval":
 		return args[1] == src
 	}

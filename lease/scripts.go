@@ -31,15 +31,14 @@ var (
 // acquired and sends the same lists every time, so the hot paths box no
 // argument and copy no slice.
 type script struct {
-	src  string
-	hash string
-	sha  any // hash, boxed once
+	src string
+	sha any // the SHA1 in hex, boxed once
 }
 
 func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
 	h := hex.EncodeToString(sum[:])
-	return &script{src: src, hash: h, sha: h}
+	return &script{src: src, sha: h}
 }
 
 // call returns the EVALSHA argument list running s on keys (the first
