@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -93,7 +94,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			fallthrough
 		case r.err != nil:
 			ev.Result = Unknown
-			lk.resolveUnknown(actx, set, key, lockKey, owner, r.abandoned)
+			lk.resolveUnknown(actx, set, key, lockKey, acq, r.abandoned)
 			return nil, &UnknownError{Key: key, Err: r.err}
 		case r.acquired:
 			l := lk.newLease(ctx, set, key, lockKey, acq, r.fence, r.sentAt)
@@ -227,16 +228,21 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 	return l
 }
 
-// resolveUnknown releases, in the background, whatever an unknown acquire may
-// have taken, with the same owner token: nothing else can hold that token, so
-// the release can never remove another holder's lock. An acquire abandoned in
-// flight is waited for first, so the release cannot overtake it.
-func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey, owner string, abandoned *call) {
+// resolveUnknown cleans up after an unknown acquire, in the background, with
+// the acquire's own owner token: nothing else can hold that token, so the
+// clean-up can never remove another holder's lock. It deletes the lock if the
+// acquire took it, and otherwise bars the token on the fence record, so that
+// a copy of the acquire still on its way (in a stalled server's socket
+// buffer, say) cannot take the key later. An acquire abandoned in flight is
+// waited for first.
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, abandoned *call) {
+	resolve := scriptCall{script: resolveScript, args: slices.Clone(acq.args)} // same KEYS and ARGV
+	resolve.args[1] = resolveScript.sha
 	lk.background(func() {
 		if abandoned != nil {
 			abandoned.settled()
 		}
-		n, err := lk.releaseKey(ctx, set, lockKey, releaseScript.call(1, lockKey, owner))
+		n, err := lk.releaseKey(ctx, set, lockKey, resolve)
 		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
 		switch {
 		case err != nil:

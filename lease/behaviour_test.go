@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strconv"
 	"strings"
@@ -28,6 +29,7 @@ func TestBehaviour(t *testing.T) {
 		{"AcquireIsOneRoundTrip", testAcquireIsOneRoundTrip},
 		{"ContendedReturnsHolderTTL", testContendedReturnsHolderTTL},
 		{"RetriedAcquireIsIdempotent", testRetriedAcquireIsIdempotent},
+		{"LateCopyOfAnUnknownAcquireIsBarred", testLateUnknownAcquireIsBarred},
 		{"FenceIncreasesAcrossReleases", testFenceIncreasesAcrossReleases},
 		{"FenceIncreasesAcrossExpiry", testFenceIncreasesAcrossExpiry},
 		{"ExclusionAndFenceOrderUnderContention", testExclusionAndFenceOrder},
@@ -121,6 +123,69 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	fence, err := c.Get(ctx, fenceKey).Int64()
 	require.NoError(t, err)
 	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
+}
+
+// testLateUnknownAcquireIsBarred sends an acquire after the clean-up of its
+// unknown result, as a stalled server may serve them: the late acquire must
+// not take the key, also after other leases came and went, and the list of
+// barred tokens stays bounded.
+func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	set := lk.set
+	lockKey, fenceKey := redisKeys(set.namespace, "late")
+	acquire := func(owner string) attemptResult {
+		t.Helper()
+		r := lk.attempt(ctx, set, lockKey, acquireScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
+		require.NoError(t, r.err)
+		return r
+	}
+	resolve := func(owner string) int64 {
+		t.Helper()
+		n, err := lk.releaseKey(ctx, set, lockKey, resolveScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
+		require.NoError(t, err)
+		return n
+	}
+
+	late := rand.Text()
+	assert.Zero(t, resolve(late), "nothing to release: the acquire has not run")
+	assert.False(t, acquire(late).acquired, "the late acquire ran after its clean-up")
+	assert.Zero(t, c.Exists(ctx, lockKey).Val())
+
+	// Leases come and go; the bar stays, and the fence still increases.
+	var fences []int64
+	for range 2 {
+		l, err := lk.Acquire(ctx, "late")
+		require.NoError(t, err)
+		fences = append(fences, l.Fence())
+		require.NoError(t, l.Release(ctx))
+		assert.False(t, acquire(late).acquired, "a new fence lifted the bar")
+	}
+	assert.Greater(t, fences[1], fences[0])
+
+	// A retried acquire reads its fence from a record that lists barred tokens.
+	owner := rand.Text()
+	first := acquire(owner)
+	require.True(t, first.acquired)
+	again := acquire(owner)
+	assert.True(t, again.acquired)
+	assert.Equal(t, first.fence, again.fence)
+	// A clean-up of an acquire that did run releases it.
+	assert.EqualValues(t, 1, resolve(owner))
+	assert.Zero(t, c.Exists(ctx, lockKey).Val())
+
+	// Only the 16 newest barred tokens are kept.
+	newest := make([]string, 20)
+	for i := range newest {
+		newest[i] = rand.Text()
+		resolve(newest[i])
+	}
+	rec := c.Get(ctx, fenceKey).Val()
+	assert.Equal(t, 16, strings.Count(rec, "/"), "record %q", rec)
+	assert.NotContains(t, rec, late)
+	assert.False(t, acquire(newest[19]).acquired)
+	assert.False(t, acquire(newest[4]).acquired)
+	assert.True(t, acquire(newest[3]).acquired, "the 17th newest token is no longer listed")
 }
 
 func testFenceIncreasesAcrossReleases(t *testing.T, c redis.UniversalClient) {

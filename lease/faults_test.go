@@ -19,7 +19,7 @@ import (
 type replyFault struct {
 	dropAcquireReply   atomic.Bool // the acquire reaches Redis, its reply is lost
 	failAcquireBefore  atomic.Bool // the acquire fails before it is sent
-	failRelease        atomic.Bool // releases fail in transport
+	failRelease        atomic.Bool // releases and clean-ups fail in transport
 	errorReplyAfterRun atomic.Bool // the acquire runs, the client gets an error reply
 	acquireSent        atomic.Int32
 }
@@ -44,7 +44,7 @@ func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			}
 			cmd.SetErr(masterDown{})
 			return masterDown{}
-		case isScript(cmd, releaseScript, releaseSrc) && f.failRelease.Load():
+		case (isScript(cmd, releaseScript, releaseSrc) || isScript(cmd, resolveScript, resolveSrc)) && f.failRelease.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
 		}

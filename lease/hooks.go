@@ -24,9 +24,10 @@ const (
 	// ResolvedReleased: the acquire had in fact taken the lock; the
 	// conditional release removed it.
 	ResolvedReleased Resolution = "released"
-	// ResolvedAbsent: the key did not hold our owner token when the release
-	// ran. A request still queued in the network may land later; it then
-	// holds the key for one TTL at most, with no renewal.
+	// ResolvedAbsent: the key did not hold the acquire's owner token when
+	// the clean-up ran. The clean-up barred that token on the key's fence
+	// record, so a copy of the acquire that lands later (one still unread in
+	// a stalled server's socket buffer) cannot take the key.
 	ResolvedAbsent Resolution = "absent"
 	// ResolvedUnresolved: the conditional release failed too; the key may be
 	// held until its TTL runs out.

@@ -11,7 +11,9 @@ import (
 // the key never appears in Redis as is. Both Redis keys of a lease are
 //
 //	<namespace>:{<h>}:l   the lock (owner token, TTL)
-//	<namespace>:{<h>}:f   the fence record (last token minted)
+//	<namespace>:{<h>}:f   the fence record (last token minted, then the
+//	                      owner tokens of unknown acquires barred by their
+//	                      clean-up, if any: "<fence>/<owner>/...")
 //
 // where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex. The
 // hash tag {h} puts both in one slot (the scripts touch both atomically), the

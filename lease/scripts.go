@@ -20,10 +20,13 @@ var (
 	renewSrc string
 	//go:embed scripts/release.lua
 	releaseSrc string
+	//go:embed scripts/resolve.lua
+	resolveSrc string
 
 	acquireScript = newScript(acquireSrc)
 	renewScript   = newScript(renewSrc)
 	releaseScript = newScript(releaseSrc)
+	resolveScript = newScript(resolveSrc)
 )
 
 // script is one Lua script. A call is its complete EVALSHA argument list,

@@ -1,0 +1,29 @@
+-- resolve: the clean-up of an unknown acquire. It releases what the acquire
+-- may have taken and bars a copy of it that is still on its way.
+--
+-- KEYS[1]  lock key
+-- KEYS[2]  fence key (same hash slot)
+-- ARGV[1]  owner token of the unknown acquire
+-- ARGV[2]  TTL in milliseconds (unused: the acquire's argument list is reused)
+-- ARGV[3]  fence retention in milliseconds
+--
+-- Returns 1 when the acquire had taken the lock and it is now deleted, 0 when
+-- the lock did not hold the token.
+--
+-- Why the bar: an acquire that timed out may still sit, unread, in a socket
+-- buffer of a stalled server, while this clean-up comes on another connection
+-- and can be served first. Finding the lock free is then no proof that the
+-- acquire will not run. So the token goes on the fence record, newest first,
+-- "<fence>/<owner>/<owner>...", at most 16 of them: the acquire script refuses
+-- a token listed there, and keeps the list when it mints a new fence.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+local rec = redis.call('GET', KEYS[2]) or '0'
+local fence, barred = string.match(rec, '^(%d*)(.*)$')
+if fence == '' then
+  fence = '0'
+end
+local list = string.sub('/' .. ARGV[1] .. barred, 1, 16 * (#ARGV[1] + 1))
+redis.call('SET', KEYS[2], fence .. list, 'PX', ARGV[3])
+return 0
