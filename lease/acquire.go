@@ -231,10 +231,10 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 // resolveUnknown cleans up after an unknown acquire, in the background, with
 // the acquire's own owner token: nothing else can hold that token, so the
 // clean-up can never remove another holder's lock. It deletes the lock if the
-// acquire took it, and otherwise bars the token on the fence record, so that
-// a copy of the acquire still on its way (in a stalled server's socket
-// buffer, say) cannot take the key later. An acquire abandoned in flight is
-// waited for first.
+// acquire took it, and either way bars the token on the fence record, so that
+// a copy or retry of the acquire still on its way (in a stalled server's
+// socket buffer, say) cannot take the key later. An acquire abandoned in
+// flight is waited for first.
 func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, abandoned *call) {
 	resolve := scriptCall{script: resolveScript, args: slices.Clone(acq.args)} // same KEYS and ARGV
 	resolve.args[1] = resolveScript.sha

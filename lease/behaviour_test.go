@@ -170,12 +170,14 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	again := acquire(owner)
 	assert.True(t, again.acquired)
 	assert.Equal(t, first.fence, again.fence)
-	// A clean-up of an acquire that did run releases it.
+	// A clean-up of an acquire that did run releases it, and bars a retry of
+	// it still on its way.
 	assert.EqualValues(t, 1, resolve(owner))
 	assert.Zero(t, c.Exists(ctx, lockKey).Val())
+	assert.False(t, acquire(owner).acquired, "a retry of the released acquire took the key again")
 
 	// Only the 16 newest barred tokens are kept.
-	newest := make([]string, 20)
+	newest := make([]string, 20) // with owner and late: 22 barred
 	for i := range newest {
 		newest[i] = rand.Text()
 		resolve(newest[i])

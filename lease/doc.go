@@ -97,10 +97,11 @@
 //   - A retried acquire (go-redis retries a script whose reply was lost)
 //     finds its own owner token and returns the same fence: no second lock.
 //   - An unknown acquire's clean-up deletes the lock if the acquire took it
-//     (released), and otherwise bars the acquire's owner token on the fence
-//     record (absent): a copy of the acquire that a stalled server serves
-//     after the clean-up cannot take the key. Only when the clean-up fails too
-//     (unresolved) may the key stay held until its TTL runs out.
+//     (released) or finds it free (absent), and either way bars the
+//     acquire's owner token on the fence record: a copy or retry of the
+//     acquire that a stalled server serves after the clean-up cannot take
+//     the key. Only when the clean-up fails too (unresolved) may the key stay
+//     held until its TTL runs out.
 //   - A release that finds the key gone or changed returns ErrNotHeld: the
 //     lease had already expired in Redis.
 //   - Commit (the final write) runs only while the lease is active and its

@@ -22,7 +22,8 @@ type Resolution string
 // Unknown-acquire resolutions.
 const (
 	// ResolvedReleased: the acquire had in fact taken the lock; the
-	// conditional release removed it.
+	// conditional release removed it, and barred its owner token so that a
+	// retry of it still on its way cannot take the key again.
 	ResolvedReleased Resolution = "released"
 	// ResolvedAbsent: the key did not hold the acquire's owner token when
 	// the clean-up ran. The clean-up barred that token on the key's fence

@@ -8,16 +8,19 @@
 -- ARGV[3]  fence retention in milliseconds
 --
 -- Returns 1 when the acquire had taken the lock and it is now deleted, 0 when
--- the lock did not hold the token.
+-- the lock did not hold the token. Either way the token is barred.
 --
 -- Why the bar: an acquire that timed out may still sit, unread, in a socket
 -- buffer of a stalled server, while this clean-up comes on another connection
--- and can be served first. Finding the lock free is then no proof that the
--- acquire will not run. So the token goes on the fence record, newest first,
--- "<fence>/<owner>/<owner>...", at most 16 of them: the acquire script refuses
--- a token listed there, and keeps the list when it mints a new fence.
+-- and can be served first; and when it did run, a retry of it (go-redis
+-- retries on a new connection) may still be on its way. Finding the lock free,
+-- or freeing it, is then no proof that the acquire will not take it later. So
+-- the token goes on the fence record, newest first, "<fence>/<owner>/...", at
+-- most 16 of them: the acquire script refuses a token listed there, and keeps
+-- the list when it mints a new fence.
+local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  released = redis.call('DEL', KEYS[1])
 end
 local rec = redis.call('GET', KEYS[2]) or '0'
 local fence, barred = string.match(rec, '^(%d*)(.*)$')
@@ -26,4 +29,4 @@ if fence == '' then
 end
 local list = string.sub('/' .. ARGV[1] .. barred, 1, 16 * (#ARGV[1] + 1))
 redis.call('SET', KEYS[2], fence .. list, 'PX', ARGV[3])
-return 0
+return released
