@@ -99,6 +99,8 @@ func lockers(b *testing.B, c *redis.Client, ns string) []locker {
 // finds the key held counts as one op and in contended/op). A PING from
 // the same client is the floor of a round trip. rtt/op is the Redis round
 // trips per op as the client sent them (a pipeline counts once).
+// single/interleaved runs every implementation once per iteration and
+// reports each one's time per cycle.
 func BenchmarkCycle(b *testing.B) {
 	loopbackOnly(b, sharedAddr)
 	c, rt := counted(b, sharedAddr)
@@ -139,6 +141,26 @@ func BenchmarkCycle(b *testing.B) {
 			})
 		})
 	}
+	b.Run("single/interleaved", func(b *testing.B) {
+		// Every iteration runs one cycle of each implementation, in an order
+		// that rotates, and times each: the ratios compare cycles made
+		// microseconds apart, so a slow phase of this shared machine weighs
+		// on all of them alike, unlike sub-benchmarks run seconds apart.
+		spent := make([]time.Duration, len(impls))
+		for i := 0; b.Loop(); i++ {
+			for j := range impls {
+				k := (i + j) % len(impls)
+				start := time.Now()
+				if err := impls[k].cycle(ctx, "interleaved"); err != nil {
+					b.Fatal(err)
+				}
+				spent[k] += time.Since(start)
+			}
+		}
+		for k, impl := range impls {
+			b.ReportMetric(float64(spent[k].Nanoseconds())/float64(max(b.N, 1)), impl.name+"-ns/cycle")
+		}
+	})
 	for _, contended := range []bool{false, true} {
 		mode := "unique"
 		if contended {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -63,4 +64,32 @@ func TestPerRunRatio(t *testing.T) {
 
 	_, ok = r.perRun(func(v []float64) float64 { return v[0] }, [2]string{"missing", "ns/op"})
 	assert.False(t, ok)
+}
+
+func TestInterleavedRatioAndGoal(t *testing.T) {
+	out := `BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  120000 lockwatch-off-ns/cycle
+BenchmarkCycle/single/interleaved-2  100  900000 ns/op  200000 raw-ns/cycle  210000 lockwatch-off-ns/cycle
+BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  108000 lockwatch-off-ns/cycle
+`
+	r, err := parse(strings.NewReader(out))
+	require.NoError(t, err)
+	rp := &report{r: r}
+	x, ok := rp.interleavedRatio("lockwatch-off")
+	require.True(t, ok)
+	assert.InDelta(t, 1.08, x, 1e-9) // median of 1.20, 1.05, 1.08
+
+	rp.evaluate()
+	var found bool
+	for _, g := range rp.goals {
+		if strings.Contains(g.text, "single/interleaved") {
+			found = true
+			assert.True(t, g.known)
+			assert.True(t, g.met, g.result)
+			assert.Equal(t, "1.08×", g.result)
+		}
+	}
+	assert.True(t, found, "no goal row for the interleaved cycle")
+	var md strings.Builder
+	rp.writeInterleaved(func(f string, a ...any) { md.WriteString(fmt.Sprintf(f, a...)) })
+	assert.Contains(t, md.String(), "| lockwatch, telemetry off (no-op providers) | 120,000 | 1.08× |")
 }

@@ -56,6 +56,7 @@ func (rp *report) write(w io.Writer) error {
 	rp.evaluate()
 	rp.writeGoals(p)
 	rp.writeCycle(p)
+	rp.writeInterleaved(p)
 	rp.writeHTTP(p)
 	rp.writeScale(p)
 	rp.writeLoss(p)
@@ -144,6 +145,38 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 		}
 		p("\n")
 	}
+}
+
+// interleaved is the single-goroutine benchmark that runs every
+// implementation once per iteration.
+const interleaved = "Cycle/single/interleaved"
+
+// interleavedRatio is the median over runs of impl's time per cycle over the
+// raw floor's, both from the interleaved benchmark.
+func (rp *report) interleavedRatio(impl string) (float64, bool) {
+	return rp.r.perRun(func(v []float64) float64 { return v[0] / v[1] },
+		[2]string{interleaved, impl + "-ns/cycle"}, [2]string{interleaved, "raw-ns/cycle"})
+}
+
+func (rp *report) writeInterleaved(p func(string, ...any)) {
+	runs := rp.r.runs(interleaved, "raw-ns/cycle")
+	if runs == 0 {
+		return
+	}
+	p("### single/interleaved (%d runs)\n\n", runs)
+	p("One goroutine; every iteration runs one cycle of each implementation, in an order that rotates, and\n")
+	p("times each. The implementations are compared over the same seconds, microseconds apart, so a slow phase\n")
+	p("of the machine weighs on all of them alike; in *single/unique* each runs for a second of its own.\n\n")
+	p("| implementation | ns/cycle | ×raw |\n|---|--:|--:|\n")
+	for _, impl := range impls {
+		ns, have := rp.med(interleaved, impl+"-ns/cycle")
+		if !have {
+			continue
+		}
+		x, ok := rp.interleavedRatio(impl)
+		p("| %s | %s | %s |\n", implDesc[impl], num(ns, 0), cond(ok, fmt.Sprintf("%.2f×", x)))
+	}
+	p("\n")
 }
 
 func (rp *report) writeHTTP(p func(string, ...any)) {
@@ -241,6 +274,8 @@ func (rp *report) evaluate() {
 		x, ok := rp.ratio("Cycle/"+mode+"/lockwatch-off", "Cycle/"+mode+"/raw", "ns/op")
 		add("cycle, "+mode+": lockwatch (telemetry off) ≤ 1.10× the raw floor", ok, x <= 1.10, "%.2f×", x)
 	}
+	x, ok := rp.interleavedRatio("lockwatch-off")
+	add("cycle, single/interleaved: lockwatch (telemetry off) ≤ 1.10× the raw floor", ok, x <= 1.10, "%.2f×", x)
 	offA, ok1 := rp.med("Cycle/parallel16/unique/lockwatch-off", "allocs/op")
 	rlA, ok2 := rp.med("Cycle/parallel16/unique/redislock", "allocs/op")
 	add("cycle: lockwatch (telemetry off) allocates less than redislock", ok1 && ok2, offA < rlA, "%.0f vs %.0f allocs/op", offA, rlA)
