@@ -176,7 +176,7 @@ func acquireLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func unknownResolutionsSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Unknown-acquire clean-up",
-		"How the clean-up after an unknown acquire ended: released (the acquire had in fact taken the lock), absent (it had not, and its token is barred so it cannot later), or unresolved (the key may stay held until its TTL runs out).",
+		"How the clean-up after an unknown acquire ended: released (the acquire had in fact taken the lock) or absent (it had not), both barring the acquire from taking the key later; or unresolved (the key may stay held until its TTL runs out).",
 		units.OpsPerSecond, false,
 		query{rate(resolutions, v.with(telemetry.AttrResolution)), v.legend(label(telemetry.AttrResolution))})
 }

@@ -185,9 +185,21 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	rec := c.Get(ctx, fenceKey).Val()
 	assert.Equal(t, 16, strings.Count(rec, "/"), "record %q", rec)
 	assert.NotContains(t, rec, late)
+	// A retried clean-up takes no second place.
+	resolve(newest[19])
+	assert.Equal(t, rec, c.Get(ctx, fenceKey).Val())
 	assert.False(t, acquire(newest[19]).acquired)
 	assert.False(t, acquire(newest[4]).acquired)
 	assert.True(t, acquire(newest[3]).acquired, "the 17th newest token is no longer listed")
+
+	// On a key with no fence record the clean-up writes no fence: the
+	// record still tells a lock that has none.
+	freshLock, freshFence := redisKeys(set.namespace, "late-fresh")
+	tok := rand.Text()
+	n, err := lk.releaseKey(ctx, set, freshLock, resolveScript.call(2, freshLock, freshFence, tok, set.ttlArg, set.retentionArg))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	assert.Equal(t, "/"+tok, c.Get(ctx, freshFence).Val())
 }
 
 func testFenceIncreasesAcrossReleases(t *testing.T, c redis.UniversalClient) {

@@ -97,11 +97,14 @@
 //   - A retried acquire (go-redis retries a script whose reply was lost)
 //     finds its own owner token and returns the same fence: no second lock.
 //   - An unknown acquire's clean-up deletes the lock if the acquire took it
-//     (released) or finds it free (absent), and either way bars the
-//     acquire's owner token on the fence record: a copy or retry of the
-//     acquire that a stalled server serves after the clean-up cannot take
-//     the key. Only when the clean-up fails too (unresolved) may the key stay
-//     held until its TTL runs out.
+//     (released) or finds the lock without its token (absent), and either
+//     way bars the acquire's owner token on the fence record: a copy or retry
+//     of the acquire that a stalled server serves after the clean-up cannot
+//     take the key. The record keeps the 16 newest barred tokens. A late copy
+//     can still take the key, for one TTL with nobody working under it, when
+//     the clean-up failed (unresolved), when 16 newer clean-ups of the same
+//     key pushed its token out, or when a failover promoted a replica that
+//     missed the clean-up.
 //   - A release that finds the key gone or changed returns ErrNotHeld: the
 //     lease had already expired in Redis.
 //   - Commit (the final write) runs only while the lease is active and its
@@ -111,7 +114,9 @@
 // # Redis and client settings
 //
 // Redis 5 or later (the acquire script reads TIME before it writes, which
-// needs effects replication, the default since 5.0). The server must not
+// needs effects replication, the default since 5.0). All Lockers of one
+// namespace must run the same version of lockwatch's scripts: a fence record
+// that lists barred tokens reads as missing to scripts older than the bar. The server must not
 // evict lock keys: use maxmemory-policy noeviction (a volatile-* policy may
 // evict a held lock and let a second holder in).
 //

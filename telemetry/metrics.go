@@ -44,7 +44,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName, AttrResult}, nil},
 	{LeaseAcquireDuration, PromLeaseAcquireDuration, Histogram, "s", "Time of an Acquire call, waits included, by result.",
 		[]string{LabelLockName, AttrResult}, acquireBuckets},
-	{LeaseUnknownResolutions, PromLeaseUnknownResolved, Counter, "{resolution}", "How the clean-up of unknown acquires ended: released (it had been acquired), absent (it had not, and can no longer), unresolved.",
+	{LeaseUnknownResolutions, PromLeaseUnknownResolved, Counter, "{resolution}", "How the clean-up of unknown acquires ended: released (it had been acquired), absent (it had not), unresolved. Released and absent bar the acquire from taking the key later.",
 		[]string{LabelLockName, AttrResolution}, nil},
 	{LeaseRenewals, PromLeaseRenewals, Counter, "{renewal}", "Renewals by result: renewed, rejected (someone else holds the key), unknown (timeout or transport error).",
 		[]string{LabelLockName, AttrResult}, nil},

@@ -2,7 +2,7 @@
 --
 -- KEYS[1]  lock key  (holds the owner token, expires after the TTL)
 -- KEYS[2]  fence key (holds the last fencing token minted for this key; same hash slot)
--- ARGV[1]  owner token of this acquire (128 random bits, hex)
+-- ARGV[1]  owner token of this acquire (crypto/rand Text: 26 base32 characters)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  fence retention in milliseconds (how long an idle key remembers its last token)
 --

@@ -16,17 +16,23 @@
 -- retries on a new connection) may still be on its way. Finding the lock free,
 -- or freeing it, is then no proof that the acquire will not take it later. So
 -- the token goes on the fence record, newest first, "<fence>/<owner>/...", at
--- most 16 of them: the acquire script refuses a token listed there, and keeps
--- the list when it mints a new fence.
+-- most 16 of them (a token already listed moves to the front, so a retried
+-- clean-up takes no second place): the acquire script refuses a token listed
+-- there, and keeps the list when it mints a new fence. A missing record stays
+-- without a fence ("/<owner>"), so a held lock without one is still reported.
 local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   released = redis.call('DEL', KEYS[1])
 end
-local rec = redis.call('GET', KEYS[2]) or '0'
-local fence, barred = string.match(rec, '^(%d*)(.*)$')
-if fence == '' then
-  fence = '0'
+local fence, barred = string.match(redis.call('GET', KEYS[2]) or '', '^(%d*)(.*)$')
+local list, n = '/' .. ARGV[1], 1
+for token in string.gmatch(barred, '/([^/]+)') do
+  if n == 16 then
+    break
+  end
+  if token ~= ARGV[1] then
+    list, n = list .. '/' .. token, n + 1
+  end
 end
-local list = string.sub('/' .. ARGV[1] .. barred, 1, 16 * (#ARGV[1] + 1))
 redis.call('SET', KEYS[2], fence .. list, 'PX', ARGV[3])
 return released
