@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -35,9 +36,22 @@ type locker struct {
 // rawRelease is the compare-and-delete every Redis lock releases with.
 var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
+// fencedAcquire is lockwatch's own acquire script, read from the lease
+// package's source, for the fenced floor.
+func fencedAcquire(b *testing.B) *redis.Script {
+	src, err := os.ReadFile("../lease/scripts/acquire.lua")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return redis.NewScript(string(src))
+}
+
 // lockers returns the implementations, all on client c: the raw floor
-// first, then lockwatch with telemetry off and on, redislock, redsync.
+// first, the fenced floor (lockwatch's acquire script called through
+// go-redis alone: what fencing costs in Redis, without lockwatch's client),
+// then lockwatch with telemetry off and on, redislock, redsync.
 func lockers(b *testing.B, c *redis.Client, ns string) []locker {
+	fenced := fencedAcquire(b)
 	off := lease.NewLocker(c, lease.WithNamespace(ns+"-off"), lease.WithTTL(cycleTTL), lease.WithTelemetry(telemetryOff()))
 	tel, sampled := telemetryOn(b)
 	on := lease.NewLocker(c, lease.WithNamespace(ns+"-on"), lease.WithTTL(cycleTTL), lease.WithTelemetry(tel))
@@ -66,6 +80,17 @@ func lockers(b *testing.B, c *redis.Client, ns string) []locker {
 				return errContended
 			}
 			return rawRelease.Run(ctx, c, []string{key}, owner).Err()
+		}},
+		{"raw-fenced", func(ctx context.Context, key string) error {
+			key = ns + "-raw-fenced:{" + key + "}"
+			owner := rand.Text()
+			r, err := fenced.Run(ctx, c, []string{key + ":l", key + ":f"}, owner, cycleTTL.Milliseconds(), time.Hour.Milliseconds()).Int64Slice()
+			if err != nil {
+				return err
+			} else if r[0] != 1 {
+				return errContended
+			}
+			return rawRelease.Run(ctx, c, []string{key + ":l"}, owner).Err()
 		}},
 		{"lockwatch-off", lockwatch(off, context.Background())},
 		{"lockwatch-on", lockwatch(on, sampled)},

@@ -8,10 +8,11 @@ import (
 )
 
 // The implementations of the cycle benchmarks, floor first.
-var impls = []string{"raw", "lockwatch-off", "lockwatch-on", "redislock", "redsync"}
+var impls = []string{"raw", "raw-fenced", "lockwatch-off", "lockwatch-on", "redislock", "redsync"}
 
 var implDesc = map[string]string{
 	"raw":           "raw floor: SET NX PX + Lua compare-and-delete",
+	"raw-fenced":    "fenced floor: lockwatch's acquire script + Lua compare-and-delete, go-redis alone",
 	"lockwatch-off": "lockwatch, telemetry off (no-op providers)",
 	"lockwatch-on":  "lockwatch, telemetry on (SDK, always sample, sampled parent)",
 	"redislock":     "bsm/redislock",
@@ -105,7 +106,9 @@ func (rp *report) writeCycle(p func(string, ...any)) {
 	p("the raw floor's in the same mode, taken in each run, median over the runs: it can differ from the ratio of\n")
 	p("the ns/op medians shown when the machine's speed changed between runs. rtt/op: Redis round trips per op as\n")
 	p("the client sent them (a go-redis hook\n")
-	p("counting commands and pipelines), below 2 when acquires or releases share pipelines.\n\n")
+	p("counting commands and pipelines), below 2 when acquires or releases share pipelines. The *fenced floor* calls\n")
+	p("lockwatch's own acquire script (check, mint the fence, set with TTL) through go-redis and nothing else: between\n")
+	p("it and the raw floor is what fencing costs in Redis, between it and lockwatch what lockwatch's client adds.\n\n")
 	ping := map[string]string{"single/unique": "Cycle/single/ping", "parallel16/unique": "Cycle/parallel16/ping"}
 	for _, mode := range []string{"single/unique", "parallel16/unique", "parallel16/contended"} {
 		floor := "Cycle/" + mode + "/raw"
