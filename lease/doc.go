@@ -114,11 +114,11 @@
 // # Redis and client settings
 //
 // Redis 5 or later (the acquire script reads TIME before it writes, which
-// needs effects replication, the default since 5.0). All Lockers of one
-// namespace must run the same version of lockwatch's scripts: a fence record
-// that lists barred tokens reads as missing to scripts older than the bar. The server must not
+// needs effects replication, the default since 5.0). The server must not
 // evict lock keys: use maxmemory-policy noeviction (a volatile-* policy may
-// evict a held lock and let a second holder in).
+// evict a held lock and let a second holder in). All Lockers of one
+// namespace must run the same version of lockwatch's scripts: a fence record
+// that lists barred tokens reads as missing to scripts older than the bar.
 //
 // For the client a Locker uses, set ContextTimeoutEnabled so that renewal,
 // acquire and release deadlines also bound socket reads; otherwise a renewal against a stalled
