@@ -1,6 +1,10 @@
 package lease
 
-import "time"
+import (
+	"time"
+
+	"github.com/lockwatch/lockwatch/internal/suspend"
+)
 
 // Every lease timing is measured on a clock that only moves forward at a
 // steady rate, never on the wall clock: a wall-clock step (NTP, an operator)
@@ -12,10 +16,12 @@ import "time"
 // VM) stops both clocks; only the fence protects against that, as against
 // any pause.
 //
-// An instant is the time since the package's epoch on that clock.
+// An instant is the time since the package's epoch on that clock, plus
+// the jumps that tests and the chaos harness make it take (internal/suspend,
+// always zero in production).
 var epoch = clockNow()
 
-func now() time.Duration { return clockNow() - epoch }
+func now() time.Duration { return clockNow() - epoch + suspend.Offset() }
 
 // wallTime turns an instant into a time.Time for a context deadline.
 func wallTime(at time.Duration) time.Time { return time.Now().Add(at - now()) }
