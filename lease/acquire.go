@@ -6,15 +6,16 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// errLateReply makes an acquire unknown whose reply came after the lease's
-// cancel point: it was taken, but is no longer safe to use.
-var errLateReply = errors.New("acquire reply arrived after the lease's cancel point")
+// errLateReply makes an acquire unknown whose reply came after its deadline
+// (the acquire timeout or the caller's) or after the lease's cancel point:
+// it was taken, but is no longer safe to use.
+var errLateReply = errors.New("acquire reply arrived after its deadline or the lease's cancel point")
 
 // Acquire takes the lease on key, or fails:
 //
@@ -56,8 +57,21 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
 	ev.Duration = now() - start
+	if l != nil {
+		// A hook that panics must not leave a lease renewed until Close
+		// that nobody can release: the panic goes on, the lease ends.
+		observed := false
+		defer func() {
+			if !observed {
+				l.ReleaseAsync(ctx)
+			}
+		}()
+		set.observeAcquire(actx, span, ev)
+		observed = true
+		return l, nil
+	}
 	set.observeAcquire(actx, span, ev)
-	return l, ev.Err
+	return nil, ev.Err
 }
 
 // acquire runs the attempts of one Acquire: Redis calls go under actx (the
@@ -75,8 +89,6 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	if err := lk.pending.wait(ctx, lockKey); err != nil {
 		return nil, err
 	}
-	owner := rand.Text()
-	acq := acquireScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg)
 	waitUntil := now() + set.wait
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
@@ -84,12 +96,20 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			return nil, ErrClosed
 		}
 		ev.Attempts++
+		// Every attempt is its own claim, with an owner token of its own:
+		// an answered attempt is barred in Redis (acquire.lua), so a late
+		// copy of it can neither take the key nor be mistaken for the next
+		// attempt, whose validity counts from its own send.
+		acq := acquireScript.call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
 		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
 		case r.notSent:
 			ev.Result = Failed
 			return nil, r.err
-		case r.err == nil && r.acquired && r.sentAt+set.cancelAfter() <= now():
+		case r.refused != nil:
+			ev.Result = Failed
+			return nil, r.refused
+		case r.err == nil && r.acquired && (r.late || r.sentAt+set.cancelAfter() <= now()):
 			r.err = errLateReply
 			fallthrough
 		case r.err != nil:
@@ -128,7 +148,9 @@ type attemptResult struct {
 	fence     int64
 	holderTTL time.Duration
 	sentAt    time.Duration
+	late      bool // the reply came after the call's deadline
 	notSent   bool
+	refused   error // the script refused before writing anything (a definite failure)
 	abandoned *call // in flight when the caller's context ended
 	err       error
 }
@@ -160,7 +182,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		return attemptResult{err: err, abandoned: c}
 	}
 	r := parseAcquire(c.cmd)
-	r.sentAt = c.sentAt
+	r.sentAt, r.late = c.sentAt, now() > c.deadline
 	return r
 }
 
@@ -180,6 +202,9 @@ func callDeadline(ctx context.Context, timeout time.Duration) time.Duration {
 func parseAcquire(cmd *redis.Cmd) attemptResult {
 	vals, err := cmd.Slice()
 	if err != nil {
+		if redis.HasErrorPrefix(err, "LOCKWATCH refused:") {
+			return attemptResult{refused: fmt.Errorf("lease: %s", strings.TrimPrefix(err.Error(), "LOCKWATCH refused: "))}
+		}
 		return attemptResult{err: err}
 	}
 	var flag, n int64
@@ -199,19 +224,17 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }
 
-// newLease makes the lease an acquire took. Its renewal call is the
-// acquire's own argument list (the two scripts take the same KEYS and ARGV)
-// with the renew script's SHA: the acquire's command is done with it.
+// newLease makes the lease an acquire took. Its renewal and release calls
+// are the acquire's own argument list (the three scripts take the same KEYS
+// and ARGV) with their scripts' SHAs: the acquire's command is done with it.
 func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, fence int64, sentAt time.Duration) *Lease {
-	renew := acq
-	renew.script, renew.args[1] = renewScript, renewScript.sha
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
 		lockKey:     lockKey,
-		renew:       renew,
-		release:     releaseScript.call(1, acq.args[3], acq.args[5]), // lock key, owner
+		renew:       acq.with(renewScript),
+		release:     acq.with(releaseScript),
 		fence:       fence,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
@@ -230,15 +253,18 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 
 // resolveUnknown cleans up after an unknown acquire, in the background, with
 // the acquire's own owner token: nothing else can hold that token, so the
-// clean-up can never remove another holder's lock. It deletes the lock if the
-// acquire took it, and either way bars the token on the fence record, so that
-// a copy or retry of the acquire still on its way (in a stalled server's
-// socket buffer, say) cannot take the key later. An acquire abandoned in
-// flight is waited for first.
+// clean-up can never remove another holder's lock. It runs the release
+// script, which deletes the lock if the acquire took it and either way bars
+// the token, so that a copy or retry of the acquire still on its way (in a
+// stalled server's socket buffer, say) cannot take the key later. An
+// acquire abandoned in flight is waited for first. An Acquire of the same
+// key through this Locker waits for the clean-up (pendingReleases), instead
+// of finding the unknown acquire's lock and answering contended for a TTL.
 func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, abandoned *call) {
-	resolve := scriptCall{script: resolveScript, args: slices.Clone(acq.args)} // same KEYS and ARGV
-	resolve.args[1] = resolveScript.sha
+	resolve := acq.with(releaseScript)
+	lk.pending.add(lockKey)
 	lk.background(func() {
+		defer lk.pending.done(lockKey)
 		if abandoned != nil {
 			abandoned.settled()
 		}

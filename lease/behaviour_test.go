@@ -120,9 +120,10 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	other := lk.attempt(ctx, lk.set, lockKey, acquireScript.call(2, lockKey, fenceKey, "owner-b", lk.set.ttlArg, lk.set.retentionArg))
 	require.NoError(t, other.err)
 	assert.False(t, other.acquired)
-	fence, err := c.Get(ctx, fenceKey).Int64()
+	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err)
 	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
+	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "/owner-b", "the answered attempt is barred")
 }
 
 // testLateUnknownAcquireIsBarred sends an acquire after the clean-up of its
@@ -142,7 +143,7 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	}
 	resolve := func(owner string) int64 {
 		t.Helper()
-		n, err := lk.releaseKey(ctx, set, lockKey, resolveScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
+		n, err := lk.releaseKey(ctx, set, lockKey, releaseScript.call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
 		require.NoError(t, err)
 		return n
 	}
@@ -196,7 +197,7 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	// record still tells a lock that has none.
 	freshLock, freshFence := redisKeys(set.namespace, "late-fresh")
 	tok := rand.Text()
-	n, err := lk.releaseKey(ctx, set, freshLock, resolveScript.call(2, freshLock, freshFence, tok, set.ttlArg, set.retentionArg))
+	n, err := lk.releaseKey(ctx, set, freshLock, releaseScript.call(2, freshLock, freshFence, tok, set.ttlArg, set.retentionArg))
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, "/"+tok, c.Get(ctx, freshFence).Val())
@@ -622,7 +623,7 @@ func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 	_, fenceKey := redisKeys(lk.set.namespace, "kept")
 	time.Sleep(4 * ttl)
 	require.NoError(t, l.Err())
-	fence, err := c.Get(ctx, fenceKey).Int64()
+	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err, "the fence record outlived its retention while held")
 	assert.Equal(t, l.Fence(), fence)
 	require.NoError(t, l.Release(ctx))

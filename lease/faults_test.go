@@ -22,29 +22,36 @@ type replyFault struct {
 	failRelease        atomic.Bool // releases and clean-ups fail in transport
 	errorReplyAfterRun atomic.Bool // the acquire runs, the client gets an error reply
 	acquireSent        atomic.Int32
+	resolveDelay       time.Duration // each release (and clean-up of an unknown acquire) starts this late
 }
 
 func (f *replyFault) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch {
-		case isScript(cmd, acquireScript, acquireSrc) && f.failAcquireBefore.Load():
+		case isScript(cmd, acquireScript) && f.failAcquireBefore.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
-		case isScript(cmd, acquireScript, acquireSrc) && f.dropAcquireReply.Load():
+		case isScript(cmd, acquireScript) && f.dropAcquireReply.Load():
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}
 			f.acquireSent.Add(1)
 			cmd.SetErr(errTimeout)
 			return errTimeout
-		case isScript(cmd, acquireScript, acquireSrc) && f.errorReplyAfterRun.Load():
+		case isScript(cmd, acquireScript) && f.errorReplyAfterRun.Load():
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}
 			cmd.SetErr(masterDown{})
 			return masterDown{}
-		case (isScript(cmd, releaseScript, releaseSrc) || isScript(cmd, resolveScript, resolveSrc)) && f.failRelease.Load():
+		case isScript(cmd, releaseScript) && f.resolveDelay > 0:
+			time.Sleep(f.resolveDelay)
+			if f.failRelease.Load() {
+				cmd.SetErr(errTimeout)
+				return errTimeout
+			}
+		case isScript(cmd, releaseScript) && f.failRelease.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
 		}
@@ -284,13 +291,13 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	_, fenceKey := redisKeys(ns, "k")
 	replicaClient := replica.Client(t)
 	require.Eventually(t, func() bool {
-		v, _ := replicaClient.Get(ctx, fenceKey).Int64()
+		v, _ := recordFence(ctx, replicaClient, fenceKey)
 		return v == l.Fence()
 	}, 5*time.Second, 5*time.Millisecond, "replica never saw the first fence")
 
 	require.NoError(t, replica.StopReplication())
 	last := acquireReleaseN(ctx, t, onPrimary, "k", 5)
-	stale, err := replicaClient.Get(ctx, fenceKey).Int64()
+	stale, err := recordFence(ctx, replicaClient, fenceKey)
 	require.NoError(t, err)
 	require.Less(t, stale, last, "the replica must have missed the last acquires")
 

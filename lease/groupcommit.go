@@ -42,6 +42,7 @@ import (
 type groupCommit struct {
 	client    redis.UniversalClient
 	deadlines *deadlines
+	detached  *sync.WaitGroup // pipelines whose leader stopped waiting: Close waits for them
 	mu        sync.Mutex
 	inFlight  int     // pipelines in flight, at most maxInFlight
 	queue     []*call // waiting for the next pipeline
@@ -83,7 +84,7 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 	if g.inFlight < maxInFlight {
 		g.inFlight++
 		g.mu.Unlock()
-		return g.send(c.self[:])
+		return g.send(ctx, c.self[:])
 	}
 	c.ready = make(chan struct{}, 1)
 	g.queue = append(g.queue, c)
@@ -100,12 +101,9 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 		}
 	}
 	if c.lead != nil { // written before ready was signalled
-		return g.send(c.lead)
+		return g.send(ctx, c.lead)
 	}
-	if !c.sent {
-		return callNotSent
-	}
-	return callAnswered
+	return c.outcome()
 }
 
 // stopWaiting withdraws a queued call or abandons one in flight. A call
@@ -140,10 +138,45 @@ var errSendPanicked = errors.New("lease: sending the pipeline panicked")
 // hands the calls queued meanwhile to the first of their callers, and
 // answers the rest, also when sending panics: no caller may wait forever.
 // It returns the outcome of the caller's own call.
-func (g *groupCommit) send(batch []*call) callOutcome {
-	defer g.handOff(batch)
-	g.exec(batch)
-	if !batch[0].sent {
+//
+// The pipeline waits up to the latest deadline among its calls. When a
+// neighbour's is later than the caller's own (a release queued behind an
+// acquire, say), the pipeline goes on a goroutine of its own, so that the
+// caller stops waiting at its own deadline or when its context ends, like
+// every other caller; its call is then abandoned (it may have run).
+func (g *groupCommit) send(ctx context.Context, batch []*call) callOutcome {
+	own := batch[0]
+	if !slices.ContainsFunc(batch[1:], func(c *call) bool { return c.deadline > own.deadline }) {
+		defer g.handOff(batch)
+		g.exec(batch)
+		return own.outcome()
+	}
+	done := make(chan struct{})
+	g.detached.Add(1)
+	go func() {
+		defer g.detached.Done()
+		defer close(done)
+		defer g.handOff(batch)
+		g.exec(batch)
+	}()
+	select {
+	case <-done:
+		return own.outcome()
+	case <-ctx.Done():
+	case <-g.deadlines.done(wallTime(own.deadline)):
+	}
+	select {
+	case <-done:
+		return own.outcome()
+	default:
+		own.ready = done // settled waits for the pipeline
+		return callAbandoned
+	}
+}
+
+// outcome is what became of a call whose pipeline is over.
+func (c *call) outcome() callOutcome {
+	if !c.sent {
 		return callNotSent
 	}
 	return callAnswered
@@ -217,7 +250,8 @@ func (g *groupCommit) handOff(batch []*call) {
 
 // settled waits until an abandoned call's pipeline is over (its reply or its
 // error is in), so that a clean-up sent next cannot overtake it on another
-// connection. The pipeline's deadline bounds the wait.
+// connection. The pipeline's deadline bounds the wait. (A follower's ready
+// is signalled by handOff; an abandoned leader's is closed by send.)
 func (c *call) settled() { <-c.ready }
 
 // lanes gives each lock key its group commit: the Locker's one, or on
@@ -228,6 +262,7 @@ type lanes struct {
 	client    redis.UniversalClient
 	cluster   *redis.ClusterClient // nil unless client is one
 	deadlines deadlines
+	detached  sync.WaitGroup // see groupCommit.detached
 	one       *groupCommit // a single node or Sentinel; on Cluster, keys whose master is unknown
 	mu        sync.Mutex
 	byMaster  map[string]*groupCommit // on Cluster, by master address
@@ -236,7 +271,7 @@ type lanes struct {
 func newLanes(client redis.UniversalClient) *lanes {
 	ls := &lanes{client: client}
 	ls.cluster, _ = client.(*redis.ClusterClient)
-	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines}
+	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines, detached: &ls.detached}
 	return ls
 }
 
@@ -256,7 +291,7 @@ func (ls *lanes) forKey(ctx context.Context, lockKey string) *groupCommit {
 		if ls.byMaster == nil {
 			ls.byMaster = make(map[string]*groupCommit)
 		}
-		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines}
+		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines, detached: &ls.detached}
 		ls.byMaster[addr] = g
 	}
 	return g

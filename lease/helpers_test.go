@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -180,7 +181,7 @@ func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // isScript reports whether cmd runs script s (by EVALSHA or EVAL).
-func isScript(cmd redis.Cmder, s *script, src string) bool {
+func isScript(cmd redis.Cmder, s *script) bool {
 	args := cmd.Args()
 	if len(args) < 2 {
 		return false
@@ -189,7 +190,7 @@ func isScript(cmd redis.Cmder, s *script, src string) bool {
 	case "evalsha":
 		return args[1] == s.sha
 	case "eval":
-		return args[1] == src
+		return args[1] == s.src
 	}
 	return false
 }
@@ -216,3 +217,13 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 // renewal call (EVALSHA sha 2 lock fence owner ttl retention).
 func ownerOf(l *Lease) string    { return l.renew.args[5].(string) }
 func fenceKeyOf(l *Lease) string { return l.renew.args[4].(string) }
+
+// recordFence reads the fence of a key's fence record ("<fence>/<barred>...").
+func recordFence(ctx context.Context, c redis.UniversalClient, fenceKey string) (int64, error) {
+	rec, err := c.Get(ctx, fenceKey).Result()
+	if err != nil {
+		return 0, err
+	}
+	digits, _, _ := strings.Cut(rec, "/")
+	return strconv.ParseInt(digits, 10, 64)
+}

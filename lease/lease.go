@@ -68,7 +68,12 @@ func (l *Lease) Remaining() time.Duration {
 	if state(l.state.Load()) != stateActive {
 		return 0
 	}
-	return max(0, time.Duration(l.cancelAt.Load())-now())
+	left := time.Duration(l.cancelAt.Load()) - now()
+	if left <= 0 {
+		l.locker.sched.signal() // see schedulerPoll
+		return 0
+	}
+	return left
 }
 
 // Err returns nil while the lease is active, its *LostError once lost, and
@@ -82,6 +87,7 @@ func (l *Lease) Err() error {
 		return ErrReleased
 	}
 	if t := now(); time.Duration(l.cancelAt.Load()) <= t {
+		l.locker.sched.signal() // the context ends now too: see schedulerPoll
 		return &LostError{Reason: l.deadlineReason(t)}
 	}
 	return nil

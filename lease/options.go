@@ -49,11 +49,16 @@ const (
 	DefaultName           = "default"
 	DefaultBackoffMin     = 10 * time.Millisecond
 	DefaultBackoffMax     = 500 * time.Millisecond
-	DefaultReleaseTimeout = 2 * time.Second
 	DefaultFenceRetention = 7 * 24 * time.Hour
 	// MinTTL is the shortest TTL accepted: below it the clock-drift allowance
 	// and one loopback round trip eat the lease.
 	MinTTL = 10 * time.Millisecond
+	// Forever is the longest duration an option takes. A longer wait,
+	// timeout, max hold or fence retention counts as Forever (about 100
+	// years); a longer TTL is refused. Lease instants are durations on a
+	// clock that starts with the process, and a deadline must stay a
+	// representable time: longer values would wrap.
+	Forever = 100 * 365 * 24 * time.Hour
 )
 
 func defaultConfig() config {
@@ -63,7 +68,6 @@ func defaultConfig() config {
 		name:           DefaultName,
 		backoffMin:     DefaultBackoffMin,
 		backoffMax:     DefaultBackoffMax,
-		releaseTimeout: DefaultReleaseTimeout,
 		fenceRetention: DefaultFenceRetention,
 	}
 }
@@ -115,8 +119,9 @@ func WithCommitMargins(hard, warn time.Duration) Option {
 }
 
 // WithRenewalTimeout bounds one renewal round trip; a renewal that does not
-// answer in time loses the lease (renewal_unknown). Default TTL/5. The
-// renewal's deadline is also never later than the lease's cancel point.
+// answer in time loses the lease (renewal_unknown). Default TTL/5. A lease
+// whose cancel point comes first is lost then (deadline), and a reply that
+// arrives after it does not count.
 func WithRenewalTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.renewalTimeout = d })
 }
@@ -132,8 +137,8 @@ func WithAcquireTimeout(d time.Duration) Option {
 
 // WithReleaseTimeout bounds Release, ReleaseAsync's delete and the clean-up
 // of an unknown acquire, which run detached from the caller's context, and
-// an Acquire's wait for a pending asynchronous release of its key.
-// Default 2s.
+// an Acquire's wait for a pending release or clean-up of its key. Default
+// TTL/5: past the TTL the key is free anyway.
 func WithReleaseTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.releaseTimeout = d })
 }

@@ -2,18 +2,20 @@ package lease
 
 import (
 	"context"
-	"time"
 )
 
-// renew sends one batch of renewals (leases with one renewal timeout) in a
-// pipeline. Its deadline is send + renewal timeout, or the earliest cancel
-// point in the batch if sooner: a reply after that could not count anyway.
+// renew sends one batch of renewals (leases with one renewal timeout, see
+// chunks) in a pipeline whose deadline is send + that timeout. Not the
+// earliest cancel point in the batch: one lease close to its own (an
+// acquire whose reply came late) would turn every healthy neighbour's
+// renewal unknown. The scheduler ends that lease at its cancel point
+// whether its reply is in or not, and a reply that comes later does not
+// count for it (renewed).
 func (lk *Locker) renew(batch []*Lease) {
 	sentAt := now()
-	deadline := sentAt + time.Hour
+	deadline := sentAt + batch[0].set.renewalTimeout
 	calls := make([]scriptCall, len(batch))
 	for i, l := range batch {
-		deadline = min(deadline, sentAt+l.set.renewalTimeout, time.Duration(l.cancelAt.Load()))
 		calls[i] = l.renew
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), wallTime(deadline))

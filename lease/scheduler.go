@@ -8,6 +8,15 @@ import (
 	"time"
 )
 
+// schedulerPoll bounds how long the loop sleeps while leases are held. Its
+// timer runs on Go's monotonic clock, which stops while the host is
+// suspended; lease instants are on the boot clock, which does not. On
+// resume every cancel point that the suspend passed is due, but a timer set
+// for the next renewal (up to TTL/3 away) would still wait for it: the loop
+// looks again within schedulerPoll instead, and Err, Remaining and Commit
+// wake it as soon as they see a passed cancel point.
+const schedulerPoll = 50 * time.Millisecond
+
 // maxBatch bounds the commands of one renewal pipeline: large enough that
 // 100k leases need a few hundred round trips per TTL/3, small enough that one
 // slow batch does not hold a connection for long.
@@ -183,7 +192,7 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 		next = min(next, l.renewAt)
 	}
 	if l := s.dlQ.next(); l != nil {
-		next = min(next, time.Duration(l.cancelAt.Load()))
+		next = min(next, time.Duration(l.cancelAt.Load()), t+schedulerPoll)
 	}
 	s.armed = next
 	return lost, batch, next
@@ -210,13 +219,20 @@ func chunks(batch []*Lease) [][]*Lease {
 // point to sentAt + TTL − drift − safety and queues the next renewal; a
 // rejected or failed one loses the lease. Replies for leases that were lost
 // or released meanwhile change nothing, and their result is cleared so that
-// nobody reports them.
+// nobody reports them. A lease whose cancel point passed before its reply
+// was applied is lost however the reply reads: Err may have reported the
+// loss already, and LOST is final.
 func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []RenewalResult, errs []error) (lost []*Lease) {
 	s.mu.Lock()
 	t := now()
 	for i, l := range batch {
 		if state(l.state.Load()) != stateActive {
 			results[i] = ""
+			continue
+		}
+		if time.Duration(l.cancelAt.Load()) <= t {
+			s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
+			lost = append(lost, l)
 			continue
 		}
 		switch results[i] {

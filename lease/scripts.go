@@ -13,20 +13,21 @@ import (
 // One Lua script per operation, each run by EVALSHA with EVAL as the
 // fallback when the server answers NOSCRIPT (after a restart or a failover
 // the script cache is empty). KEYS are passed as KEYS so Cluster routes them.
+// The scripts that read or write the fence record start with record.lua,
+// so the record's format is parsed and written in one place.
 var (
+	//go:embed scripts/record.lua
+	recordSrc string
 	//go:embed scripts/acquire.lua
 	acquireSrc string
 	//go:embed scripts/renew.lua
 	renewSrc string
 	//go:embed scripts/release.lua
 	releaseSrc string
-	//go:embed scripts/resolve.lua
-	resolveSrc string
 
-	acquireScript = newScript(acquireSrc)
+	acquireScript = newScript(recordSrc + acquireSrc)
 	renewScript   = newScript(renewSrc)
-	releaseScript = newScript(releaseSrc)
-	resolveScript = newScript(resolveSrc)
+	releaseScript = newScript(recordSrc + releaseSrc)
 )
 
 // script is one Lua script. A call is its complete EVALSHA argument list,
@@ -56,6 +57,13 @@ func (s *script) call(numKeys int, keysAndArgs ...any) scriptCall {
 type scriptCall struct {
 	script *script
 	args   []any
+}
+
+// with returns the same KEYS and ARGV as a call of s, in a list of its own.
+func (sc scriptCall) with(s *script) scriptCall {
+	args := slices.Clone(sc.args)
+	args[1] = s.sha
+	return scriptCall{script: s, args: args}
 }
 
 // send queues (on a pipeline) or sends (on a client) the call; a NOSCRIPT

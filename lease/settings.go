@@ -21,8 +21,11 @@ type settings struct {
 func (c config) settings() (*settings, error) {
 	s := &settings{config: c}
 	s.ttl = c.ttl.Truncate(time.Millisecond)
-	if s.ttl < MinTTL {
+	switch {
+	case s.ttl < MinTTL:
 		return nil, invalidf("TTL %v is below the minimum %v", c.ttl, MinTTL)
+	case s.ttl > Forever:
+		return nil, invalidf("TTL %v is above the maximum %v", c.ttl, Forever)
 	}
 	if err := validNamespace(c.namespace); err != nil {
 		return nil, err
@@ -46,25 +49,35 @@ func (c config) settings() (*settings, error) {
 	if c.acquireTimeout == 0 {
 		s.acquireTimeout = s.ttl / 5
 	}
-	s.fenceRetention = c.fenceRetention.Truncate(time.Millisecond)
+	if c.releaseTimeout == 0 {
+		s.releaseTimeout = s.ttl / 5
+	}
+	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention} {
+		*d = min(*d, Forever)
+	}
+	s.fenceRetention = s.fenceRetention.Truncate(time.Millisecond)
 	s.retentionMs = s.fenceRetention.Milliseconds()
-	s.ackTimeoutMs = c.ackTimeout.Milliseconds()
+	s.ackTimeoutMs = s.ackTimeout.Milliseconds()
 	s.ttlArg, s.retentionArg = s.ttlMs, s.retentionMs
 
+	// No sum of two option values below: one may be near the largest
+	// Duration, and the sum would wrap.
 	switch {
 	case s.safety < 0:
 		return nil, invalidf("negative safety margin %v", s.safety)
+	case s.safety >= s.ttl:
+		return nil, invalidf("safety margin %v not below the TTL %v", s.safety, s.ttl)
 	case s.renewalTimeout <= 0:
 		return nil, invalidf("renewal timeout %v must be positive", s.renewalTimeout)
 	case s.acquireTimeout <= 0:
 		return nil, invalidf("acquire timeout %v must be positive", s.acquireTimeout)
 	case s.releaseTimeout <= 0:
 		return nil, invalidf("release timeout %v must be positive", s.releaseTimeout)
-	case s.renewEvery+s.renewalTimeout > s.ttl-s.drift-s.safety:
+	case s.renewalTimeout > s.ttl-s.drift-s.safety-s.renewEvery:
 		return nil, invalidf("TTL %v too short for renewal every %v, renewal timeout %v, drift %v and safety margin %v: a renewal sent on time could not be confirmed before the cancel point",
 			s.ttl, s.renewEvery, s.renewalTimeout, s.drift, s.safety)
-	case s.commitHard < 0 || s.commitWarn < s.commitHard:
-		return nil, invalidf("commit margins hard %v, warn %v: need 0 <= hard <= warn", s.commitHard, s.commitWarn)
+	case s.commitHard < 0 || s.commitWarn < s.commitHard || s.commitWarn > s.ttl:
+		return nil, invalidf("commit margins hard %v, warn %v: need 0 <= hard <= warn <= TTL %v", s.commitHard, s.commitWarn, s.ttl)
 	case s.maxHold < 0:
 		return nil, invalidf("negative max hold %v", s.maxHold)
 	case s.wait < 0:

@@ -1,52 +1,69 @@
 -- acquire: take the lease on a key and mint its fencing token, in one step.
+-- (record.lua comes first: parse, isBarred, barOwner, FENCE_MAX.)
 --
 -- KEYS[1]  lock key  (holds the owner token, expires after the TTL)
--- KEYS[2]  fence key (holds the last fencing token minted for this key; same hash slot)
--- ARGV[1]  owner token of this acquire (crypto/rand Text: 26 base32 characters)
+-- KEYS[2]  fence key (the key's fence record, see record.lua; same hash slot)
+-- ARGV[1]  owner token of this attempt (crypto/rand Text: 26 base32
+--          characters; every attempt of an Acquire has its own)
 -- ARGV[2]  TTL in milliseconds
--- ARGV[3]  fence retention in milliseconds (how long an idle key remembers its last token)
+-- ARGV[3]  fence retention in milliseconds (how long an idle key remembers
+--          its last token)
 --
 -- Returns
---   {1, fence}  acquired. Also when the lock already holds ARGV[1]: a client that
---               retries after a lost reply gets the same fence, never a second lock.
---   {0, pttl}   held by another owner; pttl is its remaining TTL in ms (-1: none).
---   {0, -3}     ARGV[1] is barred: the acquire was unknown and its clean-up
---               (resolve.lua) ran first. Nobody waits for this reply.
+--   {1, fence}  acquired. Also when the lock already holds ARGV[1]: a copy
+--               of this attempt (a go-redis retry) ran first, and the
+--               client, which counts validity from before its first send,
+--               gets the same fence, never a second lock.
+--   {0, pttl}   held by another owner; pttl is its remaining TTL in ms (-1:
+--               none). The attempt has its answer, so ARGV[1] is barred: a
+--               copy of it that arrives after the holder left cannot take
+--               the key.
+--   {0, -3}     ARGV[1] is barred: this attempt was answered, released or
+--               cleaned up before (a late copy).
+--   error "LOCKWATCH refused: ..."  nothing was written: the server cannot
+--               replicate this script's effects, or the fence record is
+--               not one lockwatch wrote, or the fences are exhausted.
 --
--- The fence record is "<fence>", or "<fence>/<owner>/..." with the tokens of
--- unknown acquires that resolve.lua barred; minting keeps that list.
+-- The token is max(last + 1, server TIME in microseconds): the TIME part
+-- keeps it increasing when the fence key is gone (restart without
+-- persistence) or stale (a promoted replica that missed the last
+-- increments). Microseconds since 1970 stay below 2^53 until the year
+-- 2255.
 --
--- The token is max(last + 1, server TIME in microseconds): the TIME part keeps it
--- increasing when the fence key is gone (restart without persistence) or stale
--- (a promoted replica that missed the last increments). Microseconds since 1970
--- stay below 2^53 until the year 2255, so Lua's doubles hold them exactly and
--- string.format('%d') writes every digit.
-local function split(rec)
-  local last = tonumber(rec)
-  if last or not rec then
-    return last, ''
-  end
-  local digits, barred = string.match(rec, '^(%d*)(.*)$')
-  return tonumber(digits), barred
+-- The script reads TIME before it writes. Replicas must then get its
+-- effects (the SETs), not the script to run again: the default since Redis
+-- 5; older servers, and Redis 5 and 6 with lua-replicate-commands no,
+-- switch to it here, and one that cannot is refused loudly.
+if redis.replicate_commands and not redis.replicate_commands() then
+  return redis.error_reply('LOCKWATCH refused: the server cannot replicate script effects')
 end
 local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
-  local fence = split(redis.call('GET', KEYS[2]))
+  local fence = parse(redis.call('GET', KEYS[2]))
   if not fence then
-    return redis.error_reply('LOCKWATCH fence record missing for a held lock')
+    return redis.error_reply('LOCKWATCH fence record missing or unreadable for a held lock')
   end
   return {1, fence}
 end
 if holder then
-  return {0, redis.call('PTTL', KEYS[1])}
+  local pttl = redis.call('PTTL', KEYS[1])
+  barOwner(ARGV[1], ARGV[3])
+  return {0, pttl}
 end
-local last, barred = split(redis.call('GET', KEYS[2]))
-if barred ~= '' and string.find(barred .. '/', '/' .. ARGV[1] .. '/', 1, true) then
+local rec = redis.call('GET', KEYS[2])
+local last, barred = parse(rec)
+if not barred then
+  return redis.error_reply('LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40))
+end
+if isBarred(barred, ARGV[1]) then
   return {0, -3}
 end
 local now = redis.call('TIME')
 local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
 if last and last >= fence then
+  if last >= FENCE_MAX then
+    return redis.error_reply('LOCKWATCH refused: the fences of this key are exhausted (2^53 - 1)')
+  end
   fence = last + 1
 end
 redis.call('SET', KEYS[2], string.format('%d', fence) .. barred, 'PX', ARGV[3])

@@ -1,11 +1,28 @@
--- release: compare-and-delete, so a holder can never delete a lock it lost.
+-- release: end an attempt. It deletes the lock if the lock holds the
+-- attempt's owner token, and bars the token, so no copy of the attempt that
+-- is still on its way can take the key afterwards. Release and the clean-up
+-- of an unknown acquire both run it. (record.lua comes first.)
 --
 -- KEYS[1]  lock key
+-- KEYS[2]  fence key (same hash slot)
 -- ARGV[1]  owner token
+-- ARGV[2]  TTL in milliseconds (unused: the acquire's argument list is reused)
+-- ARGV[3]  fence retention in milliseconds
 --
--- Returns 1 when deleted, 0 when the key is gone or holds another token.
--- The fence key is kept: the next acquire must mint a larger token.
+-- Returns 1 when the lock held the token and is now deleted, 0 when it did
+-- not (it expired, or the acquire never ran). Either way the token is
+-- barred, and the fence record is kept: the next acquire must mint a larger
+-- token.
+--
+-- Why the bar: an acquire that timed out may still sit, unread, in a socket
+-- buffer of a stalled server while this script comes on another connection
+-- and is served first; and when it did run, a retry of it (go-redis
+-- retries on a new connection) may still be on its way, also after a lease
+-- was released normally. Finding the lock free, or freeing it, is no proof
+-- that such a copy will not take the key later; the bar is (record.lua).
+local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+  released = redis.call('DEL', KEYS[1])
 end
-return 0
+barOwner(ARGV[1], ARGV[3])
+return released

@@ -1,0 +1,212 @@
+package lease
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/suspend"
+)
+
+// A host that resumes from a suspend finds its leases past their cancel
+// point by the boot clock while Go's timers have not moved: the context
+// must end at once, not when the scheduler's next timer fires.
+func TestContextEndsPromptlyAfterASuspend(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	defer func() { _ = l.Release(ctx) }()
+
+	suspend.Emulate(3 * time.Second) // nothing looks at the lease meanwhile
+	resumed := time.Now()
+	cause := waitDone(t, l, 2*time.Second)
+	late := time.Since(resumed)
+	assert.Equal(t, LossDeadline, lossReason(t, cause))
+	assert.Less(t, late, 3*schedulerPoll, "the context ended %v after the resume", late)
+}
+
+// A renewal batch that carries one lease close to its cancel point (say one
+// whose acquire reply came late) must give every other lease in it the
+// full renewal timeout: they were healthy and must stay so.
+func TestANearDeadlineLeaseDoesNotFailItsRenewalBatch(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	lk := newLocker(t, c, WithTTL(3*time.Second))
+	var batch []*Lease
+	for i := range 9 {
+		l, err := lk.Acquire(ctx, string(rune('a'+i)))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Release(ctx) })
+		batch = append(batch, l)
+	}
+	near := batch[0]
+	lk.sched.mu.Lock()
+	near.cancelAt.Store(int64(now() + 20*time.Millisecond))
+	lk.sched.dlQ.fix(near)
+	lk.sched.mu.Unlock()
+	lk.sched.signal()
+	takeRenewals(lk, batch...)
+
+	require.NoError(t, srv.Pause()) // the batch meets a slow Redis
+	resume := time.AfterFunc(80*time.Millisecond, func() { _ = srv.Resume() })
+	defer resume.Stop()
+	lk.renew(batch)
+
+	assert.ErrorIs(t, near.Err(), ErrLost, "the near lease reached its cancel point")
+	for _, l := range batch[1:] {
+		assert.NoError(t, l.Err(), "healthy lease %q lost with its neighbour", l.Key())
+	}
+}
+
+// A renewal confirmed after the lease's cancel point (the reply was slow,
+// the scheduler had not looked yet) must not revive it: Err has reported
+// the loss already, and LOST is final.
+func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	defer func() { _ = l.Release(ctx) }()
+
+	time.Sleep(100 * time.Millisecond)
+	takeRenewals(lk, l)
+	sentAt := now() // a renewal leaves...
+	suspend.Emulate(lk.set.cancelAfter() - 50*time.Millisecond)
+	require.ErrorIs(t, l.Err(), ErrLost, "past the cancel point") // ...and its reply comes after it
+	lk.sched.renewed([]*Lease{l}, sentAt, []RenewalResult{Renewed}, []error{nil})
+
+	assert.ErrorIs(t, l.Err(), ErrLost, "a late renewal revived a lost lease")
+	assert.Zero(t, l.Remaining())
+	assert.Equal(t, LossDeadline, lossReason(t, waitDone(t, l, time.Second)))
+}
+
+// Durations too large to add to an instant must be refused or saturated,
+// never wrap: a wrapped deadline is one in the past (nothing is sent) or
+// none at all (a renewal that never times out).
+func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c)
+
+	for _, opt := range []Option{
+		WithRenewalTimeout(math.MaxInt64),
+		WithSafetyMargin(math.MaxInt64),
+		WithTTL(math.MaxInt64),
+		WithCommitMargins(0, math.MaxInt64),
+	} {
+		_, err := lk.With(opt)
+		assert.ErrorIs(t, err, ErrInvalidOption)
+	}
+
+	huge, err := lk.With(WithAcquireTimeout(math.MaxInt64), WithReleaseTimeout(math.MaxInt64),
+		WithMaxHold(math.MaxInt64), WithWait(math.MaxInt64), WithFenceRetention(math.MaxInt64))
+	require.NoError(t, err, "a timeout without a practical bound saturates")
+	l, err := huge.Acquire(ctx, "k")
+	require.NoError(t, err)
+	assert.NoError(t, l.Err())
+	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	_, err = huge.Acquire(wctx, "k")
+	cancel()
+	assert.ErrorIs(t, err, ErrNotAcquired, "a huge wait ends with the context")
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, l.Release(ctx))
+	assert.Zero(t, c.Exists(ctx, lockKey).Val(), "the release was sent")
+}
+
+// A hook that panics after the lease was taken must not leave a lease that
+// is renewed until Close and never released: the panic goes on, the lease
+// ends and its key is freed.
+func TestAPanickingAcquireHookLeavesNoLease(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c, WithHooks(Hooks{AcquireDone: func(context.Context, AcquireEvent) { panic("hook") }}))
+	func() {
+		defer func() { assert.Equal(t, "hook", recover()) }()
+		_, _ = lk.Acquire(ctx, "k")
+		t.Error("the hook's panic must reach the caller")
+	}()
+	other := newLocker(t, c, WithNamespace(lk.set.namespace))
+	require.Eventually(t, func() bool {
+		l, err := other.Acquire(ctx, "k")
+		if err != nil {
+			return false
+		}
+		_ = l.Release(ctx)
+		return true
+	}, 2*time.Second, 10*time.Millisecond, "the key stays held by a lease nobody can release")
+}
+
+// The caller that leads a shared pipeline must stop waiting at its own
+// deadline like every other caller, although the pipeline waits longer for
+// a neighbour with a longer timeout (a release, here).
+func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	lk := newLocker(t, c, WithTTL(5*time.Second), WithReleaseTimeout(3*time.Second))
+	held, err := lk.Acquire(ctx, "held")
+	require.NoError(t, err)
+
+	require.NoError(t, srv.Pause())
+	t.Cleanup(func() { _ = srv.Resume() })
+	g := lk.lanes.one
+	for _, k := range []string{"x", "y"} { // two pipelines in flight, ending in 100ms
+		go func() { _, _ = lk.Acquire(ctx, k, WithAcquireTimeout(100*time.Millisecond)) }()
+	}
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.inFlight == maxInFlight })
+	type result struct {
+		err  error
+		took time.Duration
+	}
+	done := make(chan result, 1)
+	go func() {
+		start := time.Now()
+		l, err := lk.Acquire(ctx, "k", WithAcquireTimeout(250*time.Millisecond))
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		done <- result{err, time.Since(start)}
+	}()
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 1 })
+	held.ReleaseAsync(ctx) // queued behind the acquire, with a 3s timeout
+	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 2 })
+	time.AfterFunc(1500*time.Millisecond, func() { _ = srv.Resume() })
+
+	r := <-done
+	assert.ErrorIs(t, r.err, ErrUnknown)
+	assert.Less(t, r.took, time.Second, "the acquire waited %v with a 250ms timeout", r.took)
+}
+
+func TestReleaseTimeoutScalesWithTTL(t *testing.T) {
+	s, err := withOptions(defaultConfig(), []Option{WithTTL(time.Second)}).settings()
+	require.NoError(t, err)
+	assert.Equal(t, 200*time.Millisecond, s.releaseTimeout)
+}
+
+// takeRenewals takes leases off the renewal queue, as the scheduler does
+// when it puts them in a batch.
+func takeRenewals(lk *Locker, leases ...*Lease) {
+	lk.sched.mu.Lock()
+	defer lk.sched.mu.Unlock()
+	for _, l := range leases {
+		lk.sched.renewQ.remove(l)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	require.Eventually(t, cond, 5*time.Second, time.Millisecond)
+}
