@@ -32,8 +32,13 @@
 // StreamClientInterceptor copy the token of the lease on the call's context
 // to the Fencing-Token header or fencing-token metadata.
 //
-// Resource side: HTTPGuard, UnaryServerGuard and StreamServerGuard admit
-// each request's token through a fenced store (fence.Admitter) before the
-// handler runs, so a service that serializes its writes behind them rejects
-// late writes.
+// Resource side: a Guard admits each request's token through a fenced store
+// (fence.Admitter) before the handler runs, and runs the requests it admits
+// for one key one at a time, so a service that serializes its writes behind
+// it rejects late writes. One Guard serves HTTP routes (Guard.HTTP) and gRPC
+// methods (Guard.UnaryServerInterceptor, Guard.StreamServerInterceptor)
+// through one lock table: give every entry point that writes a resource the
+// same Guard. Two Guards, or several processes, do not exclude each other;
+// such a resource fences at the write (fence.RedisStore.Write,
+// fence.SQLTable).
 package middleware

@@ -68,7 +68,7 @@ func StreamServerInterceptor(locker *lease.Locker, key StreamKeyFunc, opts ...Op
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
 		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(ctx context.Context) error {
-			return handler(srv, &leaseStream{ServerStream: ss, ctx: ctx})
+			return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 		})
 	}
 }
@@ -112,14 +112,6 @@ func cancelled(err error) bool {
 	}
 	return false
 }
-
-// leaseStream is a ServerStream whose Context is the lease's.
-type leaseStream struct {
-	grpc.ServerStream
-	ctx context.Context
-}
-
-func (s *leaseStream) Context() context.Context { return s.ctx }
 
 func acquireStatus(err error, lock string) error {
 	var busy *lease.NotAcquiredError
