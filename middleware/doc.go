@@ -16,6 +16,7 @@
 //	stale fence at a guarded resource    409                   ABORTED      FENCE_STALE
 //	malformed fence                      400                   INVALID_ARGUMENT FENCE_MALFORMED
 //	missing fence                        428                   FAILED_PRECONDITION FENCE_MISSING
+//	guard's wait for the key given up    503 + Retry-After     the context's status, or UNAVAILABLE FENCE_BUSY
 //
 // HTTP bodies are application/problem+json with a "reason" member; gRPC
 // statuses carry google.rpc.ErrorInfo{reason, domain "lockwatch"}. "Lost

@@ -132,6 +132,10 @@ func fenceStatus(err error) error {
 		return statusWith(codes.InvalidArgument, ReasonFenceMalformed, "", err.Error(), 0)
 	case errors.Is(err, fence.ErrMissing):
 		return statusWith(codes.FailedPrecondition, ReasonFenceMissing, "", "send the lease's token in the "+fence.MetadataKey+" metadata", 0)
+	case errors.Is(err, errKeyBusy) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return status.FromContextError(err).Err() // the caller left or ran out of time: its own status
+	case errors.Is(err, errKeyBusy):
+		return statusWith(codes.Unavailable, ReasonFenceBusy, "", "an earlier call for this key is still being handled; this one was not admitted", time.Second)
 	}
 	return statusWith(codes.Unavailable, ReasonFenceStore, "", "fence store unavailable", time.Second)
 }

@@ -18,7 +18,10 @@ import (
 // the requests it admits for one key are handled one at a time, in the order
 // of their checks. Without that lock a request admitted with token 41 whose
 // body is slow to arrive could write after one admitted with 42: the mark
-// would say 42 and the resource hold 41's value.
+// would say 42 and the resource hold 41's value. A request waiting for its
+// key's lock gives up when its context ends or, with WithGuardWait, after
+// that bound (default: no bound but the context), and is then never
+// admitted: it does not advance the mark.
 //
 // One Guard is one serialization: its HTTP middleware, unary and stream
 // interceptors share one lock table, however many routes and methods they
@@ -42,6 +45,8 @@ import (
 //	malformed token   400 FENCE_MALFORMED     INVALID_ARGUMENT
 //	missing token     428 FENCE_MISSING       FAILED_PRECONDITION (AllowMissingFence passes it)
 //	store error       503 FENCE_UNAVAILABLE   UNAVAILABLE
+//	wait for the key  503 FENCE_BUSY          the context's status (CANCELED, DEADLINE_EXCEEDED);
+//	  given up                                UNAVAILABLE FENCE_BUSY when WithGuardWait ran out
 //
 // The store records every check (lockwatch_fence_checks_total) and every
 // rejection (lockwatch_fence_rejections_total, with an exemplar of the
@@ -56,7 +61,7 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard admitting tokens through store. Options:
-// AllowMissingFence, WithErrorWriter.
+// AllowMissingFence, WithGuardWait, WithErrorWriter.
 func NewGuard(store fence.Admitter, opts ...Option) *Guard {
 	if store == nil {
 		panic("middleware: NewGuard needs a store")
@@ -134,7 +139,10 @@ func (g *Guard) admit(ctx context.Context, key string, values []string) (context
 	case err != nil:
 		return ctx, nil, err
 	}
-	unlock := g.locks.lock(key)
+	unlock, err := g.locks.lock(ctx, key, g.cfg.guardWait)
+	if err != nil {
+		return ctx, nil, err
+	}
 	if err := g.store.Admit(ctx, key, tok); err != nil {
 		unlock()
 		return ctx, nil, err
