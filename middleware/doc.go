@@ -5,7 +5,11 @@
 // each request holding the lease on a key computed from the request. The
 // handler's context is the lease's context (cancelled, with lease.ErrLost as
 // its cause, before the key can expire); lease.FromContext gives the lease
-// for its fence, Remaining and Commit. The lock name recorded in metrics is
+// for its fence, Remaining and Commit. A stream handler's RecvMsg and
+// SendMsg return UNAVAILABLE LEASE_LOST once the lease is lost, also when
+// they were blocked on the transport (a client sending or reading nothing),
+// so a handler that returns their error stops at the loss like a unary
+// handler watching its context. The lock name recorded in metrics is
 // the route (r.Pattern) or the gRPC method, never the key. Refusals follow
 // one table:
 //
