@@ -5,7 +5,11 @@
 // each request holding the lease on a key computed from the request. The
 // handler's context is the lease's context (cancelled, with lease.ErrLost as
 // its cause, before the key can expire); lease.FromContext gives the lease
-// for its fence, Remaining and Commit. The lock name recorded in metrics is
+// for its fence, Remaining and Commit. A stream handler's RecvMsg and
+// SendMsg return UNAVAILABLE LEASE_LOST once the lease is lost, also when
+// they were blocked on the transport (a client sending or reading nothing),
+// so a handler that returns their error stops at the loss like a unary
+// handler watching its context. The lock name recorded in metrics is
 // the route (r.Pattern) or the gRPC method, never the key. Refusals follow
 // one table:
 //
@@ -16,6 +20,7 @@
 //	stale fence at a guarded resource    409                   ABORTED      FENCE_STALE
 //	malformed fence                      400                   INVALID_ARGUMENT FENCE_MALFORMED
 //	missing fence                        428                   FAILED_PRECONDITION FENCE_MISSING
+//	guard's wait for the key given up    503 + Retry-After     the context's status, or UNAVAILABLE FENCE_BUSY
 //
 // HTTP bodies are application/problem+json with a "reason" member; gRPC
 // statuses carry google.rpc.ErrorInfo{reason, domain "lockwatch"}. "Lost
@@ -32,8 +37,13 @@
 // StreamClientInterceptor copy the token of the lease on the call's context
 // to the Fencing-Token header or fencing-token metadata.
 //
-// Resource side: HTTPGuard, UnaryServerGuard and StreamServerGuard admit
-// each request's token through a fenced store (fence.Admitter) before the
-// handler runs, so a service that serializes its writes behind them rejects
-// late writes.
+// Resource side: a Guard admits each request's token through a fenced store
+// (fence.Admitter) before the handler runs, and runs the requests it admits
+// for one key one at a time, so a service that serializes its writes behind
+// it rejects late writes. One Guard serves HTTP routes (Guard.HTTP) and gRPC
+// methods (Guard.UnaryServerInterceptor, Guard.StreamServerInterceptor)
+// through one lock table: give every entry point that writes a resource the
+// same Guard. Two Guards, or several processes, do not exclude each other;
+// such a resource fences at the write (fence.RedisStore.Write,
+// fence.SQLTable).
 package middleware

@@ -4,11 +4,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
 )
@@ -73,4 +81,75 @@ func ExampleWithSyncRelease() {
 		_ = l.Release(context.Background())
 	}
 	// Output: 200 true
+}
+
+// One Guard in front of a ledger serves every entry point that writes it:
+// two HTTP routes and a gRPC method share its per-key serialization and
+// the store's high-water mark, so once token 41 has written account 7 on
+// one route, token 40 is refused on every other one too.
+func ExampleGuard() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-guard")))
+
+	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
+	write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent) // the write, under the admitted token
+	})
+	mux := http.NewServeMux()
+	mux.Handle("PUT /accounts/{id}", guard.HTTP(account)(write))
+	mux.Handle("POST /accounts/{id}/deposits", guard.HTTP(account)(write))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	// The health service stands in for a gRPC service that writes the
+	// account named in its request.
+	rpc := grpc.NewServer(grpc.UnaryInterceptor(guard.UnaryServerInterceptor(
+		func(_ context.Context, _ string, req any) string {
+			return "account:" + req.(*grpc_health_v1.HealthCheckRequest).GetService()
+		})))
+	accounts := health.NewServer()
+	accounts.SetServingStatus("7", grpc_health_v1.HealthCheckResponse_SERVING)
+	grpc_health_v1.RegisterHealthServer(rpc, accounts)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	go func() { _ = rpc.Serve(ln) }()
+	defer rpc.Stop()
+	conn, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+
+	send := func(method, path string, token fence.Token) {
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		req.Header.Set(fence.Header, token.String())
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		resp.Body.Close()
+		fmt.Println(method, path, token, resp.StatusCode)
+	}
+	call := func(token fence.Token) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, token.String())
+		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "7"})
+		fmt.Println("Check 7", token, status.Code(err))
+	}
+	send(http.MethodPut, "/accounts/7", 41)
+	send(http.MethodPost, "/accounts/7/deposits", 40)
+	call(40)
+	call(42)
+	send(http.MethodPut, "/accounts/7", 41)
+	// Output:
+	// PUT /accounts/7 41 204
+	// POST /accounts/7/deposits 40 409
+	// Check 7 40 Aborted
+	// Check 7 42 OK
+	// PUT /accounts/7 41 409
 }

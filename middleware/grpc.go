@@ -59,7 +59,11 @@ func UnaryServerInterceptor(locker *lease.Locker, key UnaryKeyFunc, opts ...Opti
 }
 
 // StreamServerInterceptor is UnaryServerInterceptor for streams: the
-// stream's Context() is the lease's context for the whole stream.
+// stream's Context() is the lease's context for the whole stream, and once
+// the lease is lost its RecvMsg and SendMsg return UNAVAILABLE LEASE_LOST,
+// also a call that was blocked on the transport when the loss came (see
+// leaseStream for what that costs and guarantees). A handler that returns
+// that error answers the client with it.
 func StreamServerInterceptor(locker *lease.Locker, key StreamKeyFunc, opts ...Option) grpc.StreamServerInterceptor {
 	if key == nil {
 		panic("middleware: nil StreamKeyFunc")
@@ -67,8 +71,11 @@ func StreamServerInterceptor(locker *lease.Locker, key StreamKeyFunc, opts ...Op
 	h := newHolder(locker, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
-		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(ctx context.Context) error {
-			return handler(srv, &leaseStream{ServerStream: ss, ctx: ctx})
+		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(lctx context.Context) error {
+			if lctx == ctx { // no key: no lease to watch
+				return handler(srv, ss)
+			}
+			return handler(srv, &leaseStream{ServerStream: ss, ctx: lctx, name: h.cfg.grpcName(info.FullMethod)})
 		})
 	}
 }
@@ -87,7 +94,7 @@ func (h *holder) call(ctx context.Context, method, key string, run func(context.
 	defer func() {
 		lost := h.end(l.Context(), l, name, returned && err == nil)
 		if lost != nil && returned && cancelled(err) {
-			err = statusWith(codes.Unavailable, ReasonLost, name, "lease lost while the call ran", time.Second)
+			err = lostStatus(name)
 		}
 	}()
 	err = run(l.Context())
@@ -113,13 +120,10 @@ func cancelled(err error) bool {
 	return false
 }
 
-// leaseStream is a ServerStream whose Context is the lease's.
-type leaseStream struct {
-	grpc.ServerStream
-	ctx context.Context
+// lostStatus is the answer when the lease was lost while the call ran.
+func lostStatus(lock string) error {
+	return statusWith(codes.Unavailable, ReasonLost, lock, "lease lost while the call ran", time.Second)
 }
-
-func (s *leaseStream) Context() context.Context { return s.ctx }
 
 func acquireStatus(err error, lock string) error {
 	var busy *lease.NotAcquiredError
@@ -140,6 +144,10 @@ func fenceStatus(err error) error {
 		return statusWith(codes.InvalidArgument, ReasonFenceMalformed, "", err.Error(), 0)
 	case errors.Is(err, fence.ErrMissing):
 		return statusWith(codes.FailedPrecondition, ReasonFenceMissing, "", "send the lease's token in the "+fence.MetadataKey+" metadata", 0)
+	case errors.Is(err, errKeyBusy) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return status.FromContextError(err).Err() // the caller left or ran out of time: its own status
+	case errors.Is(err, errKeyBusy):
+		return statusWith(codes.Unavailable, ReasonFenceBusy, "", "an earlier call for this key is still being handled; this one was not admitted", time.Second)
 	}
 	return statusWith(codes.Unavailable, ReasonFenceStore, "", "fence store unavailable", time.Second)
 }

@@ -11,40 +11,75 @@ import (
 	"github.com/lockwatch/lockwatch/fence"
 )
 
-// Guards sit in front of a resource: each request's fencing token is
+// Guard sits in front of a resource: each request's fencing token is
 // admitted by a fenced store (fence.Admitter: one atomic check-and-advance of
 // the high-water mark of the request's key) before the handler runs, and the
 // guard holds a per-key lock from that check until the handler returns, so
 // the requests it admits for one key are handled one at a time, in the order
-// of their checks. That makes the guard a fence for a resource served by one
-// process (or one process per key). A resource served by several replicas
-// at once must fence at the write itself (fence.RedisStore.Write,
-// fence.SQLTable): there the guard only rejects stale requests early.
+// of their checks. Without that lock a request admitted with token 41 whose
+// body is slow to arrive could write after one admitted with 42: the mark
+// would say 42 and the resource hold 41's value. A request waiting for its
+// key's lock gives up when its context ends or, with WithGuardWait, after
+// that bound (default: no bound but the context), and is then never
+// admitted: it does not advance the mark.
+//
+// One Guard is one serialization: its HTTP middleware, unary and stream
+// interceptors share one lock table, however many routes and methods they
+// wrap. Give every entry point that writes one resource the same Guard (and
+// key functions that name a resource the same way on each), or they do not
+// exclude each other. What the lock does not serialize:
+//
+//   - two Guard values over one store: each has its own table, so a request
+//     behind one can write while a request behind the other, admitted
+//     later, writes too;
+//   - several processes (replicas) serving one resource: the lock is in
+//     memory.
+//
+// Such resources must fence at the write itself (fence.RedisStore.Write,
+// fence.SQLTable), where the check and the write are one atomic step; a
+// guard in front of them only rejects stale requests early.
+//
 // Answers:
 //
 //	stale token       409 FENCE_STALE         ABORTED
 //	malformed token   400 FENCE_MALFORMED     INVALID_ARGUMENT
 //	missing token     428 FENCE_MISSING       FAILED_PRECONDITION (AllowMissingFence passes it)
 //	store error       503 FENCE_UNAVAILABLE   UNAVAILABLE
+//	wait for the key  503 FENCE_BUSY          the context's status (CANCELED, DEADLINE_EXCEEDED);
+//	  given up                                UNAVAILABLE FENCE_BUSY when WithGuardWait ran out
 //
 // The store records every check (lockwatch_fence_checks_total) and every
 // rejection (lockwatch_fence_rejections_total, with an exemplar of the
 // request's span). An admitted request's context carries its token
-// (fence.FromContext). key returns the high-water key (usually the lock key
-// the writer held); "" passes the request unchecked.
+// (fence.FromContext). The key functions return the high-water key (usually
+// the lock key the writer held); "" passes the request unchecked and
+// unserialized.
+type Guard struct {
+	store fence.Admitter
+	cfg   config
+	locks keyLocks
+}
 
-// HTTPGuard checks the Fencing-Token header.
-func HTTPGuard(store fence.Admitter, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
-	if store == nil || key == nil {
-		panic("middleware: HTTPGuard needs a store and a KeyFunc")
+// NewGuard returns a Guard admitting tokens through store. Options:
+// AllowMissingFence, WithGuardWait, WithErrorWriter.
+func NewGuard(store fence.Admitter, opts ...Option) *Guard {
+	if store == nil {
+		panic("middleware: NewGuard needs a store")
 	}
-	cfg := newConfig(opts)
+	return &Guard{store: store, cfg: newConfig(opts)}
+}
+
+// HTTP returns middleware that checks the Fencing-Token header. Wrap every
+// route that writes the resource with it.
+func (g *Guard) HTTP(key KeyFunc) func(http.Handler) http.Handler {
+	if key == nil {
+		panic("middleware: nil KeyFunc")
+	}
 	return func(next http.Handler) http.Handler {
-		var locks keyLocks
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, unlock, err := admit(r.Context(), store, &locks, key(r), r.Header.Values(fence.Header), cfg)
+			ctx, unlock, err := g.admit(r.Context(), key(r), r.Header.Values(fence.Header))
 			if err != nil {
-				cfg.errorWriter(w, r, fenceProblem(err))
+				g.cfg.errorWriter(w, r, fenceProblem(err))
 				return
 			}
 			defer unlock()
@@ -53,15 +88,13 @@ func HTTPGuard(store fence.Admitter, key KeyFunc, opts ...Option) func(http.Hand
 	}
 }
 
-// UnaryServerGuard checks the fencing-token metadata of unary calls.
-func UnaryServerGuard(store fence.Admitter, key UnaryKeyFunc, opts ...Option) grpc.UnaryServerInterceptor {
-	if store == nil || key == nil {
-		panic("middleware: UnaryServerGuard needs a store and a key function")
+// UnaryServerInterceptor checks the fencing-token metadata of unary calls.
+func (g *Guard) UnaryServerInterceptor(key UnaryKeyFunc) grpc.UnaryServerInterceptor {
+	if key == nil {
+		panic("middleware: nil UnaryKeyFunc")
 	}
-	cfg := newConfig(opts)
-	var locks keyLocks
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, unlock, err := admit(ctx, store, &locks, key(ctx, info.FullMethod, req), incoming(ctx), cfg)
+		ctx, unlock, err := g.admit(ctx, key(ctx, info.FullMethod, req), incoming(ctx))
 		if err != nil {
 			return nil, fenceStatus(err)
 		}
@@ -70,22 +103,20 @@ func UnaryServerGuard(store fence.Admitter, key UnaryKeyFunc, opts ...Option) gr
 	}
 }
 
-// StreamServerGuard checks the fencing-token metadata of streams when the
-// stream opens, and holds the key's lock for the whole stream: a stream
+// StreamServerInterceptor checks the fencing-token metadata of streams when
+// the stream opens, and holds the key's lock for the whole stream: a stream
 // admitted with an old token finishes before a newer one starts.
-func StreamServerGuard(store fence.Admitter, key StreamKeyFunc, opts ...Option) grpc.StreamServerInterceptor {
-	if store == nil || key == nil {
-		panic("middleware: StreamServerGuard needs a store and a key function")
+func (g *Guard) StreamServerInterceptor(key StreamKeyFunc) grpc.StreamServerInterceptor {
+	if key == nil {
+		panic("middleware: nil StreamKeyFunc")
 	}
-	cfg := newConfig(opts)
-	var locks keyLocks
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, unlock, err := admit(ss.Context(), store, &locks, key(ss.Context(), info.FullMethod), incoming(ss.Context()), cfg)
+		ctx, unlock, err := g.admit(ss.Context(), key(ss.Context(), info.FullMethod), incoming(ss.Context()))
 		if err != nil {
 			return fenceStatus(err)
 		}
 		defer unlock()
-		return handler(srv, &leaseStream{ServerStream: ss, ctx: ctx})
+		return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 	}
 }
 
@@ -96,22 +127,33 @@ func incoming(ctx context.Context) []string {
 
 // admit parses the token values, locks key and has the store admit the
 // token for it. On success the caller runs the handler, then unlock.
-func admit(ctx context.Context, store fence.Admitter, locks *keyLocks, key string, values []string, cfg config) (context.Context, func(), error) {
+func (g *Guard) admit(ctx context.Context, key string, values []string) (context.Context, func(), error) {
 	noop := func() {}
 	if key == "" {
 		return ctx, noop, nil
 	}
 	tok, err := fence.ParseValues(values)
 	switch {
-	case errors.Is(err, fence.ErrMissing) && cfg.allowNoFence:
+	case errors.Is(err, fence.ErrMissing) && g.cfg.allowNoFence:
 		return ctx, noop, nil
 	case err != nil:
 		return ctx, nil, err
 	}
-	unlock := locks.lock(key)
-	if err := store.Admit(ctx, key, tok); err != nil {
+	unlock, err := g.locks.lock(ctx, key, g.cfg.guardWait)
+	if err != nil {
+		return ctx, nil, err
+	}
+	if err := g.store.Admit(ctx, key, tok); err != nil {
 		unlock()
 		return ctx, nil, err
 	}
 	return fence.NewContext(ctx, tok), unlock, nil
 }
+
+// contextStream is a ServerStream whose Context is ctx.
+type contextStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *contextStream) Context() context.Context { return s.ctx }

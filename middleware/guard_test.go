@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -29,7 +30,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
 	tokens := make(chan fence.Token, 10)
 	mux := http.NewServeMux()
-	mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
 		tokens <- tok
 		w.WriteHeader(http.StatusNoContent)
@@ -81,7 +82,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 
 	t.Run("missing allowed", func(t *testing.T) {
 		mux := http.NewServeMux()
-		mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey, AllowMissingFence())(http.HandlerFunc(
+		mux.Handle("PUT /ledger/{id}", NewGuard(store, AllowMissingFence()).HTTP(pathKey)(http.HandlerFunc(
 			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })))
 		url, client := serveHTTP(t, mux)
 		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
@@ -105,9 +106,10 @@ func TestGRPCGuardAnswers(t *testing.T) {
 			return stream.Send(&grpc_health_v1.HealthCheckResponse{})
 		},
 	}
+	guard := NewGuard(store)
 	client := serveGRPC(t, svc, []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(UnaryServerGuard(store, key)),
-		grpc.ChainStreamInterceptor(StreamServerGuard(store, skey)),
+		grpc.ChainUnaryInterceptor(guard.UnaryServerInterceptor(key)),
+		grpc.ChainStreamInterceptor(guard.StreamServerInterceptor(skey)),
 	})
 	call := func(values ...string) error {
 		ctx := context.Background()
@@ -147,53 +149,89 @@ func TestGRPCGuardAnswers(t *testing.T) {
 	assert.EqualValues(t, 2, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
 }
 
-// TestHTTPGuardOrdersAdmittedRequests: A is admitted with token 41 while
-// its body is still arriving; B comes with 42. B's handler must not run
-// before A's is done (otherwise A's slow write would land after B's and win),
-// so the ledger ends with B's value.
-func TestHTTPGuardOrdersAdmittedRequests(t *testing.T) {
-	srv := redistest.Start(t)
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()),
-		fence.WithTelemetry(telemetrytest.New(t).Tel))
-	book := &ledger{values: map[string]string{}}
-	var bStarted atomic.Bool
-	arrived := make(chan struct{}, 2)
-	mux := http.NewServeMux()
-	mux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(fence.Header) == "42" {
-			bStarted.Store(true)
-		}
-		book.ServeHTTP(w, r)
-	})))
-	outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arrived <- struct{}{}; mux.ServeHTTP(w, r) })
-	url, client := serveHTTP(t, outer)
-	send := func(token string, body io.Reader) <-chan int {
-		done := make(chan int, 1)
-		go func() {
-			req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", body)
-			req.Header.Set(fence.Header, token)
-			resp, err := client.Do(req)
-			if err != nil {
-				done <- -1
-				return
+// TestGuardSerializesEveryEntryPoint: A is admitted with token 41 on PUT
+// while its body is still arriving; B comes with 42 through another entry
+// point of the same resource: the same route, a second route, a gRPC
+// method. B's handler must not run before A's is done (otherwise A's slow
+// write would land after B's and win), so the ledger ends with B's value.
+func TestGuardSerializesEveryEntryPoint(t *testing.T) {
+	for _, via := range []string{"same route", "second route", "gRPC method"} {
+		t.Run(via, func(t *testing.T) {
+			srv := redistest.Start(t)
+			store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace("serialize"),
+				fence.WithTelemetry(telemetrytest.New(t).Tel))
+			book := &ledger{values: map[string]string{}}
+			var bStarted atomic.Bool
+			arrived := make(chan struct{}, 2)
+			write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get(fence.Header) == "42" {
+					bStarted.Store(true)
+				}
+				book.ServeHTTP(w, r)
+			})
+			guard := NewGuard(store)
+			mux := http.NewServeMux()
+			mux.Handle("PUT /ledger/{id}", guard.HTTP(pathKey)(write))
+			mux.Handle("POST /ledger/{id}", guard.HTTP(pathKey)(write))
+			outer := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { arrived <- struct{}{}; mux.ServeHTTP(w, r) })
+			url, client := serveHTTP(t, outer)
+			grpcClient := serveGRPC(t, &health{check: func(ctx context.Context) error {
+				bStarted.Store(true)
+				arrived <- struct{}{}
+				book.mu.Lock()
+				book.values["7"] = "written by B"
+				book.mu.Unlock()
+				return nil
+			}}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(guard.UnaryServerInterceptor(func(context.Context, string, any) string { return "7" }))})
+			send := func(method, token string, body io.Reader) <-chan int {
+				done := make(chan int, 1)
+				go func() {
+					req, _ := http.NewRequest(method, url+"/ledger/7", body)
+					req.Header.Set(fence.Header, token)
+					resp, err := client.Do(req)
+					if err != nil {
+						done <- -1
+						return
+					}
+					resp.Body.Close()
+					done <- resp.StatusCode
+				}()
+				return done
 			}
-			resp.Body.Close()
-			done <- resp.StatusCode
-		}()
-		return done
-	}
 
-	slowBody, finishA := io.Pipe()
-	aDone := send("41", slowBody)
-	require.Eventually(t, func() bool { _, mark, _ := store.Read(context.Background(), "7"); return mark == 41 },
-		5*time.Second, 5*time.Millisecond, "A was never admitted")
-	<-arrived
-	bDone := send("42", strings.NewReader("written by B"))
-	<-arrived
-	assert.Never(t, bStarted.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A, admitted first, was unfinished")
-	_, _ = finishA.Write([]byte("written by A"))
-	require.NoError(t, finishA.Close())
-	assert.Equal(t, http.StatusNoContent, <-aDone)
-	assert.Equal(t, http.StatusNoContent, <-bDone)
-	assert.Equal(t, "written by B", book.get("7"))
+			slowBody, finishA := io.Pipe()
+			aDone := send(http.MethodPut, "41", slowBody)
+			require.Eventually(t, func() bool { _, mark, _ := store.Read(context.Background(), "7"); return mark == 41 },
+				5*time.Second, 5*time.Millisecond, "A was never admitted")
+			<-arrived
+			var bDone <-chan int
+			switch via {
+			case "same route":
+				bDone = send(http.MethodPut, "42", strings.NewReader("written by B"))
+				<-arrived
+			case "second route":
+				bDone = send(http.MethodPost, "42", strings.NewReader("written by B"))
+				<-arrived
+			case "gRPC method":
+				done := make(chan int, 1)
+				go func() {
+					ctx := metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, "42")
+					_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
+					done <- int(status.Code(err))
+				}()
+				bDone = done
+			}
+			assert.Never(t, bStarted.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A, admitted first, was unfinished")
+			_, _ = finishA.Write([]byte("written by A"))
+			require.NoError(t, finishA.Close())
+			assert.Equal(t, http.StatusNoContent, <-aDone)
+			if via == "gRPC method" {
+				assert.Equal(t, int(codes.OK), <-bDone)
+				<-arrived
+			} else {
+				assert.Equal(t, http.StatusNoContent, <-bDone)
+			}
+			assert.Equal(t, "written by B", book.get("7"))
+		})
+	}
 }

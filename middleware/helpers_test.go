@@ -92,11 +92,18 @@ func (h *health) Watch(_ *grpc_health_v1.HealthCheckRequest, stream grpc_health_
 
 // serveGRPC runs svc on a real gRPC server on a loopback port and returns a
 // client; both are stopped when the test ends.
-func serveGRPC(t *testing.T, svc *health, serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) grpc_health_v1.HealthClient {
+func serveGRPC(t testing.TB, svc *health, serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) grpc_health_v1.HealthClient {
+	return grpc_health_v1.NewHealthClient(serveConn(t, func(s *grpc.Server) { grpc_health_v1.RegisterHealthServer(s, svc) }, serverOpts, dialOpts...))
+}
+
+// serveConn runs a real gRPC server on a loopback port with the services
+// register adds, and returns a connection to it; both are closed when the
+// test ends.
+func serveConn(t testing.TB, register func(*grpc.Server), serverOpts []grpc.ServerOption, dialOpts ...grpc.DialOption) *grpc.ClientConn {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer(serverOpts...)
-	grpc_health_v1.RegisterHealthServer(srv, svc)
+	register(srv)
 	go func() { _ = srv.Serve(ln) }()
 	conn, err := grpc.NewClient("passthrough:///"+ln.Addr().String(),
 		append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialOpts...)...)
@@ -105,7 +112,7 @@ func serveGRPC(t *testing.T, svc *health, serverOpts []grpc.ServerOption, dialOp
 		_ = conn.Close()
 		srv.Stop()
 	})
-	return grpc_health_v1.NewHealthClient(conn)
+	return conn
 }
 
 // metadataKey reads the lock key of a call from its "lock-key" metadata.

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -25,6 +26,7 @@ type config struct {
 	errorWriter  func(http.ResponseWriter, *http.Request, *Problem)
 	tel          *telemetry.Telemetry
 	allowNoFence bool
+	guardWait    time.Duration
 	syncRelease  bool
 }
 
@@ -120,3 +122,14 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 // AllowMissingFence makes a guard pass requests that carry no token (e.g.
 // during a migration). Default: a missing token is refused.
 func AllowMissingFence() Option { return optionFunc(func(c *config) { c.allowNoFence = true }) }
+
+// WithGuardWait bounds how long a Guard lets a request wait for the earlier
+// request on its key to finish; past it the request is answered 503
+// FENCE_BUSY (UNAVAILABLE on gRPC) with a retry hint, and not admitted.
+// Default 0: the wait ends only with the request's context. That covers a
+// gRPC call's deadline or cancellation and an HTTP client that leaves, with
+// one exception: net/http notices an HTTP/1.x client leaving only once the
+// request's body has been read, so a request with a body that waits behind
+// a stuck handler stays until the bound, a server timeout or the handler
+// before it ends. Set a bound a little above the slowest write's time.
+func WithGuardWait(d time.Duration) Option { return optionFunc(func(c *config) { c.guardWait = d }) }

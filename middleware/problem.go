@@ -27,6 +27,7 @@ const (
 	ReasonFenceMalformed = "FENCE_MALFORMED"
 	ReasonFenceMissing   = "FENCE_MISSING"
 	ReasonFenceStore     = "FENCE_UNAVAILABLE" // the fence store did not answer
+	ReasonFenceBusy      = "FENCE_BUSY"        // an earlier request for the key still ran: this one was not admitted
 )
 
 // Problem is an HTTP refusal, written as RFC 9457 application/problem+json
@@ -103,6 +104,9 @@ func fenceProblem(err error) *Problem {
 	case errors.Is(err, fence.ErrMissing):
 		return problem(http.StatusPreconditionRequired, ReasonFenceMissing, "Fencing token required",
 			"send the lease's token in the "+fence.Header+" header", "", 0, err)
+	case errors.Is(err, errKeyBusy):
+		return problem(http.StatusServiceUnavailable, ReasonFenceBusy, "Resource busy",
+			"an earlier request for this resource is still being handled; this one was not admitted", "", time.Second, err)
 	}
 	return problem(http.StatusServiceUnavailable, ReasonFenceStore, "Fence unavailable",
 		"the fence store did not answer", "", time.Second, err)

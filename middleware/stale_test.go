@@ -60,7 +60,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithTelemetry(resource.Tel))
 	book := &ledger{values: map[string]string{}}
 	ledgerMux := http.NewServeMux()
-	ledgerMux.Handle("PUT /ledger/{id}", HTTPGuard(store, pathKey)(book))
+	ledgerMux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(book))
 	ledgerURL, _ := serveHTTP(t, ledgerMux)
 	downstream := &http.Client{Transport: RoundTripper(&http.Transport{})}
 	t.Cleanup(downstream.CloseIdleConnections)

@@ -13,7 +13,7 @@ import (
 
 // ledger is the downstream resource every replica writes to: a small HTTP
 // service keeping one value per lock key. Its writes sit behind
-// middleware.HTTPGuard over a fence.RedisStore, which admits a write only if
+// a middleware.Guard over a fence.RedisStore, which admits a write only if
 // its Fencing-Token is at least the newest the key has seen (one lease may
 // write several times) and answers 409 FENCE_STALE otherwise, counting a
 // rejection (lockwatch_fence_rejections_total{resource="ledger"}).
@@ -39,7 +39,7 @@ type ledgerEntry struct {
 func newLedger(d *demo) (*ledger, error) {
 	lg := &ledger{entries: map[string]ledgerEntry{}}
 	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.WithNamespace(namespace+":fence"), fence.WithTelemetry(d.tel))
-	guard := middleware.HTTPGuard(store, func(r *http.Request) string { return r.PathValue("key") })
+	guard := middleware.NewGuard(store).HTTP(func(r *http.Request) string { return r.PathValue("key") })
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ledger/{key}", d.traced(http.HandlerFunc(lg.get)))

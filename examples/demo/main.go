@@ -20,7 +20,7 @@
 //     of 1.5 TTLs), and a background job (the ledger's compaction, which
 //     one replica at a time runs for 3 to 5 TTLs under a renewed lease);
 //   - a ledger, the downstream resource they all write to, whose writes sit
-//     behind middleware.HTTPGuard over a fence.RedisStore: a write with a
+//     behind a middleware.Guard over a fence.RedisStore: a write with a
 //     fencing token older than one it accepted gets 409;
 //   - a workload: -workers clients calling both replicas' API and service
 //     concurrently on a few accounts (-accounts), so that requests contend.
