@@ -21,9 +21,14 @@
 // Cluster alike. SQLTable does the same for rows of a PostgreSQL table, with
 // the check in the UPDATE's (or the upsert's) WHERE clause. Both are strict:
 // a write whose token equals the mark is stale, so a replayed request never
-// writes twice. A guard in front of a service that serializes its writes
-// instead admits requests with an Admitter (RedisStore.Admit), which lets the
-// several requests of one lease through and stops an older lease's.
+// writes twice, with one exception: a copy of the write that set the mark.
+// go-redis re-sends a command whose reply was lost, so each RedisStore.Write
+// carries a random id, and a copy that finds its own id beside the mark
+// succeeds, counted as one accepted check; database/sql sends a statement
+// once, so SQLTable needs no id. A guard in front of a service that
+// serializes its writes instead admits requests with an Admitter
+// (RedisStore.Admit), which lets the several requests of one lease through
+// and stops an older lease's.
 //
 // Every check is recorded through the telemetry package: the fence.check
 // span, lockwatch.fence.checks by result and lockwatch.fence.rejections,

@@ -2,6 +2,7 @@ package fence
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"strconv"
 
@@ -11,10 +12,11 @@ import (
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
-// RedisStore is a fenced key-value store in Redis: each key holds a value
-// and the key's high-water mark (the newest token it accepted), and a write
-// checks its token against the mark and replaces both in one Lua script, so
-// no write can slip between the check and the update. Each key is one Redis
+// RedisStore is a fenced key-value store in Redis: each key holds a value,
+// the key's high-water mark (the newest token it accepted) and the id of the
+// write that set it, and a write checks its token against the mark and
+// replaces all three in one Lua script, so no write can slip between the
+// check and the update. Each key is one Redis
 // hash, so every operation touches a single key and works unchanged on a
 // single node, with Sentinel, and on Cluster.
 //
@@ -61,16 +63,29 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 // the mark as HighWater, and nothing is written. A token that is not
 // positive is ErrMalformed, and Redis is not called.
 //
+// go-redis re-sends a command after a network error or a read timeout (up to
+// the client's MaxRetries), and the first copy may have run with only its
+// reply lost; the copy then finds the mark equal to its token. So that this
+// is not taken for a stale write (and counted as a rejection, which pages),
+// each Write call sends a random write id that the script stores with the
+// mark: a copy that finds its own token and id there is the same write,
+// already applied, and Write returns nil, one accepted check. Any other
+// write with that token is still stale.
+//
 // Any other error is Redis failing, and the write may or may not have taken
-// effect (a reply can be lost after the script ran). Retrying with the same
-// token is safe: it cannot write twice. A *StaleError whose HighWater equals
-// the token therefore does not prove the value was not stored: a reply may
-// have been lost and the script sent again, by the caller or by go-redis
-// itself (it re-sends a command after a network error or timeout, up to the
-// client's MaxRetries). Read tells which value is stored.
+// effect. Calling Write again is a new write, with a new id: it cannot write
+// twice, and if the first took effect it is a *StaleError whose HighWater
+// equals the token. Read tells which value is stored. The same holds for a
+// copy go-redis re-sends only after a newer token was accepted: the value
+// was written and has been replaced, and the copy is stale.
 func (s *RedisStore) Write(ctx context.Context, key string, token Token, value []byte) error {
-	return s.run(ctx, writeScript, "write", key, token, value)
+	return s.run(ctx, writeScript, "write", key, token, value, newWriteID())
 }
+
+// newWriteID returns the id of one Write call: 128 random bits, so no two
+// calls share one, and it is made before the script runs, so every copy of
+// the call that go-redis sends carries it.
+func newWriteID() string { return rand.Text() }
 
 // Admit advances key's high-water mark to token if token is at least the
 // mark, and rejects a token below it with a *StaleError (errors.Is
@@ -86,46 +101,60 @@ func (s *RedisStore) Admit(ctx context.Context, key string, token Token) error {
 	return s.run(ctx, admitScript, "admit", key, token)
 }
 
-func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key string, token Token, value ...any) error {
+// run runs a fence script on key with the token and the script's further
+// arguments, and ends the check by the script's status.
+func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key string, token Token, more ...any) error {
 	if err := validToken(token); err != nil {
 		return err
 	}
 	rkey := s.redisKey(key)
 	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(telemetry.AttrKeyHash, keyHash(key)))
-	args := append([]any{token.String()}, value...)
+	args := append([]any{token.String()}, more...)
 	reply, err := script.Run(ctx, s.client, []string{rkey}, args...).Slice()
+	var status int64
+	var mark Token
 	if err == nil {
-		var accepted bool
-		var mark Token
-		accepted, mark, err = parseReply(reply)
-		if err == nil {
-			c.done(accepted, mark)
-			if !accepted {
-				return &StaleError{Resource: s.resource, Token: token, HighWater: mark}
-			}
-			return nil
-		}
+		status, mark, err = parseReply(reply)
 	}
-	err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
-	c.failed(err)
-	return err
+	if err != nil {
+		err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
+		c.failed(err)
+		return err
+	}
+	switch status {
+	case replyStale:
+		c.done(false, mark)
+		return &StaleError{Resource: s.resource, Token: token, HighWater: mark}
+	case replyApplied:
+		c.done(true, 0) // the mark before the first copy ran is not known
+	default: // replyAccepted
+		c.done(true, mark)
+	}
+	return nil
 }
 
-// parseReply reads {1|0, mark} from write.lua and admit.lua.
-func parseReply(reply []any) (accepted bool, mark Token, err error) {
+// The statuses of write.lua and admit.lua, the first element of a reply.
+const (
+	replyStale    = 0
+	replyAccepted = 1
+	replyApplied  = 2 // write.lua only: a re-sent copy of the write that set the mark
+)
+
+// parseReply reads {status, mark} from write.lua and admit.lua.
+func parseReply(reply []any) (status int64, mark Token, err error) {
 	if len(reply) != 2 {
-		return false, 0, fmt.Errorf("unexpected reply %v", reply)
+		return 0, 0, fmt.Errorf("unexpected reply %v", reply)
 	}
-	ok, isInt := reply[0].(int64)
+	status, isInt := reply[0].(int64)
 	m, isStr := reply[1].(string)
-	if !isInt || !isStr {
-		return false, 0, fmt.Errorf("unexpected reply %v", reply)
+	if !isInt || !isStr || status < replyStale || status > replyApplied {
+		return 0, 0, fmt.Errorf("unexpected reply %v", reply)
 	}
 	n, err := strconv.ParseInt(m, 10, 64)
 	if err != nil || n < 0 {
-		return false, 0, fmt.Errorf("unexpected high-water mark %q", m)
+		return 0, 0, fmt.Errorf("unexpected high-water mark %q", m)
 	}
-	return ok == 1, Token(n), nil
+	return status, Token(n), nil
 }
 
 // Read returns key's value and high-water mark, for inspection: a value read

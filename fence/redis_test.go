@@ -251,7 +251,8 @@ func testKeysSpread(t *testing.T, b backend) {
 }
 
 // TestRedisKeyLayout: the record is one hash under
-// <namespace>:<resource>:{<32 hex>}, with fields value and fence.
+// <namespace>:<resource>:{<32 hex>}, with fields value, fence and write
+// (the random id of the write that set the mark).
 func TestRedisKeyLayout(t *testing.T) {
 	redistest.Require(t)
 	ctx := testCtx(t)
@@ -264,6 +265,8 @@ func TestRedisKeyLayout(t *testing.T) {
 	assert.Regexp(t, `^app:fence:ledger:\{[0-9a-f]{32}\}$`, keys[0])
 	fields, err := client.HGetAll(ctx, keys[0]).Result()
 	require.NoError(t, err)
+	assert.Regexp(t, `^[A-Z2-7]{26}$`, fields["write"], "128 random bits in base32")
+	delete(fields, "write")
 	assert.Equal(t, map[string]string{"value": "v", "fence": "42"}, fields)
 
 	require.NoError(t, client.FlushAll(ctx).Err())

@@ -67,6 +67,15 @@ type DB interface {
 // WHERE locks the conflicting row and evaluates its WHERE clause the same
 // way.
 //
+// Unlike go-redis (see RedisStore.Write), database/sql does not re-send a
+// statement that may have reached the server, so a write cannot come back
+// stale because an earlier copy of it ran: database/sql repeats a statement
+// only when the driver returns driver.ErrBadConn, which the driver contract
+// reserves for a statement the server cannot have received, and pgx's
+// stdlib driver returns it only for errors pgconn marks safe to retry (no
+// byte sent). A caller that repeats a write after an error, say a lost reply
+// to COMMIT, makes a new write: stale if the first took effect.
+//
 // Every write with a valid token and the right number of values records a
 // fence check (accepted or rejected); a database error or a missing row is
 // traced on the fence.check span but not counted.

@@ -24,8 +24,9 @@ var (
 	ErrMalformed = errors.New("fence: malformed token")
 	// ErrMissing: no token where one is required.
 	ErrMissing = errors.New("fence: missing token")
-	// ErrStale: a write whose token is older than (or, for Write, equal to)
-	// one the resource already accepted. *StaleError has the high-water mark.
+	// ErrStale: a write whose token is older than (or, for the stores'
+	// writes, equal to) one the resource already accepted from another
+	// write. *StaleError has the high-water mark.
 	ErrStale = errors.New("fence: stale token")
 )
 

@@ -2,7 +2,8 @@
 -- high-water mark, and advance the mark to it, in one step.
 --
 -- KEYS[1]  fence record: a hash whose field fence is the high-water mark
---          (canonical decimal). Field value, if any, is left alone.
+--          (canonical decimal). Fields value and write, if any, are left
+--          alone.
 -- ARGV[1]  token of the request: canonical decimal, 1 to 2^63-1 (no sign, no
 --          leading zeros)
 --
