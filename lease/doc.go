@@ -35,9 +35,11 @@
 // single node, behind Sentinel and on Redis Cluster.
 //
 // One scheduler per Locker renews every lease at about TTL/3 in pipelined
-// batches (leases due within TTL/12 of each other share a pipeline), and
-// cancels each lease at its cancel point whether or not a renewal is in
-// flight: a stalled Redis delays replies, never the loss signal.
+// batches (leases due within TTL/12 of each other share a pipeline, each
+// pipeline with the full renewal timeout), and cancels each lease at its
+// cancel point whether or not a renewal is in flight: a stalled Redis
+// delays replies, never the loss signal. A reply that comes after a lease's
+// cancel point does not count for it: LOST is final.
 //
 // # Cost: group commit and release off the critical path
 //
@@ -50,13 +52,12 @@
 // first queued caller. The batch size follows the load: N requests locking
 // at once cost a few round trips, not N. Renewals keep their own pipelines,
 // so a stalled acquire never delays a renewal. No call gets less time than
-// it asked for (a pipeline's deadline is the latest of its calls'). A queued
-// caller stops waiting at its own deadline or when its context ends: a call
-// still queued then is not sent (an error, not ErrUnknown: nothing reached
-// Redis), one in flight in another caller's pipeline makes the acquire
-// ErrUnknown. The caller that sends a pipeline waits for it, up to the
-// pipeline's deadline (at most the longest acquire or release timeout among
-// its calls).
+// it asked for (a pipeline's deadline is the latest of its calls'), and no
+// caller waits longer than its own deadline or its context: a call still
+// queued then is not sent (an error, not ErrUnknown: nothing reached
+// Redis), one in flight makes the acquire ErrUnknown. A caller that sends a
+// pipeline for neighbours with later deadlines leaves it to finish on a
+// goroutine of its own.
 //
 // ReleaseAsync ends a lease at once (its context is cancelled, its hold time
 // taken) and deletes the key in the background, in the next shared
@@ -71,12 +72,16 @@
 // All timing uses a clock that never jumps: CLOCK_BOOTTIME on Linux (it keeps
 // running through a system suspend, unlike Go's monotonic clock), Go's
 // monotonic clock elsewhere. For a command sent at t_send and
-// confirmed, the key cannot expire in Redis before t_send + TTL (Redis starts
-// the TTL when the command arrives, after t_send). The lease counts as valid
-// until t_send + TTL − drift, with Redlock's drift allowance TTL/100 + 2ms for
-// clock-rate differences, and is cancelled a safety margin (default TTL/10)
-// earlier if no later renewal has been confirmed. Remaining reports the time
-// left until that cancel point.
+// confirmed, the key cannot expire in Redis before t_send + TTL (Redis
+// starts the TTL when the command arrives, after t_send). The lease counts
+// as valid until t_send + TTL − drift, with Redlock's drift allowance
+// TTL/100 + 2ms for clock-rate differences, and is cancelled a safety margin
+// (default TTL/10) earlier if no later renewal has been confirmed. Remaining
+// reports the time left until that cancel point. Go's timers stop while the
+// host is suspended, so the scheduler never sleeps more than 50ms while
+// leases are held, and Err, Remaining and Commit wake it when they see a
+// passed cancel point: after a resume the context ends within that, not at
+// the next renewal.
 //
 // # Fencing tokens and their clock assumption
 //
@@ -94,17 +99,22 @@
 //
 // # Ambiguity, stated
 //
-//   - A retried acquire (go-redis retries a script whose reply was lost)
-//     finds its own owner token and returns the same fence: no second lock.
-//   - An unknown acquire's clean-up deletes the lock if the acquire took it
-//     (released) or finds the lock without its token (absent), and either
-//     way bars the acquire's owner token on the fence record: a copy or retry
-//     of the acquire that a stalled server serves after the clean-up cannot
-//     take the key. The record keeps the 16 newest barred tokens. A late copy
-//     can still take the key, for one TTL with nobody working under it, when
-//     the clean-up failed (unresolved), when 16 newer clean-ups of the same
-//     key pushed its token out, or when a failover promoted a replica that
-//     missed the clean-up.
+//   - Every attempt of an Acquire (WithWait makes several) is its own claim
+//     with an owner token of its own, and its validity counts from its own
+//     send. A retry of an attempt (go-redis re-sends a script whose reply
+//     was lost) finds its own token and returns the same fence: no second
+//     lock.
+//   - An attempt that has ended is barred on the key's fence record: one
+//     answered "contended", a lease released, an unknown acquire cleaned up
+//     (the clean-up deletes the lock if the acquire took it: released, or
+//     finds it without its token: absent). A late copy of it (a re-send, a
+//     command that sat in a stalled server's buffer) then cannot take the
+//     key. The record keeps the 16 newest barred tokens of the key. A late
+//     copy can still take the key, for one TTL with nobody working under
+//     it, when 16 newer attempts on the same key ended first, when the
+//     clean-up failed (unresolved), or when a failover promoted a replica
+//     that missed the bar. An Acquire through the same Locker waits for the
+//     clean-up of its key's unknown acquire first.
 //   - A release that finds the key gone or changed returns ErrNotHeld: the
 //     lease had already expired in Redis.
 //   - Commit (the final write) runs only while the lease is active and its
@@ -113,12 +123,17 @@
 //
 // # Redis and client settings
 //
-// Redis 5 or later (the acquire script reads TIME before it writes, which
-// needs effects replication, the default since 5.0). The server must not
-// evict lock keys: use maxmemory-policy noeviction (a volatile-* policy may
-// evict a held lock and let a second holder in). All Lockers of one
-// namespace must run the same version of lockwatch's scripts: a fence record
-// that lists barred tokens reads as missing to scripts older than the bar.
+// Redis 5 or later, tested on 7 (the acquire script reads TIME before it
+// writes, which needs effects replication: the default since 5.0, asked
+// for by the script on servers configured otherwise, refused with an
+// error where it cannot be had). The server must not evict lock keys: use
+// maxmemory-policy noeviction (a volatile-* policy may evict a held lock
+// and let a second holder in). Locker.Check tells both at start-up. All
+// Lockers of one namespace must run the same version of lockwatch's
+// scripts: a fence record that lists barred tokens reads as missing to
+// scripts older than the bar. A fence record lockwatch cannot have written
+// (say, set by hand to "0x10") is refused with an error, and so is an
+// acquire past the largest fence, 2^53 − 1: fences never repeat.
 //
 // For the client a Locker uses, set ContextTimeoutEnabled so that renewal,
 // acquire and release deadlines also bound socket reads; otherwise a renewal against a stalled
@@ -127,7 +142,9 @@
 // cancel point either way.
 //
 // Hooks run on the Locker's goroutines and must not block; Close waits for
-// them, so a hook that wants to shut down calls go locker.Close().
+// them, so a hook that wants to shut down calls go locker.Close(). An
+// AcquireDone hook runs on the caller's goroutine; if it panics, the lease
+// it reports is released before the panic goes on.
 //
 // # Observing
 //

@@ -263,7 +263,7 @@ type lanes struct {
 	cluster   *redis.ClusterClient // nil unless client is one
 	deadlines deadlines
 	detached  sync.WaitGroup // see groupCommit.detached
-	one       *groupCommit // a single node or Sentinel; on Cluster, keys whose master is unknown
+	one       *groupCommit   // a single node or Sentinel; on Cluster, keys whose master is unknown
 	mu        sync.Mutex
 	byMaster  map[string]*groupCommit // on Cluster, by master address
 }
