@@ -74,6 +74,9 @@ func run(ctx context.Context, cfg config) error {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.WithTTL(5*time.Second))
 	defer locker.Close()
+	if err := locker.Check(ctx); err != nil { // a Redis that could evict a held lock stops us here
+		return err
+	}
 
 	unaryKey := func(_ context.Context, _ string, req any) string {
 		if r, ok := req.(*wrapperspb.StringValue); ok && r.GetValue() != "" {

@@ -70,6 +70,9 @@ func run(ctx context.Context, cfg config) error {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.WithTTL(5*time.Second))
 	defer locker.Close()
+	if err := locker.Check(ctx); err != nil { // a Redis that could evict a held lock stops us here
+		return err
+	}
 	payments := fence.NewRedisStore(client, "payments")
 
 	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") })
