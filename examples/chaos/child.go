@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/lockwatch/lockwatch/internal/suspend"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -71,6 +74,9 @@ const (
 	cmdDisarm = "disarm" // never mind
 	cmdGo     = "go"     // the parent has resumed you: finish the Commit
 	cmdStop   = "stop"   // finish the current operation and report
+	// cmdSuspend and a count of nanoseconds: you were resumed from a
+	// suspend that long, move your lease clock (internal/suspend).
+	cmdSuspend = "suspend "
 )
 
 // childMain is a holder process: it reads its configuration, runs one
@@ -125,12 +131,21 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 				}
 			case cmdStop:
 				return
+			default:
+				// The parent resumed this process from a stop it calls a
+				// suspend: the lease clock jumps, Go's timers do not.
+				if d, ok := strings.CutPrefix(in.Text(), cmdSuspend); ok {
+					if n, err := strconv.ParseInt(d, 10, 64); err == nil && n >= 0 {
+						suspend.Emulate(time.Duration(n))
+					}
+				}
 			}
 		}
 	}()
 
 	id := fmt.Sprintf("p%d", cfg.Index)
-	h := newHolder(id, cfg.Index, cfg.LockAddr, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
+	lc := newLockClient(cfg.LockAddr, cfg.TTL, tel)
+	h := newHolder(id, cfg.Index, lc.locker, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
 	h.pause = func(key string, fence int64) bool {
 		if !armed.Swap(false) {
 			return false
@@ -149,7 +164,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 		return time.Duration(now()-from) >= cfg.TTL
 	}
 	h.run()
-	if err := h.close(); err != nil {
+	if err := lc.close(); err != nil {
 		return err
 	}
 	c, err := collect(context.Background(), reader)

@@ -106,13 +106,15 @@ func (in *injector) inject(f fault) (string, error) {
 		}
 		sleep(f.Dur, in.stop)
 		return fmt.Sprintf("CLIENT PAUSE %d ALL", ms), r.do(context.Background(), 10*time.Second, "CLIENT", "UNPAUSE")
-	case faultDelay, faultBlackhole, faultReset:
+	case faultDelay, faultBlackhole, faultReset, faultDuplicate, faultSlowAcquire:
 		mode := faultproxy.Blackhole
 		switch f.Kind {
-		case faultDelay:
+		case faultDelay, faultSlowAcquire:
 			mode = faultproxy.Delay(f.Delay)
 		case faultReset:
 			mode = faultproxy.Reset
+		case faultDuplicate:
+			mode = faultproxy.Duplicate(f.Delay)
 		}
 		r.proxy.Set(mode)
 		sleep(f.Dur, in.stop)
@@ -123,6 +125,8 @@ func (in *injector) inject(f fault) (string, error) {
 		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, in.stop)
 	case faultFailover:
 		return r.failover(f.Dur, f.Down, in.stop)
+	case faultSuspend:
+		return in.suspend(f)
 	}
 	return "", fmt.Errorf("unknown fault kind %q", f.Kind)
 }
@@ -167,6 +171,25 @@ func (in *injector) holderStop(f fault) (string, error) {
 		}
 	}
 	return fmt.Sprintf("p%d stopped %s", c.index, where), err
+}
+
+// suspend emulates a system suspend of a holder process: SIGSTOP for the
+// fault's length, so that real time passes for Redis and keys expire, and
+// on resume the process's lease clock jumps ahead of its Go timers, as
+// CLOCK_BOOTTIME runs ahead of a CLOCK_MONOTONIC that stood still. (Go's
+// timers here did see the stop; the jump is the part of a suspend they
+// would not have seen.)
+func (in *injector) suspend(f fault) (string, error) {
+	c := in.children[f.Target%len(in.children)]
+	if err := c.pause(); err != nil {
+		return "", err
+	}
+	sleep(f.Dur, in.stop)
+	err := c.resume()
+	if err == nil {
+		err = c.send(cmdSuspend + strconv.FormatInt(int64(f.Jump), 10))
+	}
+	return fmt.Sprintf("p%d stopped, resumed with its lease clock %v ahead", c.index, f.Jump.Round(time.Millisecond)), err
 }
 
 // output serializes what the run prints: fault events and progress lines.
