@@ -176,7 +176,7 @@ func TestOverlaps(t *testing.T) {
 
 func TestLateCancels(t *testing.T) {
 	const ms = int64(time.Millisecond)
-	never := func(int, int64, int64) bool { return false }
+	never := func(int, int64, int64) int64 { return 0 }
 	leases := []leaseRec{
 		{Holder: "prompt", ErrAt: 100 * ms, Done: 101 * ms},
 		{Holder: "late", Key: "k", Fence: 7, ErrAt: 100 * ms, Done: 400 * ms},
@@ -187,7 +187,12 @@ func TestLateCancels(t *testing.T) {
 	assert.Equal(t, "late", late[0].Holder)
 	assert.Equal(t, []string{"late_cancel: late's lease on k (fence 7) was lost by its Err 300ms before its context was done (window 50ms)"}, bad)
 
-	stopped := func(int, int64, int64) bool { return true }
-	late, _ = lateCancels(leases, 50*time.Millisecond, stopped)
+	// Stopped from 150 to 380ms: cancelled 20ms after its resume is prompt.
+	resumed := func(int, int64, int64) int64 { return 380 * ms }
+	late, _ = lateCancels(leases, 50*time.Millisecond, resumed)
 	assert.Empty(t, late, "a process stopped in between could not cancel")
+	// Resumed at 150ms, cancelled 250ms later: late.
+	resumed = func(int, int64, int64) int64 { return 150 * ms }
+	late, _ = lateCancels(leases, 50*time.Millisecond, resumed)
+	assert.Len(t, late, 1)
 }

@@ -74,8 +74,8 @@ const (
 	cmdDisarm = "disarm" // never mind
 	cmdGo     = "go"     // the parent has resumed you: finish the Commit
 	cmdStop   = "stop"   // finish the current operation and report
-	// cmdSuspend and a count of nanoseconds: you were resumed from a
-	// suspend that long, move your lease clock (internal/suspend).
+	// cmdSuspend and a count of nanoseconds: move your lease clock that far
+	// (internal/suspend) and stop yourself; the parent resumes you.
 	cmdSuspend = "suspend "
 )
 
@@ -132,11 +132,14 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 			case cmdStop:
 				return
 			default:
-				// The parent resumed this process from a stop it calls a
-				// suspend: the lease clock jumps, Go's timers do not.
+				// A suspend: the lease clock jumps and the process stops at
+				// once, so that on resume (the parent's SIGCONT) no timer
+				// fires before the lease clock has moved, as after a real
+				// suspend, where both happen at the same instant.
 				if d, ok := strings.CutPrefix(in.Text(), cmdSuspend); ok {
 					if n, err := strconv.ParseInt(d, 10, 64); err == nil && n >= 0 {
 						suspend.Emulate(time.Duration(n))
+						_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
 					}
 				}
 			}
@@ -325,6 +328,26 @@ func (c *child) pause() error {
 	return nil
 }
 
+// suspend has the process move its lease clock by d and stop itself, and
+// waits (up to a second) until it has stopped.
+func (c *child) suspend(d time.Duration) error {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if err := c.send(cmdSuspend + strconv.FormatInt(int64(d), 10)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Second)
+	for !isStopped(c.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("holder process p%d did not stop itself within a second", c.index)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.stopped = true
+	c.pauses = append(c.pauses, [2]int64{now(), 0})
+	return nil
+}
+
 func (c *child) resume() error {
 	c.pauseMu.Lock()
 	defer c.pauseMu.Unlock()
@@ -358,6 +381,20 @@ func (c *child) pauseDuring(from, to int64) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// resumedAt returns the end of the last stop that overlaps from..to, 0 if
+// none (or if the process is still stopped).
+func (c *child) resumedAt(from, to int64) int64 {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	var last int64
+	for _, p := range c.pauses {
+		if p[0] <= to && (p[1] == 0 || p[1] >= from) {
+			last = max(last, p[1])
+		}
+	}
+	return last
 }
 
 // finish asks the child to stop and waits for its report and its exit.

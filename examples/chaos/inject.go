@@ -116,10 +116,16 @@ func (in *injector) inject(f fault) (string, error) {
 		case faultDuplicate:
 			mode = faultproxy.Duplicate(f.Delay)
 		}
+		copied, _ := r.proxy.Copies()
 		r.proxy.Set(mode)
 		sleep(f.Dur, in.stop)
 		r.proxy.Set(faultproxy.Pass)
-		return "proxy " + mode.String(), nil
+		note := "proxy " + mode.String()
+		if f.Kind == faultDuplicate {
+			now, _ := r.proxy.Copies()
+			note += fmt.Sprintf(", %d commands copied", now-copied)
+		}
+		return note, nil
 	case faultKill:
 		s := r.current()
 		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, in.stop)
@@ -173,23 +179,19 @@ func (in *injector) holderStop(f fault) (string, error) {
 	return fmt.Sprintf("p%d stopped %s", c.index, where), err
 }
 
-// suspend emulates a system suspend of a holder process: SIGSTOP for the
-// fault's length, so that real time passes for Redis and keys expire, and
-// on resume the process's lease clock jumps ahead of its Go timers, as
-// CLOCK_BOOTTIME runs ahead of a CLOCK_MONOTONIC that stood still. (Go's
-// timers here did see the stop; the jump is the part of a suspend they
-// would not have seen.)
+// suspend emulates a system suspend of a holder process: its lease clock
+// jumps ahead and it stops itself at once, for the fault's length, so that
+// real time passes for Redis and keys expire; on resume its lease clock is
+// ahead of its Go timers, as CLOCK_BOOTTIME runs ahead of a CLOCK_MONOTONIC
+// that stood still. (Go's timers here do see the stop; the jump is the part
+// of a suspend they would not have seen.)
 func (in *injector) suspend(f fault) (string, error) {
 	c := in.children[f.Target%len(in.children)]
-	if err := c.pause(); err != nil {
+	if err := c.suspend(f.Jump); err != nil {
 		return "", err
 	}
 	sleep(f.Dur, in.stop)
-	err := c.resume()
-	if err == nil {
-		err = c.send(cmdSuspend + strconv.FormatInt(int64(f.Jump), 10))
-	}
-	return fmt.Sprintf("p%d stopped, resumed with its lease clock %v ahead", c.index, f.Jump.Round(time.Millisecond)), err
+	return fmt.Sprintf("p%d suspended, resumed with its lease clock %v ahead", c.index, f.Jump.Round(time.Millisecond)), c.resume()
 }
 
 // output serializes what the run prints: fault events and progress lines.

@@ -47,14 +47,18 @@ func watchErr(l *lease.Lease) <-chan int64 {
 }
 
 // lateCancels lists the leases whose context was still live more than
-// window after their Err first reported the loss. A holder process stopped
-// in between is left out: its scheduler could not run, nor could its work.
-func lateCancels(leases []leaseRec, window time.Duration, pausedDuring func(proc int, from, to int64) bool) (late []leaseRec, bad []string) {
+// window after their Err first reported the loss, or after their holder
+// process was last resumed when it was stopped in between (holder-stop,
+// suspend): a stopped process can cancel nothing, but once resumed it has
+// the window like any other. resumedAt returns the end of the last stop of
+// process proc overlapping from..to, 0 if none.
+func lateCancels(leases []leaseRec, window time.Duration, resumedAt func(proc int, from, to int64) int64) (late []leaseRec, bad []string) {
 	for _, r := range leases {
-		if r.ErrAt == 0 || pausedDuring(r.Proc, r.ErrAt, r.Done) {
+		if r.ErrAt == 0 {
 			continue
 		}
-		if d := time.Duration(r.Done - r.ErrAt); d > window {
+		from := max(r.ErrAt, resumedAt(r.Proc, r.ErrAt, r.Done))
+		if d := time.Duration(r.Done - from); d > window {
 			late = append(late, r)
 			bad = append(bad, fmt.Sprintf("late_cancel: %s's lease on %s (fence %d) was lost by its Err %v before its context was done (window %v)",
 				r.Holder, r.Key, r.Fence, d.Round(time.Millisecond), window))

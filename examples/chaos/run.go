@@ -350,7 +350,13 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 	late, maxCancel := lateWork(leases, cfg.cancelWindow(), pausedDuring)
 	s.MaxCancel = maxCancel
 	s.Violations = append(s.Violations, late...)
-	lateCancelled, lateBad := lateCancels(leases, cfg.cancelWindow(), pausedDuring)
+	resumedAt := func(proc int, from, to int64) int64 {
+		if proc > 0 && proc <= len(children) {
+			return children[proc-1].resumedAt(from, to)
+		}
+		return 0
+	}
+	lateCancelled, lateBad := lateCancels(leases, cfg.cancelWindow(), resumedAt)
 	s.LateCancels = len(lateCancelled)
 	s.Violations = append(s.Violations, lateBad...)
 

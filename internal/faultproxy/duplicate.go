@@ -29,6 +29,7 @@ func (p *Proxy) deliverLater(commands [][]byte, d time.Duration) {
 	if n == 0 {
 		return
 	}
+	p.copied.Add(int64(n))
 	p.wg.Add(1) // the calling pipe holds the group open, so this cannot race Close's Wait
 	go func() {
 		defer p.wg.Done()
@@ -49,20 +50,26 @@ func (p *Proxy) deliverLater(commands [][]byte, d time.Duration) {
 		if _, err := conn.Write(batch); err != nil {
 			return
 		}
-		discardReplies(conn, n)
+		p.delivered.Add(int64(discardReplies(conn, n)))
 	}()
 }
 
-// discardReplies reads n replies, so that the connection stays open until
-// the server has run every copied command, then returns.
-func discardReplies(conn net.Conn, n int) {
+// Copies reports how many commands Duplicate copied so far, and how many
+// of those copies the server has answered (their replies discarded).
+func (p *Proxy) Copies() (copied, answered int64) { return p.copied.Load(), p.delivered.Load() }
+
+// discardReplies reads up to n replies, so that the connection stays open
+// until the server has run every copied command, and returns how many came.
+func discardReplies(conn net.Conn, n int) int {
 	var replies frames
 	buf := make([]byte, 4<<10)
-	for n > 0 {
+	got := 0
+	for got < n {
 		m, err := conn.Read(buf)
-		n -= len(replies.add(buf[:m]))
+		got += len(replies.add(buf[:m]))
 		if err != nil || replies.broken {
-			return
+			break
 		}
 	}
+	return min(got, n)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,6 +28,8 @@ type Proxy struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	copied, delivered atomic.Int64 // Duplicate's commands: copied, and answered on their own connection
 }
 
 // link is one proxied connection: the accepted client side and the dialed

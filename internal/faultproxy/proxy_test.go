@@ -225,6 +225,11 @@ func TestDuplicateDeliversALateCopy(t *testing.T) {
 		assert.Equal(c2, "22", v, "each command ran twice")
 	}, waitFor, tick)
 	assert.GreaterOrEqual(t, time.Since(sent), after, "the copies came late")
+	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+		copied, answered := p.Copies()
+		assert.Equal(c2, int64(2), copied)
+		assert.Equal(c2, int64(2), answered)
+	}, waitFor, tick)
 	// The client's connection carries no stray reply from a copy.
 	assert.Equal(t, int64(23), c.Incr(ctx, "n").Val())
 	v, err := srv.Do(ctx, "GET", "n")
