@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The checks themselves, on small histories whose verdict is known: a
@@ -131,4 +132,67 @@ func TestAttribute(t *testing.T) {
 	assert.Equal(t, row{Name: "proxy-blackhole", Injected: 1, Rejected: 1}, byName["proxy-blackhole"])
 	assert.Equal(t, row{Name: "no fault", Lost: 1, Accepted: 1}, byName["no fault"])
 	assert.Equal(t, row{Name: "total", Injected: 2, Lost: 2, Unknown: 1, Rejected: 1, Accepted: 1}, rows[len(rows)-1])
+}
+
+func TestOverlaps(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	never := func(int, int64, int64) bool { return false }
+	lease := func(holder string, proc int, fence, from, done, released int64) leaseRec {
+		return leaseRec{Holder: holder, Proc: proc, Key: "k", Fence: fence, Acquired: from * ms, Done: done * ms, Released: released * ms}
+	}
+	// Back to back is no overlap: a's Release call and b's acquire return
+	// are exact times on one clock.
+	assert.Empty(t, overlaps([]leaseRec{lease("a", 0, 1, 0, 101, 100), lease("b", 0, 2, 100, 300, 300)}, nil, time.Second, 50*time.Millisecond, never))
+
+	// b got the key while a's context was live (a's Done came after b's
+	// acquire, a's Release later still): unexplained without a fault.
+	got := overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, time.Second, 50*time.Millisecond, never)
+	require.Len(t, got, 1)
+	assert.Equal(t, overlapUnexplained, got[0].why)
+	assert.Contains(t, got[0].String(), "b acquired k (fence 2) 50ms before a's lease (fence 1) ended: unexplained")
+
+	// The same after a restart that lost the key: explained.
+	restart := []injected{{fault: fault{Kind: faultKill}, Start: 100 * ms, End: 150 * ms}}
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, restart, time.Second, 50*time.Millisecond, never)
+	require.Len(t, got, 1)
+	assert.Equal(t, overlapRedisLoss, got[0].why)
+	// A restart before a was acquired explains nothing.
+	early := []injected{{fault: fault{Kind: faultKill}, Start: -200 * ms, End: -100 * ms}}
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, early, time.Second, 50*time.Millisecond, never)
+	assert.Equal(t, overlapUnexplained, got[0].why)
+	// Nor does a fault of another kind.
+	stall := []injected{{fault: fault{Kind: faultRedisStop}, Start: 100 * ms, End: 150 * ms}}
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, stall, time.Second, 50*time.Millisecond, never)
+	assert.Equal(t, overlapUnexplained, got[0].why)
+
+	// a's process was stopped until just before b's acquire: explained.
+	stopped := func(proc int, from, to int64) bool { return proc == 1 && from <= 180*ms && to >= 100*ms }
+	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, time.Second, 50*time.Millisecond, stopped)
+	assert.Equal(t, overlapStopped, got[0].why)
+	// ... but not if it had been running again for longer than the window.
+	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 350, 360), lease("b", 0, 2, 300, 400, 400)}, nil, time.Second, 50*time.Millisecond, stopped)
+	assert.Equal(t, overlapUnexplained, got[0].why)
+}
+
+func TestLateCancels(t *testing.T) {
+	const ms = int64(time.Millisecond)
+	never := func(int, int64, int64) int64 { return 0 }
+	leases := []leaseRec{
+		{Holder: "prompt", ErrAt: 100 * ms, Done: 101 * ms},
+		{Holder: "late", Key: "k", Fence: 7, ErrAt: 100 * ms, Done: 400 * ms},
+		{Holder: "never-lost", Done: 900 * ms},
+	}
+	late, bad := lateCancels(leases, 50*time.Millisecond, never)
+	require.Len(t, late, 1)
+	assert.Equal(t, "late", late[0].Holder)
+	assert.Equal(t, []string{"late_cancel: late's lease on k (fence 7) was lost by its Err 300ms before its context was done (window 50ms)"}, bad)
+
+	// Stopped from 150 to 380ms: cancelled 20ms after its resume is prompt.
+	resumed := func(int, int64, int64) int64 { return 380 * ms }
+	late, _ = lateCancels(leases, 50*time.Millisecond, resumed)
+	assert.Empty(t, late, "a process stopped in between could not cancel")
+	// Resumed at 150ms, cancelled 250ms later: late.
+	resumed = func(int, int64, int64) int64 { return 150 * ms }
+	late, _ = lateCancels(leases, 50*time.Millisecond, resumed)
+	assert.Len(t, late, 1)
 }

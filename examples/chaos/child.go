@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -17,6 +19,7 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
+	"github.com/lockwatch/lockwatch/internal/suspend"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -71,6 +74,9 @@ const (
 	cmdDisarm = "disarm" // never mind
 	cmdGo     = "go"     // the parent has resumed you: finish the Commit
 	cmdStop   = "stop"   // finish the current operation and report
+	// cmdSuspend and a count of nanoseconds: move your lease clock that far
+	// (internal/suspend) and stop yourself; the parent resumes you.
+	cmdSuspend = "suspend "
 )
 
 // childMain is a holder process: it reads its configuration, runs one
@@ -125,12 +131,24 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 				}
 			case cmdStop:
 				return
+			default:
+				// A suspend: the lease clock jumps and the process stops at
+				// once, so that on resume (the parent's SIGCONT) no timer
+				// fires before the lease clock has moved, as after a real
+				// suspend, where both happen at the same instant.
+				if d, ok := strings.CutPrefix(in.Text(), cmdSuspend); ok {
+					if n, err := strconv.ParseInt(d, 10, 64); err == nil && n >= 0 {
+						suspend.Emulate(time.Duration(n))
+						_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+					}
+				}
 			}
 		}
 	}()
 
 	id := fmt.Sprintf("p%d", cfg.Index)
-	h := newHolder(id, cfg.Index, cfg.LockAddr, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
+	lc := newLockClient(cfg.LockAddr, cfg.TTL, tel)
+	h := newHolder(id, cfg.Index, lc.locker, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
 	h.pause = func(key string, fence int64) bool {
 		if !armed.Swap(false) {
 			return false
@@ -149,7 +167,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 		return time.Duration(now()-from) >= cfg.TTL
 	}
 	h.run()
-	if err := h.close(); err != nil {
+	if err := lc.close(); err != nil {
 		return err
 	}
 	c, err := collect(context.Background(), reader)
@@ -310,6 +328,26 @@ func (c *child) pause() error {
 	return nil
 }
 
+// suspend has the process move its lease clock by d and stop itself, and
+// waits (up to a second) until it has stopped.
+func (c *child) suspend(d time.Duration) error {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	if err := c.send(cmdSuspend + strconv.FormatInt(int64(d), 10)); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Second)
+	for !isStopped(c.cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("holder process p%d did not stop itself within a second", c.index)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	c.stopped = true
+	c.pauses = append(c.pauses, [2]int64{now(), 0})
+	return nil
+}
+
 func (c *child) resume() error {
 	c.pauseMu.Lock()
 	defer c.pauseMu.Unlock()
@@ -343,6 +381,20 @@ func (c *child) pauseDuring(from, to int64) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// resumedAt returns the end of the last stop that overlaps from..to, 0 if
+// none (or if the process is still stopped).
+func (c *child) resumedAt(from, to int64) int64 {
+	c.pauseMu.Lock()
+	defer c.pauseMu.Unlock()
+	var last int64
+	for _, p := range c.pauses {
+		if p[0] <= to && (p[1] == 0 || p[1] >= from) {
+			last = max(last, p[1])
+		}
+	}
+	return last
 }
 
 // finish asks the child to stop and waits for its report and its exit.

@@ -119,6 +119,8 @@ func (c config) validate() error {
 		return errors.New("-progress must be positive")
 	case slices.Contains(c.faults, faultHolderStop) && c.procs == 0:
 		return errors.New("the holder-stop fault needs -procs > 0")
+	case slices.Contains(c.faults, faultSuspend) && c.procs == 0:
+		return errors.New("the suspend fault needs -procs > 0")
 	}
 	return nil
 }

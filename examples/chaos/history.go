@@ -3,6 +3,7 @@ package main
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -39,19 +40,20 @@ const (
 
 // op is one operation in the history.
 type op struct {
-	Holder  string `json:"h"`
-	Proc    int    `json:"p"` // 0: this process; n: child process n
-	Kind    string `json:"k"`
-	Key     string `json:"key"`
-	Reg     string `json:"reg,omitempty"`
-	Fence   int64  `json:"f,omitempty"` // the token acquired, or written with
-	Value   string `json:"v,omitempty"` // the value written or read
-	Mark    int64  `json:"m,omitempty"` // a read's mark; a rejected write's high-water mark
-	Exact   bool   `json:"x,omitempty"` // Mark of a rejected write was read in the same atomic step
-	Invoke  int64  `json:"i"`
-	Return  int64  `json:"r"`
-	Outcome string `json:"o"`
-	Err     string `json:"err,omitempty"` // why an acquire was unknown or failed
+	Holder  string        `json:"h"`
+	Proc    int           `json:"p"` // 0: this process; n: child process n
+	Kind    string        `json:"k"`
+	Key     string        `json:"key"`
+	Reg     string        `json:"reg,omitempty"`
+	Fence   int64         `json:"f,omitempty"` // the token acquired, or written with
+	Value   string        `json:"v,omitempty"` // the value written or read
+	Mark    int64         `json:"m,omitempty"` // a read's mark; a rejected write's high-water mark
+	Exact   bool          `json:"x,omitempty"` // Mark of a rejected write was read in the same atomic step
+	Invoke  int64         `json:"i"`
+	Return  int64         `json:"r"`
+	Outcome string        `json:"o"`
+	Err     string        `json:"err,omitempty"`  // why an acquire was unknown or failed
+	Wait    time.Duration `json:"wait,omitempty"` // an acquire's lease.WithWait; 0 for fail fast
 }
 
 // leaseRec is what one holder saw of one lease, from acquire to release.
@@ -68,7 +70,16 @@ type leaseRec struct {
 	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
 	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit, for a TTL or more
 	Refused  bool   `json:"refused,omitempty"`
+	// The live interval, for the overlap check: from Acquired to the first
+	// of Done (the context's Done closed) and Released (Release was called).
+	Done     int64 `json:"d"`
+	Released int64 `json:"rl"`
+	ErrAt    int64 `json:"err_at,omitempty"` // when Err first reported the loss; 0 if it did not before Done
 }
+
+// liveUntil is the end of the lease's live interval: its work had stopped
+// by then, or been told to.
+func (r leaseRec) liveUntil() int64 { return min(r.Done, r.Released) }
 
 // recorder receives the history. In the parent it is the history itself; in
 // a child it forwards every record to the parent.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,15 +17,21 @@ import (
 // lockName is the bounded lock name of every lease (a metric attribute).
 const lockName = "chaos"
 
-// holder is one contender: its own lease client and Locker, as one replica
-// of a service would have, writing to the shared registers.
+// One acquire in waitShare waits for a contended key (lease.WithWait, for
+// 0.5 to 2 TTLs drawn from the seed); the others fail fast.
+const waitShare = 3
+
+// holder is one contender writing to the shared registers. A child process
+// is one replica of a service with a Locker of its own; the goroutines of
+// this process are workers of one replica and share its Locker, so that its
+// renewal pipelines carry several leases at once, each at its own point of
+// its validity.
 type holder struct {
 	id     string
 	proc   int
 	ttl    time.Duration
 	work   time.Duration // longest protected work per lease
 	keys   []string
-	client *redis.Client
 	locker *lease.Locker
 	tel    *telemetry.Telemetry
 	regs   *registers
@@ -39,17 +44,18 @@ type holder struct {
 	// certainly lost, and the write that follows a late completion).
 	pause func(key string, fence int64) bool
 	seq   int
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
-// newHolder makes a holder whose lock traffic goes to lockAddr (the fault
-// proxy). The client options are the ones lockwatch recommends for a lease
-// client: context deadlines bound socket reads, so a renewal against a
-// stalled server ends at its deadline.
-func newHolder(id string, proc int, lockAddr string, ttl, work time.Duration, keys []string, tel *telemetry.Telemetry,
-	regs *registers, seed uint64, rec recorder, stop <-chan struct{}) *holder {
+// lockClient is one replica's connection to the lock Redis, through the
+// fault proxy at lockAddr, with the client options lockwatch recommends for
+// a lease client: context deadlines bound socket reads, so a renewal
+// against a stalled server ends at its deadline.
+type lockClient struct {
+	client *redis.Client
+	locker *lease.Locker
+}
+
+func newLockClient(lockAddr string, ttl time.Duration, tel *telemetry.Telemetry) *lockClient {
 	client := redis.NewClient(&redis.Options{
 		Addr:                  lockAddr,
 		ContextTimeoutEnabled: true,
@@ -62,15 +68,19 @@ func newHolder(id string, proc int, lockAddr string, ttl, work time.Duration, ke
 		lease.WithTTL(ttl),
 		lease.WithReleaseTimeout(ttl/2),
 		lease.WithTelemetry(tel))
-	return &holder{
-		id: id, proc: proc, ttl: ttl, work: work, keys: keys, client: client, locker: locker, tel: tel, regs: regs,
-		rng: rand.New(rand.NewPCG(seed, uint64(proc)<<32|uint64(len(id)))), rec: rec, stop: stop,
-	}
+	return &lockClient{client: client, locker: locker}
 }
 
-func (h *holder) close() error {
-	h.closeOnce.Do(func() { h.closeErr = errors.Join(h.locker.Close(), h.client.Close()) })
-	return h.closeErr
+// close waits for the Locker's releases and clean-ups, so that what its
+// metrics counted is final.
+func (c *lockClient) close() error { return errors.Join(c.locker.Close(), c.client.Close()) }
+
+func newHolder(id string, proc int, locker *lease.Locker, ttl, work time.Duration, keys []string, tel *telemetry.Telemetry,
+	regs *registers, seed uint64, rec recorder, stop <-chan struct{}) *holder {
+	return &holder{
+		id: id, proc: proc, ttl: ttl, work: work, keys: keys, locker: locker, tel: tel, regs: regs,
+		rng: rand.New(rand.NewPCG(seed, uint64(proc)<<32|uint64(len(id)))), rec: rec, stop: stop,
+	}
 }
 
 // run loops until stop. Operations are never cut short by the stop: every
@@ -108,8 +118,16 @@ func (h *holder) once() {
 	ctx := context.Background()
 	key := h.keys[h.rng.IntN(len(h.keys))]
 	a := h.base(kindAcquire, key)
+	var opts []lease.Option
+	if h.rng.IntN(waitShare) == 0 {
+		// A waiting acquire retries with backoff, each attempt with the
+		// same owner token: the attempts, their copies and the backoff are
+		// paths a fail-fast acquire never takes.
+		a.Wait = time.Duration((0.5 + 1.5*h.rng.Float64()) * float64(h.ttl))
+		opts = append(opts, lease.WithWait(a.Wait))
+	}
 	a.Invoke = now()
-	l, err := h.locker.Acquire(ctx, key)
+	l, err := h.locker.Acquire(ctx, key, opts...)
 	a.Return = now()
 	switch {
 	case err == nil:
@@ -131,14 +149,18 @@ func (h *holder) once() {
 
 	rec := leaseRec{Holder: h.id, Proc: h.proc, Key: key, Fence: l.Fence(), Acquired: a.Return}
 	// The moment the work learns of the loss: its context is cancelled.
-	var cancelled atomic.Int64
+	// done is also the end of the lease's live interval (the overlap check).
+	var cancelled, done atomic.Int64
 	signalled := make(chan struct{})
 	context.AfterFunc(l.Context(), func() {
+		t := now()
+		done.Store(t)
 		if errors.Is(context.Cause(l.Context()), lease.ErrLost) {
-			cancelled.Store(now())
+			cancelled.Store(t)
 		}
 		close(signalled)
 	})
+	errAt := watchErr(l)
 	noticed := func() {
 		if rec.Cancel == 0 && l.Err() != nil && !errors.Is(l.Err(), lease.ErrReleased) {
 			rec.Cancel = now()
@@ -195,8 +217,10 @@ func (h *holder) once() {
 		rec.Late = true
 		h.tel.LateCompletion(ctx, lockName)
 	}
+	rec.Released = now()
 	_ = l.Release(ctx)
 	<-signalled // Release cancels the context, so the AfterFunc has run or will
+	rec.Done, rec.ErrAt = done.Load(), <-errAt
 	rec.Lost = errors.Is(l.Err(), lease.ErrLost)
 	if c := cancelled.Load(); c != 0 && (rec.Cancel == 0 || c < rec.Cancel) {
 		rec.Cancel = c

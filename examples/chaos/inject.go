@@ -106,23 +106,33 @@ func (in *injector) inject(f fault) (string, error) {
 		}
 		sleep(f.Dur, in.stop)
 		return fmt.Sprintf("CLIENT PAUSE %d ALL", ms), r.do(context.Background(), 10*time.Second, "CLIENT", "UNPAUSE")
-	case faultDelay, faultBlackhole, faultReset:
+	case faultDelay, faultBlackhole, faultReset, faultDuplicate, faultSlowAcquire:
 		mode := faultproxy.Blackhole
 		switch f.Kind {
-		case faultDelay:
+		case faultDelay, faultSlowAcquire:
 			mode = faultproxy.Delay(f.Delay)
 		case faultReset:
 			mode = faultproxy.Reset
+		case faultDuplicate:
+			mode = faultproxy.Duplicate(f.Delay)
 		}
+		copied, _ := r.proxy.Copies()
 		r.proxy.Set(mode)
 		sleep(f.Dur, in.stop)
 		r.proxy.Set(faultproxy.Pass)
-		return "proxy " + mode.String(), nil
+		note := "proxy " + mode.String()
+		if f.Kind == faultDuplicate {
+			now, _ := r.proxy.Copies()
+			note += fmt.Sprintf(", %d commands copied", now-copied)
+		}
+		return note, nil
 	case faultKill:
 		s := r.current()
 		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, in.stop)
 	case faultFailover:
 		return r.failover(f.Dur, f.Down, in.stop)
+	case faultSuspend:
+		return in.suspend(f)
 	}
 	return "", fmt.Errorf("unknown fault kind %q", f.Kind)
 }
@@ -167,6 +177,21 @@ func (in *injector) holderStop(f fault) (string, error) {
 		}
 	}
 	return fmt.Sprintf("p%d stopped %s", c.index, where), err
+}
+
+// suspend emulates a system suspend of a holder process: its lease clock
+// jumps ahead and it stops itself at once, for the fault's length, so that
+// real time passes for Redis and keys expire; on resume its lease clock is
+// ahead of its Go timers, as CLOCK_BOOTTIME runs ahead of a CLOCK_MONOTONIC
+// that stood still. (Go's timers here do see the stop; the jump is the part
+// of a suspend they would not have seen.)
+func (in *injector) suspend(f fault) (string, error) {
+	c := in.children[f.Target%len(in.children)]
+	if err := c.suspend(f.Jump); err != nil {
+		return "", err
+	}
+	sleep(f.Dur, in.stop)
+	return fmt.Sprintf("p%d suspended, resumed with its lease clock %v ahead", c.index, f.Jump.Round(time.Millisecond)), c.resume()
 }
 
 // output serializes what the run prints: fault events and progress lines.

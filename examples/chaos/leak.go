@@ -26,20 +26,36 @@ func childProcesses() ([]string, error) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		// pid (comm) state ppid ...; comm may contain spaces and parens.
 		s := string(b)
-		end := strings.LastIndexByte(s, ')')
-		if end < 0 {
-			continue
-		}
-		fields := strings.Fields(s[end+1:])
-		if len(fields) < 2 {
-			continue
-		}
-		if ppid, _ := strconv.Atoi(fields[1]); ppid == self {
-			start := strings.IndexByte(s, '(')
-			found = append(found, fmt.Sprintf("pid %s %s (state %s)", strings.TrimSpace(s[:start]), s[start:end+1], fields[0]))
+		if state, ppid, ok := parseStat(s); ok && ppid == self {
+			start, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+			found = append(found, fmt.Sprintf("pid %s %s (state %s)", strings.TrimSpace(s[:start]), s[start:end+1], state))
 		}
 	}
 	return found, nil
+}
+
+// parseStat reads the state and the parent of a /proc/PID/stat line:
+// pid (comm) state ppid ...; comm may contain spaces and parens.
+func parseStat(s string) (state string, ppid int, ok bool) {
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return "", 0, false
+	}
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 2 {
+		return "", 0, false
+	}
+	ppid, err := strconv.Atoi(fields[1])
+	return fields[0], ppid, err == nil
+}
+
+// isStopped reports whether process pid is stopped by a signal (state T).
+func isStopped(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	state, _, ok := parseStat(string(b))
+	return ok && state == "T"
 }

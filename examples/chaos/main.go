@@ -34,9 +34,30 @@
 // check closes), SIGSTOP of the lock redis-server past the TTL, DEBUG SLEEP,
 // CLIENT PAUSE, proxy delay, blackhole and reset, kill -9 and a restart
 // without persistence, and a failover to a replica that was cut off first
-// and so missed the last writes. Every fault is printed with its timing and
-// the seed; -seed S with the same -duration, -ttl, -faults and -procs
-// replays the schedule.
+// and so missed the last writes; and three that take the lease package down
+// paths the others do not:
+//
+//   - proxy-duplicate: the proxy delivers a copy of every lease command
+//     again, from just after the original to 1.5 TTLs later, on a
+//     connection of its own whose replies nobody reads, as a go-redis retry
+//     on a new connection does while the first attempt sits in a stalled
+//     server's buffer (faultproxy.Duplicate: copies are whole RESP
+//     commands). A waiting acquire's earlier attempts, renewals and
+//     releases run again when their lease is renewed, gone or someone
+//     else's;
+//   - slow-acquire: the proxy delays round trips to just under the acquire
+//     (and renewal) timeout, TTL/5: leases start with little validity left
+//     and renewals are confirmed near the cancel point, in the same
+//     pipelines as the shared Locker's healthy leases;
+//   - suspend: a holder process moves its lease clock ahead by 0.2 to 1.5
+//     TTLs (internal/suspend) and stops itself for as long (real time
+//     passes for Redis, keys expire); the parent resumes it. On resume its
+//     lease clock is ahead of its Go timers, as CLOCK_BOOTTIME is after a
+//     system suspend, before any timer has run: Err reports the loss at
+//     once, and the context must follow within the cancellation window.
+//
+// Every fault is printed with its timing and the seed; -seed S with the
+// same -duration, -ttl, -faults and -procs replays the schedule.
 //
 // # Checks
 //
@@ -61,16 +82,33 @@
 //     context was cancelled, except holders that were deliberately stopped;
 //     every holder stopped inside its Commit must be counted as a late
 //     completion (Commit's write is never cancelled: a loss while it runs
-//     makes it a late completion, which the fence then judges);
-//  5. no goroutine and no child process outlives the run.
+//     makes it a late completion, which the fence then judges); and no
+//     lease's context was live longer than the window after its Err first
+//     reported the loss (late_cancel: every holder polls Err every 2ms
+//     while it holds a lease; a holder stopped in between is left out);
+//  5. overlaps: no two leases of one key had live contexts at the same
+//     time. A lease is live from its Acquire's return to the first of its
+//     context's Done and its Release, both measured by its holder on the
+//     system-wide clock, so the comparison needs no tolerance. An overlap
+//     is explained, and counted apart, when Redis lost the key (a
+//     kill-restart or failover after the first lease was acquired, the
+//     second acquired within a TTL of it: the first learns of the loss from
+//     its next renewal) or when the first holder's process was stopped
+//     (holder-stop, suspend) up to the window before the second acquire:
+//     only the fence protects against a stopped process. The others are
+//     unexplained_overlaps;
+//  6. no goroutine and no child process outlives the run.
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check. It must report violations.
 //
-// The last line of the output sums it up, and the exit status is non-zero
-// on any violation:
+// The fault table counts, per fault kind active at the time (or ended less
+// than 2 TTLs before), leases lost, unknown acquires, stale writes, overlaps
+// (at the second acquire), unexplained ones and late cancels (at the first
+// Err that reported the loss). The last line of the output sums it up, and
+// the exit status is non-zero on any violation, late cancels included:
 //
-//	chaos: seed=S duration=D ops=N faults=F stale_accepted=0 order_violations=0 linearizable=ok metrics_exact=true
+//	chaos: seed=S duration=D ops=N faults=F stale_accepted=0 order_violations=0 unexplained_overlaps=0 linearizable=ok metrics_exact=true
 package main
 
 import (

@@ -17,22 +17,28 @@ type summary struct {
 	Faults          int
 	StaleAccepted   int
 	OrderViolations int
-	Linearizable    string // ok, fail, unknown
-	MetricsExact    bool
-	Visualization   string // porcupine's HTML, when a register failed
+	// UnexplainedOverlaps counts two holders of one key with live contexts
+	// that no loss in Redis and no stopped process explains.
+	UnexplainedOverlaps int
+	Linearizable        string // ok, fail, unknown
+	MetricsExact        bool
+	Visualization       string // porcupine's HTML, when a register failed
 
-	Fired      map[faultKind]int
-	Rows       []row
-	Metrics    counts
-	Seen       counts
-	MaxCancel  time.Duration // slowest stop of a non-paused holder after its loss
-	Violations []string      // every violation, one line each
+	Fired       map[faultKind]int
+	Rows        []row
+	Metrics     counts
+	Seen        counts
+	Overlaps    map[string]int // by explanation (overlapRedisLoss, overlapStopped, overlapUnexplained)
+	LateCancels int            // contexts live past the cancel window after Err reported the loss
+	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
+	Violations  []string       // every violation, one line each
 }
 
 // row is one line of the fault table.
 type row struct {
 	Name                                        string
 	Injected, Lost, Unknown, Rejected, Accepted int
+	Overlaps, Unexplained, LateCancels          int
 }
 
 // ok reports whether the run found no violation at all.
@@ -40,8 +46,8 @@ func (s summary) ok() bool { return len(s.Violations) == 0 }
 
 // line is the last line of the output, in the form the issue fixed.
 func (s summary) line() string {
-	return fmt.Sprintf("chaos: seed=%d duration=%v ops=%d faults=%d stale_accepted=%d order_violations=%d linearizable=%s metrics_exact=%t",
-		s.Seed, s.Duration.Round(time.Second), s.Ops, s.Faults, s.StaleAccepted, s.OrderViolations, s.Linearizable, s.MetricsExact)
+	return fmt.Sprintf("chaos: seed=%d duration=%v ops=%d faults=%d stale_accepted=%d order_violations=%d unexplained_overlaps=%d linearizable=%s metrics_exact=%t",
+		s.Seed, s.Duration.Round(time.Second), s.Ops, s.Faults, s.StaleAccepted, s.OrderViolations, s.UnexplainedOverlaps, s.Linearizable, s.MetricsExact)
 }
 
 // attribute builds the table: each event counts for the fault that was
@@ -82,6 +88,12 @@ func attribute(faults []injected, tail time.Duration, events []event) []row {
 			r.Rejected++
 		case evAccepted:
 			r.Accepted++
+		case evOverlap:
+			r.Overlaps++
+		case evUnexplained:
+			r.Unexplained++
+		case evLateCancel:
+			r.LateCancels++
 		}
 	}
 	out := make([]row, 0, len(order)+1)
@@ -94,6 +106,9 @@ func attribute(faults []injected, tail time.Duration, events []event) []row {
 		total.Unknown += r.Unknown
 		total.Rejected += r.Rejected
 		total.Accepted += r.Accepted
+		total.Overlaps += r.Overlaps
+		total.Unexplained += r.Unexplained
+		total.LateCancels += r.LateCancels
 	}
 	return append(out, total)
 }
@@ -105,6 +120,9 @@ const (
 	evUnknown
 	evRejected
 	evAccepted
+	evOverlap     // a lease acquired while another holder's context was live
+	evUnexplained // ... and neither a loss in Redis nor a stopped process explains it
+	evLateCancel  // a context live past the window after Err reported the loss
 )
 
 type event struct {
@@ -116,9 +134,10 @@ type event struct {
 func (s summary) print(w io.Writer) {
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "fault\tinjected\tleases lost\tunknown acquires\tstale writes rejected\tstale writes accepted\t")
+	fmt.Fprintln(tw, "fault\tinjected\tleases lost\tunknown acquires\tstale writes rejected\tstale writes accepted\toverlaps\tunexplained\tlate cancels\t")
 	for _, r := range s.Rows {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t\n", r.Name, r.Injected, r.Lost, r.Unknown, r.Rejected, r.Accepted)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", r.Name, r.Injected, r.Lost, r.Unknown, r.Rejected, r.Accepted,
+			r.Overlaps, r.Unexplained, r.LateCancels)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w)
@@ -132,6 +151,8 @@ func (s summary) print(w io.Writer) {
 		s.Metrics.Acquires[outAcquired], s.Metrics.Acquires[outContended], s.Metrics.Acquires[outUnknown], s.Metrics.Acquires["error"],
 		s.Metrics.Losses, strings.Join(reasons, ", "), s.Metrics.Rejections, s.Metrics.Late)
 	fmt.Fprintf(w, "slowest stop after a loss (holders not stopped on purpose): %v\n", s.MaxCancel.Round(10*time.Microsecond))
+	fmt.Fprintf(w, "overlaps of live holders: %d explained by a loss in Redis, %d by a stopped holder process, %d unexplained; late cancels %d\n",
+		s.Overlaps[overlapRedisLoss], s.Overlaps[overlapStopped], s.Overlaps[overlapUnexplained], s.LateCancels)
 	if s.Visualization != "" {
 		fmt.Fprintf(w, "porcupine visualisation: %s\n", s.Visualization)
 	}

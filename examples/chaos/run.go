@@ -148,13 +148,20 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 		children = append(children, c)
 	}
-	holders := make([]*holder, cfg.goroutines)
+	// The goroutine holders are the workers of one replica: one Locker.
+	shared := newLockClient(lockRedis.proxy.Addr(), cfg.ttl, tel)
+	var closeShared sync.Once
+	var sharedErr error
+	closeLocker := func() error {
+		closeShared.Do(func() { sharedErr = shared.close() })
+		return sharedErr
+	}
+	cl.add(closeLocker)
 	var holding sync.WaitGroup
-	for i := range holders {
-		holders[i] = newHolder(fmt.Sprintf("g%d", i+1), 0, lockRedis.proxy.Addr(), cfg.ttl, cfg.maxWork(), keys, tel, regs,
+	for i := range cfg.goroutines {
+		h := newHolder(fmt.Sprintf("g%d", i+1), 0, shared.locker, cfg.ttl, cfg.maxWork(), keys, tel, regs,
 			cfg.seed+uint64(100+i), hist, stop)
-		cl.add(holders[i].close)
-		holding.Go(holders[i].run)
+		holding.Go(h.run)
 	}
 
 	inj := &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, out: out, start: time.Now(), stop: stop}
@@ -200,10 +207,8 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	// counted is final before they are read.
 	var metrics counts
 	reported := map[int]counts{}
-	for _, h := range holders {
-		if err := h.close(); err != nil {
-			harnessErr = errors.Join(harnessErr, err)
-		}
+	if err := closeLocker(); err != nil {
+		harnessErr = errors.Join(harnessErr, err)
 	}
 	for _, c := range children {
 		rep, err := c.finish(10*cfg.ttl + 20*time.Second)
@@ -259,7 +264,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
 	}
 
-	// Check 5: nothing outlives the run. Everything is stopped first.
+	// Check 6: nothing outlives the run. Everything is stopped first.
 	if err := cl.run(); err != nil {
 		sum.Violations = append(sum.Violations, "cleanup: "+err.Error())
 	}
@@ -275,7 +280,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	return sum, nil
 }
 
-// analyse runs checks 1 to 4 on the history.
+// analyse runs checks 1 to 5 on the history.
 func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics counts,
 	audit, auditValues []string, dir string, children []*child) summary {
 	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
@@ -336,13 +341,40 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 		s.Violations = append(s.Violations, "metrics not exact: "+d)
 	}
 
-	// 4. Work after loss.
+	// 4. Work after loss, and contexts cancelled late. The events go to the
+	// fault table.
+	var events []event
 	pausedDuring := func(proc int, from, to int64) bool {
 		return proc > 0 && proc <= len(children) && children[proc-1].pausedDuring(from, to)
 	}
 	late, maxCancel := lateWork(leases, cfg.cancelWindow(), pausedDuring)
 	s.MaxCancel = maxCancel
 	s.Violations = append(s.Violations, late...)
+	resumedAt := func(proc int, from, to int64) int64 {
+		if proc > 0 && proc <= len(children) {
+			return children[proc-1].resumedAt(from, to)
+		}
+		return 0
+	}
+	lateCancelled, lateBad := lateCancels(leases, cfg.cancelWindow(), resumedAt)
+	s.LateCancels = len(lateCancelled)
+	s.Violations = append(s.Violations, lateBad...)
+
+	// 5. Two live holders of one key.
+	s.Overlaps = map[string]int{}
+	for _, o := range overlaps(leases, faults, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
+		s.Overlaps[o.why]++
+		if o.why == overlapUnexplained {
+			s.Violations = append(s.Violations, "overlap: "+o.String())
+		}
+		events = append(events, event{evOverlap, o.second.Acquired})
+		if o.why == overlapUnexplained {
+			events = append(events, event{evUnexplained, o.second.Acquired})
+		}
+	}
+	for _, r := range lateCancelled {
+		events = append(events, event{evLateCancel, r.ErrAt})
+	}
 
 	// The table. A lease's trouble starts where it was hit, not where it
 	// shows: a holder stopped in its Commit learns of its loss, and writes,
@@ -363,7 +395,6 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 		}
 		return o.Invoke
 	}
-	var events []event
 	for _, o := range ops {
 		switch {
 		case o.Kind == kindAcquire && o.Outcome == outUnknown:
@@ -391,6 +422,7 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 		events = append(events, event{evLost, at})
 	}
 	s.Rows = attribute(faults, 2*cfg.ttl, events)
+	s.UnexplainedOverlaps = s.Overlaps[overlapUnexplained]
 	return s
 }
 

@@ -21,12 +21,16 @@ const (
 	faultReset       faultKind = "proxy-reset"     // the proxy resets every connection
 	faultKill        faultKind = "kill-restart"    // kill -9 of the lock primary, restart without persistence
 	faultFailover    faultKind = "failover"        // promotion of a replica that missed the last writes
+	faultDuplicate   faultKind = "proxy-duplicate" // the proxy delivers a late copy of every lease command
+	faultSlowAcquire faultKind = "slow-acquire"    // the proxy delays round trips to just under the acquire timeout
+	faultSuspend     faultKind = "suspend"         // SIGSTOP of a holder process, then its lease clock jumps as after a suspend
 )
 
 // allFaults is every kind, in the order of the report's table.
 var allFaults = []faultKind{
 	faultHolderStop, faultRedisStop, faultDebugSleep, faultClientPause,
 	faultDelay, faultBlackhole, faultReset, faultKill, faultFailover,
+	faultDuplicate, faultSlowAcquire, faultSuspend,
 }
 
 func faultNames(kinds []faultKind) []string {
@@ -62,8 +66,9 @@ type fault struct {
 	At       time.Duration // planned start, from the start of the run
 	Dur      time.Duration // how long the fault lasts (for a failover: how long the replica is cut off before the crash)
 	Down     time.Duration // kill-restart and failover: how long the primary stays dead
-	Delay    time.Duration // proxy-delay: the delay per chunk
-	Target   int           // holder-stop: the child process
+	Delay    time.Duration // proxy-delay, slow-acquire: the delay per chunk; proxy-duplicate: how late the copies come
+	Jump     time.Duration // suspend: how far the holder's lease clock jumps on resume
+	Target   int           // holder-stop, suspend: the child process
 	InCommit bool          // holder-stop: stop the holder inside its Commit rather than wherever it is
 }
 
@@ -76,8 +81,12 @@ func (f fault) String() string {
 			where = "inside its Commit"
 		}
 		s += fmt.Sprintf(" (holder process p%d, %s)", f.Target+1, where)
-	case faultDelay:
+	case faultDelay, faultSlowAcquire:
 		s += fmt.Sprintf(" (%v per chunk)", f.Delay.Round(time.Millisecond))
+	case faultDuplicate:
+		s += fmt.Sprintf(" (copies %v late)", f.Delay.Round(time.Millisecond))
+	case faultSuspend:
+		s += fmt.Sprintf(" (holder process p%d, lease clock +%v on resume)", f.Target+1, f.Jump.Round(time.Millisecond))
 	case faultKill, faultFailover:
 		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
 	}
@@ -136,6 +145,27 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 			case faultFailover:
 				f.Dur = ttls(0.5, 1)
 				f.Down = ttls(0.2, 0.5)
+			case faultDuplicate:
+				// Copies from just after the original to past the lease's
+				// end: a renewal, a release or an acquire of a waiting
+				// holder runs again when its lease is renewed, gone, or
+				// someone else's.
+				f.Dur = ttls(0.5, 1.5)
+				f.Delay = ttls(0.05, 1.5)
+			case faultSlowAcquire:
+				// Round trips just under the acquire (and renewal) timeout,
+				// TTL/5: acquires succeed with little of their lease left,
+				// renewals come back near the cancel point, and the shared
+				// Locker's pipelines carry such leases beside healthy ones.
+				f.Dur = ttls(0.5, 1.5)
+				f.Delay = ttls(0.08, 0.095)
+			case faultSuspend:
+				// From shorter than a lease's remaining validity, where Redis
+				// keeps the key and only the lease clock says it is lost, to
+				// past the TTL, where the key is gone.
+				f.Dur = ttls(0.2, 1.5)
+				f.Jump = f.Dur
+				f.Target = rng.IntN(max(procs, 1))
 			}
 			if f.At+f.Dur+f.Down > end {
 				return plan

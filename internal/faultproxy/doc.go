@@ -11,9 +11,11 @@
 //
 // A Mode applies to connections already open as well as new ones, because the
 // failures worth testing happen to pooled connections a client already
-// trusts. The proxy sees only byte chunks, not Redis commands: DropReplies
+// trusts. Most modes see only byte chunks, not Redis commands: DropReplies
 // loses whatever the server sent after the switch, so a test should switch
-// modes between commands, not during one.
+// modes between commands, not during one. Duplicate is the exception: it
+// replays commands, so the proxy splits what clients send into whole RESP
+// commands (and only that direction, and only to find their ends).
 //
 // The proxy listens on 127.0.0.1 only, and Close (also run by t.Cleanup)
 // returns only after every goroutine it started has ended, so it is safe

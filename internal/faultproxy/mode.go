@@ -16,6 +16,7 @@ const (
 	blackhole
 	delay
 	reset
+	duplicate
 )
 
 var (
@@ -39,6 +40,19 @@ var (
 // order, so a steady stream also loses throughput.
 func Delay(d time.Duration) Mode { return Mode{kind: delay, delay: d} }
 
+// Duplicate forwards both directions unchanged and, after d, delivers a
+// second copy of every command the client sent meanwhile, on a connection
+// of the proxy's own to the current target whose replies nobody reads. It
+// is what a go-redis retry on a new connection looks like to Redis when the
+// first attempt was not lost but only late (it sat in a stalled server's
+// buffer, or its reply did): the command runs twice, the second time late.
+// Copies are whole commands, as many as one read from the client
+// completed, in order; commands that only set up a connection (HELLO,
+// AUTH, SELECT, CLIENT) are not copied, as a retry would not resend them
+// either. Copies already scheduled are delivered after a switch to another
+// mode too: late delivery is the point.
+func Duplicate(d time.Duration) Mode { return Mode{kind: duplicate, delay: d} }
+
 func (m Mode) String() string {
 	switch m.kind {
 	case dropReplies:
@@ -49,6 +63,8 @@ func (m Mode) String() string {
 		return "Delay(" + m.delay.String() + ")"
 	case reset:
 		return "Reset"
+	case duplicate:
+		return "Duplicate(" + m.delay.String() + ")"
 	default:
 		return "Pass"
 	}

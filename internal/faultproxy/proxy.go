@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -27,11 +28,16 @@ type Proxy struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	copied, delivered atomic.Int64 // Duplicate's commands: copied, and answered on their own connection
 }
 
 // link is one proxied connection: the accepted client side and the dialed
-// server side.
-type link struct{ client, server net.Conn }
+// server side, and where the client's commands begin and end.
+type link struct {
+	client, server net.Conn
+	requests       frames // read by the client-to-server pipe only
+}
 
 // Start listens on 127.0.0.1:0 in Pass mode and forwards every accepted
 // connection to target. The proxy is closed on t.Cleanup.
@@ -183,6 +189,12 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			var commands [][]byte
+			if !toClient {
+				// Framed whatever the mode, so that a switch to Duplicate
+				// mid-stream still knows where each command starts.
+				commands = l.requests.add(buf[:n])
+			}
 			switch m := p.current(); {
 			case m.kind == reset:
 				l.reset()
@@ -196,6 +208,9 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 				}
 				if _, werr := dst.Write(buf[:n]); werr != nil {
 					return
+				}
+				if m.kind == duplicate && !toClient {
+					p.deliverLater(commands, m.delay)
 				}
 			}
 		}

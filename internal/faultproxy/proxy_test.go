@@ -175,6 +175,7 @@ func TestModeString(t *testing.T) {
 		{faultproxy.Blackhole, "Blackhole"},
 		{faultproxy.Reset, "Reset"},
 		{faultproxy.Delay(time.Second), "Delay(1s)"},
+		{faultproxy.Duplicate(time.Second), "Duplicate(1s)"},
 	} {
 		assert.Equal(t, tc.want, tc.mode.String())
 	}
@@ -202,4 +203,36 @@ func TestSetTargetRepointsNewConnections(t *testing.T) {
 		assert.NoError(c2, err)
 		assert.Equal(c2, "second", got)
 	}, waitFor, tick)
+}
+
+// Duplicate runs every command a second time, late, on another connection,
+// and the client never sees the copy's reply.
+func TestDuplicateDeliversALateCopy(t *testing.T) {
+	t.Parallel()
+	const after = 300 * time.Millisecond
+	srv, p, c := setup(t, 5*time.Second)
+	ctx := testContext(t)
+	require.NoError(t, c.Ping(ctx).Err())
+
+	p.Set(faultproxy.Duplicate(after))
+	sent := time.Now()
+	require.Equal(t, int64(1), c.Incr(ctx, "n").Val(), "the original runs at once and its reply reaches the client")
+	require.Equal(t, int64(11), c.IncrBy(ctx, "n", 10).Val())
+	p.Set(faultproxy.Pass)
+	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+		v, err := srv.Do(ctx, "GET", "n")
+		assert.NoError(c2, err)
+		assert.Equal(c2, "22", v, "each command ran twice")
+	}, waitFor, tick)
+	assert.GreaterOrEqual(t, time.Since(sent), after, "the copies came late")
+	require.EventuallyWithT(t, func(c2 *assert.CollectT) {
+		copied, answered := p.Copies()
+		assert.Equal(c2, int64(2), copied)
+		assert.Equal(c2, int64(2), answered)
+	}, waitFor, tick)
+	// The client's connection carries no stray reply from a copy.
+	assert.Equal(t, int64(23), c.Incr(ctx, "n").Val())
+	v, err := srv.Do(ctx, "GET", "n")
+	require.NoError(t, err)
+	assert.Equal(t, "23", v, "commands sent after the switch back are not copied")
 }
