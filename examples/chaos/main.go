@@ -49,12 +49,13 @@
 //     (and renewal) timeout, TTL/5: leases start with little validity left
 //     and renewals are confirmed near the cancel point, in the same
 //     pipelines as the shared Locker's healthy leases;
-//   - suspend: a holder process moves its lease clock ahead by 0.2 to 1.5
-//     TTLs (internal/suspend) and stops itself for as long (real time
-//     passes for Redis, keys expire); the parent resumes it. On resume its
-//     lease clock is ahead of its Go timers, as CLOCK_BOOTTIME is after a
-//     system suspend, before any timer has run: Err reports the loss at
-//     once, and the context must follow within the cancellation window.
+//   - suspend: a holder process moves its lease clock ahead by 1 to 2 TTLs
+//     (internal/suspend) and stops itself, half the time briefly (0.02 to
+//     0.2 TTL: Redis keeps the key, no Go timer of the process falls due),
+//     half the time past the TTL (keys expire); the parent resumes it. On
+//     resume its lease clock is ahead of its Go timers, as CLOCK_BOOTTIME is
+//     after a system suspend, before any timer has run: Err reports the loss
+//     at once, and the context must follow within the cancellation window.
 //
 // Every fault is printed with its timing and the seed; -seed S with the
 // same -duration, -ttl, -faults and -procs replays the schedule.

@@ -160,11 +160,18 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 				f.Dur = ttls(0.5, 1.5)
 				f.Delay = ttls(0.08, 0.095)
 			case faultSuspend:
-				// From shorter than a lease's remaining validity, where Redis
-				// keeps the key and only the lease clock says it is lost, to
-				// past the TTL, where the key is gone.
-				f.Dur = ttls(0.2, 1.5)
-				f.Jump = f.Dur
+				// The lease clock jumps past every lease's validity. Half the
+				// stops are short, shorter than the scheduler's next timer
+				// (TTL/3 at most): Redis keeps the key, only the lease clock
+				// says the lease is lost, and a scheduler that waits for its
+				// Go timer leaves the context live (late_cancel). The other
+				// half last past the TTL: the key is gone too.
+				f.Jump = ttls(1, 2)
+				if rng.IntN(2) == 0 {
+					f.Dur = ttls(0.02, 0.2)
+				} else {
+					f.Dur = ttls(0.5, 1.5)
+				}
 				f.Target = rng.IntN(max(procs, 1))
 			}
 			if f.At+f.Dur+f.Down > end {
