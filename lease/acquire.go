@@ -23,15 +23,18 @@ var errLateReply = errors.New("acquire reply arrived after its deadline or the l
 //     another owner holds it, also after the optional wait (WithWait).
 //   - ErrUnknown (*UnknownError): the acquire may have taken effect. Any
 //     error once the script may have been sent counts: a timeout, a
-//     transport error, a lost or late reply, too few replica acks, and also
-//     a Redis error reply, because go-redis retries (MaxRetries) and the
-//     last attempt's error says nothing about whether an earlier attempt
-//     ran. The work must not run. The Locker releases the key conditionally
-//     in the background and reports the Resolution through
-//     Hooks.UnknownResolved.
-//   - any other error: nothing was sent (an invalid option or key,
-//     ErrClosed, ctx done before the send, or the acquire's deadline passed
-//     while it was queued for a shared pipeline).
+//     transport error, a lost reply or one after the acquire's deadline,
+//     too few replica acks, and also a Redis error reply, because go-redis
+//     retries (MaxRetries) and the last attempt's error says nothing about
+//     whether an earlier attempt ran. The work must not run. The Locker
+//     releases the key conditionally in the background and reports the
+//     Resolution through Hooks.UnknownResolved.
+//   - any other error: nothing was taken. Either nothing was sent (an
+//     invalid option or key, ErrClosed, ctx done before the send, or the
+//     acquire's deadline passed while it was queued for a shared pipeline),
+//     or the script refused before writing (a fence record lockwatch cannot
+//     have written, the fences of the key exhausted, a server that cannot
+//     replicate script effects): every copy of it refuses the same way.
 //
 // One round trip: one script checks the lock, mints the fencing token and
 // sets the key with its TTL. The lease's context derives from ctx: cancel ctx
@@ -190,11 +193,10 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 // from now, or the caller's deadline if sooner.
 func callDeadline(ctx context.Context, timeout time.Duration) time.Duration {
 	t := now()
-	at := t + timeout
 	if d, ok := ctx.Deadline(); ok {
-		at = min(at, t+time.Until(d))
+		timeout = min(timeout, time.Until(d)) // time.Until saturates: never t + a huge value
 	}
-	return at
+	return t + timeout
 }
 
 // parseAcquire reads the acquire script's reply, {1, fence} or {0, pttl},

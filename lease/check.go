@@ -42,7 +42,7 @@ func checkServer(ctx context.Context, c redis.Cmdable, addr string) error {
 	if addr != "" {
 		where = " on " + addr
 	}
-	info, err := c.Info(ctx, "server", "memory").Result()
+	info, err := c.Info(ctx).Result() // INFO with several sections needs Redis 7; the default has both
 	if err != nil {
 		return fmt.Errorf("lease: check%s: %w", where, err)
 	}

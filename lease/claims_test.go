@@ -77,6 +77,7 @@ func TestClaims(t *testing.T) {
 				{"LateCopyOfAContendedAcquireCannotTakeTheKey", testLateCopyOfAContendedAcquire},
 				{"LateCopyOfAReleasedAcquireCannotRetakeTheKey", testLateCopyOfAReleasedAcquire},
 				{"AcquireAfterAnUnknownWaitsForItsCleanUp", testAcquireAfterAnUnknownWaitsForItsCleanUp},
+				{"ContendedAnswersDoNotPushOutAReleasesBar", testContendedAnswersDoNotPushOutAReleasesBar},
 			} {
 				t.Run(tc.name, func(t *testing.T) { tc.run(t, b) })
 			}
@@ -191,4 +192,31 @@ func testAcquireAfterAnUnknownWaitsForItsCleanUp(t *testing.T, b backend) {
 	require.NoError(t, err, "the Locker's own unknown acquire must not block the key for a TTL")
 	require.NoError(t, l.Release(ctx))
 	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution)
+}
+
+// Waiters poll a held key many times a second, and each answer bars its
+// attempt; those bars must not push out the bar of a released lease, or a
+// late copy of its acquire could take the key once the holder leaves.
+func testContendedAnswersDoNotPushOutAReleasesBar(t *testing.T, b backend) {
+	ctx := testCtx(t)
+	c := b.client(t)
+	tap := &acquireTap{}
+	c.AddHook(tap)
+	lk := newLocker(t, c)
+	first, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, first.Release(ctx))
+
+	holderLk := newLocker(t, b.client(t), WithNamespace(lk.set.namespace))
+	holder, err := holderLk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	pollers := newLocker(t, b.client(t), WithNamespace(lk.set.namespace))
+	for range 40 {
+		_, err := pollers.Acquire(ctx, "k")
+		require.ErrorIs(t, err, ErrNotAcquired)
+	}
+	require.NoError(t, holder.Release(ctx))
+
+	reply := deliverAgain(ctx, t, b.client(t), tap.args(1))
+	assert.NotEqualValues(t, 1, reply[0], "the late copy of the released lease's acquire took the key: %v", reply)
 }

@@ -109,12 +109,15 @@
 //     (the clean-up deletes the lock if the acquire took it: released, or
 //     finds it without its token: absent). A late copy of it (a re-send, a
 //     command that sat in a stalled server's buffer) then cannot take the
-//     key. The record keeps the 16 newest barred tokens of the key. A late
-//     copy can still take the key, for one TTL with nobody working under
-//     it, when 16 newer attempts on the same key ended first, when the
-//     clean-up failed (unresolved), or when a failover promoted a replica
-//     that missed the bar. An Acquire through the same Locker waits for the
-//     clean-up of its key's unknown acquire first.
+//     key. The record keeps two lists of the key's barred tokens, the 16
+//     newest releases and clean-ups and the 16 newest contended answers,
+//     apart, so that waiters polling a held key do not push a release's bar
+//     out. A late copy can still take the key, for one TTL with nobody
+//     working under it, when 16 newer attempts of its kind on the same key
+//     ended first, when the bar could not be written (the clean-up failed,
+//     unresolved; Redis at maxmemory), or when a failover promoted a
+//     replica that missed the bar. An Acquire through the same Locker waits
+//     for the clean-up of its key's unknown acquire first.
 //   - A release that finds the key gone or changed returns ErrNotHeld: the
 //     lease had already expired in Redis.
 //   - Commit (the final write) runs only while the lease is active and its

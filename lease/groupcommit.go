@@ -42,7 +42,7 @@ import (
 type groupCommit struct {
 	client    redis.UniversalClient
 	deadlines *deadlines
-	detached  *sync.WaitGroup // pipelines whose leader stopped waiting: Close waits for them
+	lanes     *lanes // runs the pipelines a leader may stop waiting for
 	mu        sync.Mutex
 	inFlight  int     // pipelines in flight, at most maxInFlight
 	queue     []*call // waiting for the next pipeline
@@ -146,27 +146,40 @@ var errSendPanicked = errors.New("lease: sending the pipeline panicked")
 // every other caller; its call is then abandoned (it may have run).
 func (g *groupCommit) send(ctx context.Context, batch []*call) callOutcome {
 	own := batch[0]
-	if !slices.ContainsFunc(batch[1:], func(c *call) bool { return c.deadline > own.deadline }) {
+	inline := func() callOutcome {
 		defer g.handOff(batch)
 		g.exec(batch)
 		return own.outcome()
 	}
+	if !slices.ContainsFunc(batch[1:], func(c *call) bool { return c.deadline > own.deadline }) {
+		return inline()
+	}
+	// Made leader after its own deadline: exec, which reads the clock
+	// later, drops the call unsent.
+	late := own.deadline <= now()
 	done := make(chan struct{})
-	g.detached.Add(1)
-	go func() {
-		defer g.detached.Done()
+	var panicked any // set before done is closed
+	if !g.lanes.detach(func() {
 		defer close(done)
+		defer func() { panicked = recover() }() // the calls are answered (handOff); the leader, if still there, re-panics
 		defer g.handOff(batch)
 		g.exec(batch)
-	}()
+	}) {
+		return inline() // Close has begun: nothing may outlive its wait
+	}
+	if late {
+		return callNotSent
+	}
 	select {
 	case <-done:
-		return own.outcome()
 	case <-ctx.Done():
 	case <-g.deadlines.done(wallTime(own.deadline)):
 	}
 	select {
 	case <-done:
+		if panicked != nil {
+			panic(panicked)
+		}
 		return own.outcome()
 	default:
 		own.ready = done // settled waits for the pipeline
@@ -262,7 +275,8 @@ type lanes struct {
 	client    redis.UniversalClient
 	cluster   *redis.ClusterClient // nil unless client is one
 	deadlines deadlines
-	detached  sync.WaitGroup // see groupCommit.detached
+	closing   bool           // guarded by mu
+	detached  sync.WaitGroup // pipelines on goroutines of their own (detach); Close waits for them
 	one       *groupCommit   // a single node or Sentinel; on Cluster, keys whose master is unknown
 	mu        sync.Mutex
 	byMaster  map[string]*groupCommit // on Cluster, by master address
@@ -271,7 +285,7 @@ type lanes struct {
 func newLanes(client redis.UniversalClient) *lanes {
 	ls := &lanes{client: client}
 	ls.cluster, _ = client.(*redis.ClusterClient)
-	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines, detached: &ls.detached}
+	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines, lanes: ls}
 	return ls
 }
 
@@ -291,8 +305,32 @@ func (ls *lanes) forKey(ctx context.Context, lockKey string) *groupCommit {
 		if ls.byMaster == nil {
 			ls.byMaster = make(map[string]*groupCommit)
 		}
-		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines, detached: &ls.detached}
+		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines, lanes: ls}
 		ls.byMaster[addr] = g
 	}
 	return g
+}
+
+// detach runs f on a goroutine of its own that close waits for, and reports
+// false, running nothing, once close has begun.
+func (ls *lanes) detach(f func()) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.closing {
+		return false
+	}
+	ls.detached.Add(1)
+	go func() {
+		defer ls.detached.Done()
+		f()
+	}()
+	return true
+}
+
+// close waits for the detached pipelines; none starts after it began.
+func (ls *lanes) close() {
+	ls.mu.Lock()
+	ls.closing = true
+	ls.mu.Unlock()
+	ls.detached.Wait()
 }

@@ -12,8 +12,8 @@ import (
 //
 //	<namespace>:{<h>}:l   the lock (owner token, TTL)
 //	<namespace>:{<h>}:f   the fence record (last token minted, then the
-//	                      owner tokens of unknown acquires barred by their
-//	                      clean-up, if any: "<fence>/<owner>/...")
+//	                      owner tokens of the attempts that ended, barred:
+//	                      "<fence>/<owner>...~<owner>...", scripts/record.lua)
 //
 // where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex. The
 // hash tag {h} puts both in one slot (the scripts touch both atomically), the

@@ -70,7 +70,7 @@ func (l *Lease) Remaining() time.Duration {
 	}
 	left := time.Duration(l.cancelAt.Load()) - now()
 	if left <= 0 {
-		l.locker.sched.signal() // see schedulerPoll
+		l.locker.sched.expire(l)
 		return 0
 	}
 	return left
@@ -78,17 +78,17 @@ func (l *Lease) Remaining() time.Duration {
 
 // Err returns nil while the lease is active, its *LostError once lost, and
 // ErrReleased once released. Past the cancel point it reports the loss at
-// once, even if the scheduler has not marked it yet.
+// once, even if the scheduler has not come to it yet: it ends the lease
+// itself (the context is cancelled before Err returns).
 func (l *Lease) Err() error {
+	if state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= now() {
+		l.locker.sched.expire(l)
+	}
 	switch state(l.state.Load()) {
 	case stateLost:
 		return l.loss.Load()
 	case stateReleased:
 		return ErrReleased
-	}
-	if t := now(); time.Duration(l.cancelAt.Load()) <= t {
-		l.locker.sched.signal() // the context ends now too: see schedulerPoll
-		return &LostError{Reason: l.deadlineReason(t)}
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func (lk *Locker) Close() error {
 		lk.mu.Unlock()
 		lk.sched.close()
 		lk.bg.Wait()
-		lk.lanes.detached.Wait()
+		lk.lanes.close()
 	})
 	return nil
 }

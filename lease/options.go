@@ -137,7 +137,8 @@ func WithAcquireTimeout(d time.Duration) Option {
 
 // WithReleaseTimeout bounds Release, ReleaseAsync's delete and the clean-up
 // of an unknown acquire, which run detached from the caller's context, and
-// an Acquire's wait for a pending release or clean-up of its key. Default
+// so an Acquire's wait for a pending release or clean-up of its key (a
+// clean-up first waits for the abandoned acquire's pipeline to end). Default
 // TTL/5: past the TTL the key is free anyway.
 func WithReleaseTimeout(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.releaseTimeout = d })

@@ -14,7 +14,8 @@ import (
 // resume every cancel point that the suspend passed is due, but a timer set
 // for the next renewal (up to TTL/3 away) would still wait for it: the loop
 // looks again within schedulerPoll instead, and Err, Remaining and Commit
-// wake it as soon as they see a passed cancel point.
+// end a lease themselves as soon as they see its cancel point passed
+// (expire).
 const schedulerPoll = 50 * time.Millisecond
 
 // maxBatch bounds the commands of one renewal pipeline: large enough that
@@ -120,6 +121,20 @@ func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost, newly bool)
 	s.renewQ.remove(l)
 	s.dlQ.remove(l)
 	return 0, false, false
+}
+
+// expire loses l if its cancel point has passed and it is still active,
+// as the loop would on its next step: Err and Remaining call it when they
+// see the passed cancel point, so that what they report, the context
+// shows at once and no renewal applied later can contradict.
+func (s *scheduler) expire(l *Lease) {
+	s.mu.Lock()
+	t := now()
+	newly := time.Duration(l.cancelAt.Load()) <= t && s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
+	s.mu.Unlock()
+	if newly {
+		s.lk.background(func() { reportLoss(l) })
+	}
 }
 
 // loseLocked turns an active lease LOST and cancels its context at once.

@@ -31,6 +31,56 @@ func TestContextEndsPromptlyAfterASuspend(t *testing.T) {
 	late := time.Since(resumed)
 	assert.Equal(t, LossDeadline, lossReason(t, cause))
 	assert.Less(t, late, 3*schedulerPoll, "the context ended %v after the resume", late)
+
+	// Whoever looks first ends the lease: once Err has reported the loss,
+	// the context is done, whatever the scheduler's timers say.
+	l2, err := lk.Acquire(ctx, "k2")
+	require.NoError(t, err)
+	defer func() { _ = l2.Release(ctx) }()
+	suspend.Emulate(3 * time.Second)
+	require.ErrorIs(t, l2.Err(), ErrLost)
+	select {
+	case <-l2.Context().Done():
+	default:
+		t.Error("Err reported the loss, the context is still live")
+	}
+}
+
+// A caller's deadline centuries away is no deadline at all, not one that
+// wraps into the past.
+func TestAFarCallerDeadlineIsNoDeadline(t *testing.T) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
+	defer cancel()
+	srv := redistest.Start(t)
+	l, err := newLocker(t, srv.Client(t)).Acquire(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+// Under maxmemory with noeviction Redis refuses writes. A bar is a
+// precaution: a contended acquire must still answer contended (not turn
+// unknown, which ends a wait), and a release of a key that expired must
+// still say it was not held.
+func TestAFullRedisStillAnswersContendedAndNotHeld(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c)
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	gone, err := lk.Acquire(ctx, "gone")
+	require.NoError(t, err)
+	lockKey, _ := redisKeys(lk.set.namespace, "gone")
+	require.NoError(t, c.Del(ctx, lockKey).Err()) // as if it expired
+
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
+	t.Cleanup(func() { _ = c.ConfigSet(context.Background(), "maxmemory", "0").Err() })
+	other := newLocker(t, srv.Client(t), WithNamespace(lk.set.namespace))
+	_, err = other.Acquire(ctx, "k")
+	assert.ErrorIs(t, err, ErrNotAcquired)
+	assert.ErrorIs(t, gone.Release(ctx), ErrNotHeld)
+	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
+	require.NoError(t, holder.Release(ctx))
 }
 
 // A renewal batch that carries one lease close to its cancel point (say one

@@ -47,15 +47,15 @@ if holder == ARGV[1] then
 end
 if holder then
   local pttl = redis.call('PTTL', KEYS[1])
-  barOwner(ARGV[1], ARGV[3])
+  barOwner(ARGV[1], ARGV[3], true)
   return {0, pttl}
 end
 local rec = redis.call('GET', KEYS[2])
-local last, barred = parse(rec)
-if not barred then
+local last, ended, contended = parse(rec)
+if not ended then
   return redis.error_reply('LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40))
 end
-if isBarred(barred, ARGV[1]) then
+if isBarred(ended, contended, ARGV[1]) then
   return {0, -3}
 end
 local now = redis.call('TIME')
@@ -66,6 +66,6 @@ if last and last >= fence then
   end
   fence = last + 1
 end
-redis.call('SET', KEYS[2], string.format('%d', fence) .. barred, 'PX', ARGV[3])
+redis.call('SET', KEYS[2], string.format('%d', fence) .. ended .. contended, 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, fence}

@@ -11,8 +11,8 @@
 --
 -- Returns 1 when the lock held the token and is now deleted, 0 when it did
 -- not (it expired, or the acquire never ran). Either way the token is
--- barred, and the fence record is kept: the next acquire must mint a larger
--- token.
+-- barred (unless Redis refuses the write: maxmemory under noeviction), and
+-- the fence record is kept: the next acquire must mint a larger token.
 --
 -- Why the bar: an acquire that timed out may still sit, unread, in a socket
 -- buffer of a stalled server while this script comes on another connection
@@ -24,5 +24,5 @@ local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   released = redis.call('DEL', KEYS[1])
 end
-barOwner(ARGV[1], ARGV[3])
+barOwner(ARGV[1], ARGV[3], false)
 return released
