@@ -123,7 +123,7 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err)
 	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
-	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "/owner-b", "the answered attempt is barred")
+	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "~owner-b", "the answered attempt is barred")
 }
 
 // testLateUnknownAcquireIsBarred sends an acquire after the clean-up of its

@@ -218,12 +218,15 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 func ownerOf(l *Lease) string    { return l.renew.args[5].(string) }
 func fenceKeyOf(l *Lease) string { return l.renew.args[4].(string) }
 
-// recordFence reads the fence of a key's fence record ("<fence>/<barred>...").
+// recordFence reads the fence of a key's fence record
+// ("<fence>/<ended>...~<contended>...", scripts/record.lua).
 func recordFence(ctx context.Context, c redis.UniversalClient, fenceKey string) (int64, error) {
 	rec, err := c.Get(ctx, fenceKey).Result()
 	if err != nil {
 		return 0, err
 	}
-	digits, _, _ := strings.Cut(rec, "/")
-	return strconv.ParseInt(digits, 10, 64)
+	if i := strings.IndexAny(rec, "/~"); i >= 0 {
+		rec = rec[:i]
+	}
+	return strconv.ParseInt(rec, 10, 64)
 }
