@@ -53,6 +53,13 @@ func realTimeOrder(ops []op) (bad []string, offenders []op) {
 	return bad, offenders
 }
 
+// acceptEntry is one write in the order a register applied it.
+type acceptEntry struct {
+	Key   string
+	Fence int64
+	Value string
+}
+
 // readAudit reads the SQL registers' audit log: the exact order in which
 // PostgreSQL accepted each key's writes.
 func readAudit(ctx context.Context, db *sql.DB) ([]acceptEntry, error) {

@@ -44,13 +44,6 @@ const (
 // picks one at random per write.
 var guardEntryPoints = []string{viaPut, viaPost, viaUnary, viaStream}
 
-// acceptEntry is one write in the order a register applied it.
-type acceptEntry struct {
-	Key   string
-	Fence int64
-	Value string
-}
-
 // guardedRegister is the third register of every key: a resource served by
 // the parent process only, that takes every write it is handed and does not
 // look at tokens. The Guard in front of its entry points, its admit check
