@@ -97,7 +97,8 @@ type registers struct {
 	guard    *guardClient
 }
 
-// newRegisters opens both stores. The Redis client never retries a command
+// newRegisters opens both stores and a client of the guarded register
+// (served by the parent). The Redis client never retries a command
 // on its own (MaxRetries -1): a retried write could be answered "stale"
 // by its own first attempt, and a register history must say exactly what
 // each call returned.
