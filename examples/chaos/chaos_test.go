@@ -111,6 +111,11 @@ func TestChaos(t *testing.T) {
 	}
 	assert.Positive(t, sum.Metrics.Acquires[outAcquired])
 	assert.Positive(t, sum.Metrics.Losses, "faults cost leases")
+	for _, via := range guardEntryPoints {
+		assert.Positive(t, sum.Guard.ByVia[via], "the guarded register was written through %s", via)
+	}
+	assert.Equal(t, sum.Guard.Accepted, sum.Guard.Logged, "every accepted guarded write is in the accept log")
+	assert.Zero(t, sum.Guard.OutOfOrder)
 }
 
 // TestUnfencedControl proves the checks can fail: the same harness, writes
@@ -135,6 +140,7 @@ func TestUnfencedControl(t *testing.T) {
 	assert.Contains(t, out, "porcupine visualisation: "+sum.Visualization)
 	assert.True(t, sum.MetricsExact, "without a fence nothing is rejected, and the metrics say so too")
 	assert.Zero(t, sum.Metrics.Rejections)
+	assert.Positive(t, sum.Guard.OutOfOrder, "without its Guard, a stopped holder's slow write lands after newer ones")
 }
 
 // watchWriter collects the output and closes seen once a line contains

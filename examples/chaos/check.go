@@ -53,29 +53,46 @@ func realTimeOrder(ops []op) (bad []string, offenders []op) {
 	return bad, offenders
 }
 
-// auditOrder reads the SQL registers' audit log: the exact order in which
-// PostgreSQL accepted each key's writes. Every accepted fence must be
-// greater than the one before it.
-func auditOrder(ctx context.Context, db *sql.DB) (bad []string, values []string, err error) {
+// acceptEntry is one write in the order a register applied it.
+type acceptEntry struct {
+	Key   string
+	Fence int64
+	Value string
+}
+
+// readAudit reads the SQL registers' audit log: the exact order in which
+// PostgreSQL accepted each key's writes.
+func readAudit(ctx context.Context, db *sql.DB) ([]acceptEntry, error) {
 	rows, err := db.QueryContext(ctx, `SELECT key, fence, value FROM audit ORDER BY seq`)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	last := map[string]int64{}
+	var log []acceptEntry
 	for rows.Next() {
-		var key, value string
-		var f int64
-		if err := rows.Scan(&key, &f, &value); err != nil {
-			return nil, nil, err
+		var e acceptEntry
+		if err := rows.Scan(&e.Key, &e.Fence, &e.Value); err != nil {
+			return nil, err
 		}
-		if f <= last[key] {
-			bad = append(bad, fmt.Sprintf("pg %s accepted %q with fence %d after fence %d", key, value, f, last[key]))
-			values = append(values, value)
-		}
-		last[key] = max(last[key], f)
+		log = append(log, e)
 	}
-	return bad, values, rows.Err()
+	return log, rows.Err()
+}
+
+// acceptOrder checks the exact order in which register reg accepted its
+// writes (the PostgreSQL audit log, the guarded register's accept log):
+// every key's fences must strictly increase. It returns one line per write
+// accepted at or below a fence accepted before it, and those writes' values.
+func acceptOrder(reg string, log []acceptEntry) (bad []string, values []string) {
+	last := map[string]int64{}
+	for _, e := range log {
+		if e.Fence <= last[e.Key] {
+			bad = append(bad, fmt.Sprintf("%s %s accepted %q with fence %d after fence %d", reg, e.Key, e.Value, e.Fence, last[e.Key]))
+			values = append(values, e.Value)
+		}
+		last[e.Key] = max(last[e.Key], e.Fence)
+	}
+	return bad, values
 }
 
 // Register model for porcupine: a fenced register holds a value and the

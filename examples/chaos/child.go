@@ -35,6 +35,7 @@ type childConfig struct {
 	Index     int           `json:"index"` // 1-based
 	LockAddr  string        `json:"lock_addr"`
 	FenceAddr string        `json:"fence_addr"`
+	Guard     guardAddrs    `json:"guard"` // the parent's guarded register
 	DSN       string        `json:"dsn"`
 	Schema    string        `json:"schema"`
 	Keys      []string      `json:"keys"`
@@ -107,7 +108,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer mp.Shutdown(context.Background())
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
-	regs, err := newRegisters(cfg.FenceAddr, cfg.DSN, cfg.Schema, tel, cfg.Unfenced)
+	regs, err := newRegisters(cfg.FenceAddr, cfg.DSN, cfg.Schema, cfg.Guard, tel, cfg.Unfenced)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none")
-	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check; the run must report violations")
+	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check, and serve the guarded register without its Guard; the run must report violations")
 	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
 	fs.DurationVar(&cfg.window, "cancel-window", 0, "how long work may run after its lease's context is cancelled (default TTL/10, the safety margin)")

@@ -27,15 +27,17 @@ const (
 	outAcquired  = "acquired"
 	outContended = "contended"
 	outUnknown   = "unknown" // an acquire or a write whose effect is not known
-	outError     = "error"
-	outOK        = "ok"    // a write accepted, a read answered
-	outStale     = "stale" // a write rejected by the fence
+	outError     = "error"   // an acquire that failed; a read not answered; a guarded write refused busy, never admitted
+	outOK        = "ok"      // a write accepted, a read answered
+	outStale     = "stale"   // a write rejected by the fence
 )
 
-// Registers: every lock key has one in each store.
+// Registers: every lock key has one in each store, and one behind the
+// parent's Guard (guarded.go).
 const (
 	regRedis = "redis"
 	regPG    = "pg"
+	regGuard = "guard"
 )
 
 // op is one operation in the history.
@@ -54,6 +56,8 @@ type op struct {
 	Outcome string        `json:"o"`
 	Err     string        `json:"err,omitempty"`  // why an acquire was unknown or failed
 	Wait    time.Duration `json:"wait,omitempty"` // an acquire's lease.WithWait; 0 for fail fast
+	Via     string        `json:"via,omitempty"`  // a guarded write's entry point (guardEntryPoints)
+	Slow    time.Duration `json:"slow,omitempty"` // how long a guarded write held back the rest of its value
 }
 
 // leaseRec is what one holder saw of one lease, from acquire to release.

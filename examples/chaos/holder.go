@@ -191,16 +191,27 @@ func (h *holder) once() {
 	if rec.Cancel == 0 {
 		err = l.Commit(ctx, func(ctx context.Context, token int64) error {
 			rec.Commit = now()
-			if h.pause != nil && h.pause(key, token) {
-				rec.Paused = true
+			// An armed holder-stop stops the process midway through its
+			// first write, the guarded one: admitted, its body unfinished.
+			midway := func() {
+				if h.pause != nil && h.pause(key, token) {
+					rec.Paused = true
+				}
 			}
 			h.seq++
 			value := fmt.Sprintf("%s/%d", h.id, h.seq)
-			for _, reg := range []string{regRedis, regPG} {
+			for _, reg := range []string{regGuard, regRedis, regPG} {
 				w := h.base(kindWrite, key)
 				w.Reg, w.Fence, w.Value = reg, token, value
+				if reg == regGuard {
+					w.Via = guardEntryPoints[h.rng.IntN(len(guardEntryPoints))]
+					if w.Via != viaUnary { // a unary message arrives whole
+						w.Slow = time.Duration((0.05 + 0.15*h.rng.Float64()) * float64(h.ttl))
+					}
+				}
 				w.Invoke = now()
-				h.regs.write(ctx, &w)
+				h.regs.write(ctx, &w, midway)
+				midway = nil
 				w.Return = now()
 				h.rec.op(w)
 			}

@@ -19,18 +19,32 @@
 //     PostgreSQL table written through fence.SQLTable (a schema of its own,
 //     dropped at the end; the server comes from -dsn or
 //     LOCKWATCH_POSTGRES_DSN);
+//   - the guarded register: one more per key, a map in this process that
+//     takes every write it is handed without looking at its token, served
+//     on loopback through PUT /reg/{key}, POST /reg/{key} and a unary and a
+//     client-stream gRPC method, all behind ONE middleware.Guard (admitted
+//     by a fence.RedisStore of resource chaos_guard on the fence store's
+//     Redis). The guard's admit check and its per-key serialization are its
+//     only fence, which is what a Guard promises; the register appends
+//     every write it applies to an accept log, in the order they land;
 //   - holders: -goroutines in this process and -procs child processes (this
 //     binary re-executed, talking to the parent over stdin and stdout, so
 //     that the parent can SIGSTOP them). Each has its own Locker and loops:
-//     acquire a random key, read its register, work for up to 1.5 TTL on the
-//     lease's context, then write both registers inside lease.Commit with
-//     the lease's fence, and release.
+//     acquire a random key, read its Redis and PostgreSQL registers (the
+//     guarded one has no read route), work for up to 1.5 TTL on
+//     the lease's context, then write all three registers inside
+//     lease.Commit with the lease's fence, and release. The guarded write
+//     comes first, through an entry point drawn from the seed, with the
+//     fence in the Fencing-Token header or fencing-token metadata, and
+//     slowly: an HTTP body sends half its value at once and the rest 0.05
+//     to 0.2 TTL later, a stream opens and sends its value as late.
 //
 // # Faults
 //
 // A schedule drawn from -seed with math/rand/v2 (every kind once per round,
 // in a random order, with random lengths in TTLs): SIGSTOP of a holder
-// process past the TTL (usually inside its Commit, the gap no client-side
+// process past the TTL (usually inside its Commit, midway through its
+// guarded write: admitted, its body unfinished, the gap no client-side
 // check closes), SIGSTOP of the lock redis-server past the TTL, DEBUG SLEEP,
 // CLIENT PAUSE, proxy delay, blackhole and reset, kill -9 and a restart
 // without persistence, and a failover to a replica that was cut off first
@@ -67,8 +81,12 @@
 // outcome. At the end:
 //
 //  1. fence order: no register accepted a write whose token is at or below
-//     one it had accepted before (by real time, and for PostgreSQL by the
-//     exact order of a trigger's audit log); and a lease acquired after
+//     one it had accepted before (by real time; for PostgreSQL also by the
+//     exact order of a trigger's audit log, and for the guarded register by
+//     its accept log, which catches a stale write that overlapped the newer
+//     one in time: with a Guard per route, or no Guard, a write admitted
+//     with 41 whose body was slow lands after one with 42, and counts in
+//     stale_accepted and order_violations); and a lease acquired after
 //     another one on the same key returned got a larger fence, across
 //     restarts and failovers;
 //  2. linearizability of each register's history against a fenced register
@@ -77,7 +95,9 @@
 //     written and its path printed;
 //  3. metric exactness: lockwatch's counters, read from an OpenTelemetry SDK
 //     manual reader in every process, equal what the holders saw: fence
-//     rejections, leases lost, late completions, acquires by result;
+//     rejections (the guard's 409 and ABORTED answers included, counted in
+//     this process for every holder's write), leases lost, late
+//     completions, acquires by result;
 //  4. no holder went on with its work longer than the cancellation window
 //     (-cancel-window, default the lease's safety margin) after its lease's
 //     context was cancelled, except holders that were deliberately stopped;
@@ -101,7 +121,14 @@
 //  6. no goroutine and no child process outlives the run.
 //
 // -unfenced is the negative control: the same schedule, with writes that
-// skip the fence check. It must report violations.
+// skip the fence check, and the guarded register served without its
+// Guard. It must report violations.
+//
+// A guarded write has one of four outcomes: accepted (204, OK), stale
+// (409, ABORTED), refused busy (503 or UNAVAILABLE FENCE_BUSY: it waited
+// half a TTL for a key a stopped holder held, and was never admitted) or
+// unknown (a transport error). The report prints them, accepted writes by
+// entry point, and the accept log's length and disorder.
 //
 // The fault table counts, per fault kind active at the time (or ended less
 // than 2 TTLs before), leases lost, unknown acquires, stale writes, overlaps

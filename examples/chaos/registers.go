@@ -94,22 +94,29 @@ type registers struct {
 	store    *fence.RedisStore
 	db       *sql.DB
 	table    *fence.SQLTable
+	guard    *guardClient
 }
 
-// newRegisters opens both stores. The Redis client never retries a command
+// newRegisters opens both stores and a client of the guarded register
+// (served by the parent). The Redis client never retries a command
 // on its own (MaxRetries -1): a retried write could be answered "stale"
 // by its own first attempt, and a register history must say exactly what
 // each call returned.
-func newRegisters(fenceAddr, dsn, schema string, tel *telemetry.Telemetry, unfenced bool) (*registers, error) {
+func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetry.Telemetry, unfenced bool) (*registers, error) {
+	gc, err := newGuardClient(guard)
+	if err != nil {
+		return nil, err
+	}
 	db, err := openDB(dsn, schema)
 	if err != nil {
+		_ = gc.close()
 		return nil, err
 	}
 	table, err := fence.NewSQLTable(fence.SQLConfig{
 		Table: "registers", KeyColumn: "key", FenceColumn: "fence", Columns: []string{"value"}, Resource: resourcePG,
 	}, fence.WithTelemetry(tel))
 	if err != nil {
-		_ = db.Close()
+		_ = errors.Join(db.Close(), gc.close())
 		return nil, err
 	}
 	client := redis.NewClient(&redis.Options{Addr: fenceAddr, MaxRetries: -1, ContextTimeoutEnabled: true})
@@ -119,16 +126,28 @@ func newRegisters(fenceAddr, dsn, schema string, tel *telemetry.Telemetry, unfen
 		store:    fence.NewRedisStore(client, resourceRedis, fence.WithNamespace(fenceNS), fence.WithTelemetry(tel)),
 		db:       db,
 		table:    table,
+		guard:    gc,
 	}, nil
 }
 
 func (r *registers) close() error {
-	return errors.Join(r.client.Close(), r.db.Close())
+	return errors.Join(r.client.Close(), r.db.Close(), r.guard.close())
 }
 
 // write writes value with token to key's register in reg, and fills in the
-// outcome: ok, stale (with the high-water mark), or unknown.
-func (r *registers) write(ctx context.Context, o *op) {
+// outcome: ok, stale (with the high-water mark), or unknown. midway, if not
+// nil, runs while the write is under way: for the guarded register with
+// its request sent and unfinished (guardClient.write), for the others,
+// whose writes are one step, before it.
+func (r *registers) write(ctx context.Context, o *op, midway func()) {
+	if midway == nil {
+		midway = func() {}
+	}
+	if o.Reg == regGuard {
+		r.guard.write(ctx, o, midway)
+		return
+	}
+	midway()
 	ctx, cancel := context.WithTimeout(ctx, opTimeout)
 	defer cancel()
 	var err error

@@ -31,7 +31,38 @@ type summary struct {
 	Overlaps    map[string]int // by explanation (overlapRedisLoss, overlapStopped, overlapUnexplained)
 	LateCancels int            // contexts live past the cancel window after Err reported the loss
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
+	Guard       guardFigures   // the guarded register's writes
 	Violations  []string       // every violation, one line each
+}
+
+// guardFigures are the guarded register's writes, by what the holders saw,
+// and its accept log: one Guard over four entry points is serialized only
+// if the log is in order, and it shows whether the workload reached each.
+type guardFigures struct {
+	Accepted, Rejected, Busy, Unknown int
+	ByVia                             map[string]int // accepted writes by entry point
+	Logged, OutOfOrder                int            // accept log entries; those at or below an earlier fence
+}
+
+func guardedFigures(ops []op, logged, outOfOrder int) guardFigures {
+	g := guardFigures{ByVia: map[string]int{}, Logged: logged, OutOfOrder: outOfOrder}
+	for _, o := range ops {
+		if o.Kind != kindWrite || o.Reg != regGuard {
+			continue
+		}
+		switch o.Outcome {
+		case outOK:
+			g.Accepted++
+			g.ByVia[o.Via]++
+		case outStale:
+			g.Rejected++
+		case outError:
+			g.Busy++
+		default:
+			g.Unknown++
+		}
+	}
+	return g
 }
 
 // row is one line of the fault table.
@@ -153,6 +184,12 @@ func (s summary) print(w io.Writer) {
 	fmt.Fprintf(w, "slowest stop after a loss (holders not stopped on purpose): %v\n", s.MaxCancel.Round(10*time.Microsecond))
 	fmt.Fprintf(w, "overlaps of live holders: %d explained by a loss in Redis, %d by a stopped holder process, %d unexplained; late cancels %d\n",
 		s.Overlaps[overlapRedisLoss], s.Overlaps[overlapStopped], s.Overlaps[overlapUnexplained], s.LateCancels)
+	var via []string
+	for _, v := range guardEntryPoints {
+		via = append(via, fmt.Sprintf("%s %d", v, s.Guard.ByVia[v]))
+	}
+	fmt.Fprintf(w, "guarded register: accepted %d (%s), stale rejected %d, busy %d, unknown %d; accept log %d writes, %d out of fence order\n",
+		s.Guard.Accepted, strings.Join(via, ", "), s.Guard.Rejected, s.Guard.Busy, s.Guard.Unknown, s.Guard.Logged, s.Guard.OutOfOrder)
 	if s.Visualization != "" {
 		fmt.Fprintf(w, "porcupine visualisation: %s\n", s.Visualization)
 	}

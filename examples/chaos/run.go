@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,9 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -110,7 +113,21 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	cl.add(func() error { return mp.Shutdown(context.Background()) })
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
-	regs, err := newRegisters(fenceRedis.Addr(), cfg.dsn, schema, tel, cfg.unfenced)
+	// The guarded register: one Guard over all its entry points, or none.
+	guardRedis := redis.NewClient(&redis.Options{Addr: fenceRedis.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	cl.add(guardRedis.Close)
+	guard := newGuard(guardRedis, tel, cfg.ttl)
+	guardFor := func() *middleware.Guard { return guard }
+	if cfg.unfenced {
+		guardFor = nil
+	}
+	guarded := newGuardedRegister()
+	guardSrv, err := serveGuarded(guarded, guardFor)
+	if err != nil {
+		return sum, fmt.Errorf("serve the guarded register: %w", err)
+	}
+	cl.add(guardSrv.close)
+	regs, err := newRegisters(fenceRedis.Addr(), cfg.dsn, schema, guardSrv.addrs, tel, cfg.unfenced)
 	if err != nil {
 		return sum, err
 	}
@@ -140,7 +157,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	})
 	for i := 1; i <= cfg.procs; i++ {
 		c, err := startChild(childConfig{
-			Index: i, LockAddr: lockRedis.proxy.Addr(), FenceAddr: fenceRedis.Addr(), DSN: cfg.dsn, Schema: schema,
+			Index: i, LockAddr: lockRedis.proxy.Addr(), FenceAddr: fenceRedis.Addr(), Guard: guardSrv.addrs, DSN: cfg.dsn, Schema: schema,
 			Keys: keys, TTL: cfg.ttl, Work: cfg.maxWork(), Seed: cfg.seed + uint64(i), Unfenced: cfg.unfenced,
 		}, hist, filepath.Join(dir, fmt.Sprintf("p%d.log", i)))
 		if err != nil {
@@ -227,11 +244,12 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	metrics.add(own)
 
 	ops, leases := hist.snapshot()
-	audit, auditValues, err := auditOrder(context.Background(), regs.db)
+	audit, err := readAudit(context.Background(), regs.db)
 	if err != nil {
 		harnessErr = errors.Join(harnessErr, fmt.Errorf("read the audit log: %w", err))
 	}
-	sum = analyse(cfg, ops, leases, inj.injected(), metrics, audit, auditValues, dir, children)
+	logs := map[string][]acceptEntry{regPG: audit, regGuard: guarded.accepted()}
+	sum = analyse(cfg, ops, leases, inj.injected(), metrics, logs, dir, children)
 	sum.Duration = elapsed
 	for i, seen := range reported {
 		var pops []op
@@ -280,16 +298,17 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	return sum, nil
 }
 
-// analyse runs checks 1 to 5 on the history.
+// analyse runs checks 1 to 5 on the history and on the accept logs, by
+// register, of the registers that keep one.
 func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics counts,
-	audit, auditValues []string, dir string, children []*child) summary {
+	logs map[string][]acceptEntry, dir string, children []*child) summary {
 	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
 	for _, f := range faults {
 		s.Fired[f.Kind]++
 	}
 
 	// 1. Fence order: acquires and accepted writes, by real time; the SQL
-	// registers also by the exact order of their audit log.
+	// and guarded registers also by the exact order of their accept logs.
 	var acquired, accepted []op
 	for _, o := range ops {
 		switch {
@@ -307,24 +326,31 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 	for _, v := range writes {
 		s.Violations = append(s.Violations, "stale write accepted: "+v)
 	}
-	for _, v := range audit {
-		s.Violations = append(s.Violations, "stale write accepted (audit log): "+v)
-	}
-	s.OrderViolations = len(mint) + len(writes) + len(audit)
+	s.OrderViolations = len(mint) + len(writes)
 	stale := map[string]op{}
 	for _, o := range offenders {
 		stale[o.Reg+"/"+o.Value] = o
 	}
-	for _, v := range auditValues {
-		if _, ok := stale[regPG+"/"+v]; !ok {
-			o := op{Reg: regPG, Value: v}
-			if i := slices.IndexFunc(accepted, func(a op) bool { return a.Reg == regPG && a.Value == v }); i >= 0 {
-				o = accepted[i]
+	outOfOrder := map[string]int{}
+	for _, reg := range slices.Sorted(maps.Keys(logs)) {
+		bad, values := acceptOrder(reg, logs[reg])
+		for _, v := range bad {
+			s.Violations = append(s.Violations, "stale write accepted (accept log): "+v)
+		}
+		s.OrderViolations += len(bad)
+		outOfOrder[reg] = len(bad)
+		for _, v := range values {
+			if _, ok := stale[reg+"/"+v]; !ok {
+				o := op{Reg: reg, Value: v}
+				if i := slices.IndexFunc(accepted, func(a op) bool { return a.Reg == reg && a.Value == v }); i >= 0 {
+					o = accepted[i]
+				}
+				stale[reg+"/"+v] = o
 			}
-			stale[regPG+"/"+v] = o
 		}
 	}
 	s.StaleAccepted = len(stale)
+	s.Guard = guardedFigures(ops, len(logs[regGuard]), outOfOrder[regGuard])
 
 	// 2. Linearizability of every register.
 	var details []string
