@@ -96,8 +96,7 @@ func (s *scheduler) add(l *Lease) bool {
 }
 
 // queueRenewalLocked queues l's next renewal unless it could not move the
-// cancel point: once that is the max-hold instant, renewing is pointless, and
-// a lease about to hit it would give its whole batch a deadline of ~0.
+// cancel point: once that is the max-hold instant, renewing is pointless.
 func (s *scheduler) queueRenewalLocked(l *Lease) {
 	if l.maxHoldAt == 0 || time.Duration(l.cancelAt.Load()) < l.maxHoldAt {
 		s.renewQ.push(l)
