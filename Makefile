@@ -77,4 +77,4 @@ bench: deps
 DURATION ?= 10m
 SEED ?=
 chaos: deps
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./examples/chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))
+	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./cmd/lockwatch-chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))

@@ -57,7 +57,7 @@ func Start(t testing.TB, target string) *Proxy {
 }
 
 // Launch starts a proxy like Start, for code that has no testing.TB (a
-// long-running harness such as examples/chaos). The caller must Close it.
+// long-running harness such as cmd/lockwatch-chaos). The caller must Close it.
 func Launch(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

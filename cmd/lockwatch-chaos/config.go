@@ -69,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: go run ./examples/chaos [flags]\n\nRuns lockwatch leases and fenced writes under a seeded schedule of\nprocess, server and network faults, and checks the history.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: go run ./cmd/lockwatch-chaos [flags]\n\nRuns lockwatch leases and fenced writes under a seeded schedule of\nprocess, server and network faults, and checks the history.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	faults := strings.Join(faultNames(allFaults), ",")

@@ -1,9 +1,9 @@
-// Command chaos checks lockwatch's central claim with real faults: under
+// Command lockwatch-chaos checks lockwatch's central claim with real faults: under
 // pauses, stalls, crashes and failovers, a fenced resource never accepts a
 // write older than one it already accepted, and lockwatch's metrics count
 // every lease lost and every stale write rejected.
 //
-//	go run ./examples/chaos -duration 2m -seed 42
+//	go run ./cmd/lockwatch-chaos -duration 2m -seed 42
 //
 // # What runs
 //
