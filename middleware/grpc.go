@@ -3,15 +3,11 @@ package middleware
 import (
 	"context"
 	"errors"
-	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -88,13 +84,13 @@ func (h *holder) call(ctx context.Context, method, key string, run func(context.
 	name := h.cfg.grpcName(method)
 	l, err := h.acquire(ctx, key, name)
 	if err != nil {
-		return acquireStatus(err, name)
+		return acquireRefusal(err).grpcStatus(name, err)
 	}
 	returned := false
 	defer func() {
 		lost := h.end(l.Context(), l, name, returned && err == nil)
 		if lost != nil && returned && cancelled(err) {
-			err = lostStatus(name)
+			err = refuseLost.grpcStatus(name, nil)
 		}
 	}()
 	err = run(l.Context())
@@ -118,55 +114,4 @@ func cancelled(err error) bool {
 		return true
 	}
 	return false
-}
-
-// lostStatus is the answer when the lease was lost while the call ran.
-func lostStatus(lock string) error {
-	return statusWith(codes.Unavailable, ReasonLost, lock, "lease lost while the call ran", time.Second)
-}
-
-func acquireStatus(err error, lock string) error {
-	var busy *lease.NotAcquiredError
-	switch {
-	case errors.As(err, &busy):
-		return statusWith(codes.Aborted, ReasonContended, lock, "lease held by another replica", max(busy.HolderTTL, time.Second))
-	case errors.Is(err, lease.ErrUnknown):
-		return statusWith(codes.Unavailable, ReasonUnknown, lock, "lease state unknown; the call did not run", time.Second)
-	}
-	return statusWith(codes.Unavailable, ReasonUnavailable, lock, "lease unavailable; the call did not run", time.Second)
-}
-
-func fenceStatus(err error) error {
-	switch {
-	case errors.Is(err, fence.ErrStale):
-		return statusWith(codes.Aborted, ReasonFenceStale, "", err.Error(), 0)
-	case errors.Is(err, fence.ErrMalformed):
-		return statusWith(codes.InvalidArgument, ReasonFenceMalformed, "", err.Error(), 0)
-	case errors.Is(err, fence.ErrMissing):
-		return statusWith(codes.FailedPrecondition, ReasonFenceMissing, "", "send the lease's token in the "+fence.MetadataKey+" metadata", 0)
-	case errors.Is(err, errKeyBusy) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return status.FromContextError(err).Err() // the caller left or ran out of time: its own status
-	case errors.Is(err, errKeyBusy):
-		return statusWith(codes.Unavailable, ReasonFenceBusy, "", "an earlier call for this key is still being handled; this one was not admitted", time.Second)
-	}
-	return statusWith(codes.Unavailable, ReasonFenceStore, "", "fence store unavailable", time.Second)
-}
-
-// statusWith builds a status with ErrorInfo and, when retry > 0, RetryInfo.
-func statusWith(code codes.Code, reason, lock, msg string, retry time.Duration) error {
-	info := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
-	if lock != "" {
-		info.Metadata = map[string]string{"lock_name": lock}
-	}
-	st := status.New(code, msg)
-	var err error
-	if retry > 0 {
-		st, err = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(retry)})
-	} else {
-		st, err = st.WithDetails(info)
-	}
-	if err != nil { // only for unmarshalable details: never for these two
-		return status.Error(code, msg)
-	}
-	return st.Err()
 }

@@ -79,7 +79,7 @@ func (g *Guard) HTTP(key KeyFunc) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ctx, unlock, err := g.admit(r.Context(), key(r), r.Header.Values(fence.Header))
 			if err != nil {
-				g.cfg.errorWriter(w, r, fenceProblem(err))
+				g.cfg.errorWriter(w, r, fenceRefusal(err).problem("", err))
 				return
 			}
 			defer unlock()

@@ -48,7 +48,7 @@ func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) 
 			name := h.cfg.httpName(r)
 			l, err := h.acquire(r.Context(), k, name)
 			if err != nil {
-				h.cfg.errorWriter(w, r, acquireProblem(err, name))
+				h.cfg.errorWriter(w, r, acquireRefusal(err).problem(name, err))
 				return
 			}
 			if h.cfg.fenceHeader != "" {
@@ -63,7 +63,7 @@ func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) 
 					if h.cfg.fenceHeader != "" {
 						w.Header().Del(h.cfg.fenceHeader) // that lease is gone
 					}
-					h.cfg.errorWriter(w, r, lostProblem(lost, name))
+					h.cfg.errorWriter(w, r, refuseLost.problem(name, lost))
 				}
 			}()
 			next.ServeHTTP(rec, r.WithContext(l.Context()))

@@ -60,7 +60,7 @@ func (s *leaseStream) RecvMsg(m any) error {
 	dst, ok := m.(proto.Message)
 	if !ok {
 		if s.isLost() {
-			return lostStatus(s.name)
+			return refuseLost.grpcStatus(s.name, nil)
 		}
 		return s.ServerStream.RecvMsg(m)
 	}
@@ -78,7 +78,7 @@ func (s *leaseStream) RecvMsg(m any) error {
 // context ends too but call returns on its own, with the stream's error.
 func (s *leaseStream) interruptible(call func() error) error {
 	if s.isLost() {
-		return lostStatus(s.name)
+		return refuseLost.grpcStatus(s.name, nil)
 	}
 	done := make(chan error, 1) // an abandoned call's send must not block
 	go func() { done <- call() }()
@@ -87,7 +87,7 @@ func (s *leaseStream) interruptible(call func() error) error {
 		return err
 	case <-s.ctx.Done():
 		if s.isLost() {
-			return lostStatus(s.name)
+			return refuseLost.grpcStatus(s.name, nil)
 		}
 		return <-done
 	}

@@ -2,14 +2,10 @@ package middleware
 
 import (
 	"encoding/json"
-	"errors"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/lease"
 )
 
 // ErrorDomain is the ErrorInfo domain of every gRPC status the middleware
@@ -63,51 +59,3 @@ func WriteProblem(w http.ResponseWriter, _ *http.Request, p *Problem) {
 }
 
 func retrySeconds(d time.Duration) int { return max(1, int(math.Ceil(d.Seconds()))) }
-
-func problem(status int, reason, title, detail, lock string, retry time.Duration, err error) *Problem {
-	return &Problem{Type: "urn:lockwatch:problem:" + reason, Title: title, Status: status, Detail: detail,
-		Reason: reason, LockName: lock, RetryAfter: retry, Err: err}
-}
-
-// acquireProblem maps an Acquire error to the answer of DESIGN's table:
-// contended 409 with the holder's TTL as Retry-After, unknown 503 (the work
-// did not run; the clean-up frees the key within moments), anything else 503.
-func acquireProblem(err error, lock string) *Problem {
-	var busy *lease.NotAcquiredError
-	switch {
-	case errors.As(err, &busy):
-		return problem(http.StatusConflict, ReasonContended, "Lease held by another replica",
-			"another replica is doing this work", lock, max(busy.HolderTTL, time.Second), err)
-	case errors.Is(err, lease.ErrUnknown):
-		return problem(http.StatusServiceUnavailable, ReasonUnknown, "Lease state unknown",
-			"the lock service did not answer in time; the work did not run", lock, time.Second, err)
-	}
-	return problem(http.StatusServiceUnavailable, ReasonUnavailable, "Lease unavailable",
-		"the lock service is unavailable; the work did not run", lock, time.Second, err)
-}
-
-// lostProblem is the answer when the lease was lost before the handler
-// wrote anything.
-func lostProblem(err error, lock string) *Problem {
-	return problem(http.StatusServiceUnavailable, ReasonLost, "Lease lost",
-		"the lease was lost while the work ran; it may not have completed", lock, time.Second, err)
-}
-
-// fenceProblem maps a guard's token or store error.
-func fenceProblem(err error) *Problem {
-	switch {
-	case errors.Is(err, fence.ErrStale):
-		return problem(http.StatusConflict, ReasonFenceStale, "Stale fencing token",
-			"a newer lease holder has already written", "", 0, err)
-	case errors.Is(err, fence.ErrMalformed):
-		return problem(http.StatusBadRequest, ReasonFenceMalformed, "Malformed fencing token", err.Error(), "", 0, err)
-	case errors.Is(err, fence.ErrMissing):
-		return problem(http.StatusPreconditionRequired, ReasonFenceMissing, "Fencing token required",
-			"send the lease's token in the "+fence.Header+" header", "", 0, err)
-	case errors.Is(err, errKeyBusy):
-		return problem(http.StatusServiceUnavailable, ReasonFenceBusy, "Resource busy",
-			"an earlier request for this resource is still being handled; this one was not admitted", "", time.Second, err)
-	}
-	return problem(http.StatusServiceUnavailable, ReasonFenceStore, "Fence unavailable",
-		"the fence store did not answer", "", time.Second, err)
-}

@@ -1,0 +1,116 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// refusal is one way the middleware turns a request down, with its answer
+// in both protocols: the HTTP problem and the gRPC status are made from
+// the same row, so the two cannot drift apart.
+type refusal struct {
+	reason  string
+	status  int        // HTTP
+	code    codes.Code // gRPC
+	title   string     // the problem's title
+	detail  string     // what the client is told: problem detail, status message
+	retry   time.Duration
+	fromErr bool // the detail is the error's own message (it says what is wrong with the input)
+}
+
+// The refusals, one row each.
+var (
+	refuseContended   = refusal{ReasonContended, http.StatusConflict, codes.Aborted, "Lease held by another replica", "another replica is doing this work", time.Second, false}
+	refuseUnknown     = refusal{ReasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
+	refuseUnavailable = refusal{ReasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
+	refuseLost        = refusal{ReasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
+	refuseStale       = refusal{ReasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
+	refuseMalformed   = refusal{ReasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
+	refuseMissing     = refusal{ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + fence.Header + " header (gRPC: " + fence.MetadataKey + " metadata)", 0, false}
+	refuseBusy        = refusal{ReasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, "Resource busy", "an earlier request for this resource is still being handled; this one was not admitted", time.Second, false}
+	refuseFenceStore  = refusal{ReasonFenceStore, http.StatusServiceUnavailable, codes.Unavailable, "Fence unavailable", "the fence store did not answer", time.Second, false}
+)
+
+// acquireRefusal classifies an Acquire error: contended (retry after the
+// holder's TTL), unknown (the work did not run; the clean-up frees the key
+// within moments), or anything else.
+func acquireRefusal(err error) refusal {
+	var busy *lease.NotAcquiredError
+	switch {
+	case errors.As(err, &busy):
+		r := refuseContended
+		r.retry = max(busy.HolderTTL, time.Second)
+		return r
+	case errors.Is(err, lease.ErrUnknown):
+		return refuseUnknown
+	}
+	return refuseUnavailable
+}
+
+// fenceRefusal classifies a guard's token or store error.
+func fenceRefusal(err error) refusal {
+	switch {
+	case errors.Is(err, fence.ErrStale):
+		return refuseStale
+	case errors.Is(err, fence.ErrMalformed):
+		return refuseMalformed
+	case errors.Is(err, fence.ErrMissing):
+		return refuseMissing
+	case errors.Is(err, errKeyBusy):
+		return refuseBusy
+	}
+	return refuseFenceStore
+}
+
+// problem is r as an HTTP problem.
+func (r refusal) problem(lock string, err error) *Problem {
+	return &Problem{Type: "urn:lockwatch:problem:" + r.reason, Title: r.title, Status: r.status, Detail: r.message(err),
+		Reason: r.reason, LockName: lock, RetryAfter: r.retry, Err: err}
+}
+
+// grpcStatus is r as a gRPC status with ErrorInfo and, when retrying makes
+// sense, RetryInfo.
+func (r refusal) grpcStatus(lock string, err error) error {
+	info := &errdetails.ErrorInfo{Reason: r.reason, Domain: ErrorDomain}
+	if lock != "" {
+		info.Metadata = map[string]string{"lock_name": lock}
+	}
+	st := status.New(r.code, r.message(err))
+	var werr error
+	if r.retry > 0 {
+		st, werr = st.WithDetails(info, &errdetails.RetryInfo{RetryDelay: durationpb.New(r.retry)})
+	} else {
+		st, werr = st.WithDetails(info)
+	}
+	if werr != nil { // only for unmarshalable details: never for these two
+		return status.Error(r.code, r.message(err))
+	}
+	return st.Err()
+}
+
+func (r refusal) message(err error) string {
+	if r.fromErr && err != nil {
+		return err.Error()
+	}
+	return r.detail
+}
+
+// fenceStatus is a guard's refusal on gRPC. A call that gave up waiting
+// for its key because its own context ended gets that context's status
+// (CANCELED, DEADLINE_EXCEEDED), as any gRPC call whose caller left does.
+func fenceStatus(err error) error {
+	if errors.Is(err, errKeyBusy) && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return status.FromContextError(err).Err()
+	}
+	return fenceRefusal(err).grpcStatus("", err)
+}
