@@ -18,14 +18,14 @@
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
 // and writes them in one Lua script; it works on a single node, Sentinel and
-// Cluster alike. SQLTable does the same for rows of a PostgreSQL table, with
+// Cluster alike. PostgresTable does the same for rows of a PostgreSQL table, with
 // the check in the UPDATE's (or the upsert's) WHERE clause. Both are strict:
 // a write whose token equals the mark is stale, so a replayed request never
 // writes twice, with one exception: a copy of the write that set the mark.
 // go-redis re-sends a command whose reply was lost, so each RedisStore.Write
 // carries a random id, and a copy that finds its own id beside the mark
 // succeeds, counted as one accepted check; database/sql sends a statement
-// once, so SQLTable needs no id. A guard in front of a service that
+// once, so PostgresTable needs no id. A guard in front of a service that
 // serializes its writes instead admits requests with an Admitter
 // (RedisStore.Admit), which lets the several requests of one lease through
 // and stops an older lease's.

@@ -59,9 +59,9 @@ func ExampleRedisStore_Admit() {
 	// true
 }
 
-// The statements an SQLTable runs: the token check is part of the write.
-func ExampleSQLTable_UpdateStatement() {
-	docs, err := fence.NewSQLTable(fence.SQLConfig{
+// The statements a PostgresTable runs: the token check is part of the write.
+func ExamplePostgresTable_UpdateStatement() {
+	docs, err := fence.NewPostgresTable(fence.SQLConfig{
 		Table:       "docs",
 		KeyColumn:   "id",
 		FenceColumn: "last_fence",
@@ -81,8 +81,8 @@ func ExampleSQLTable_UpdateStatement() {
 // (or a request's Fencing-Token header), and a stale one is the fence
 // working, not a failure to retry. (db is any *sql.DB with a PostgreSQL
 // driver, such as github.com/jackc/pgx/v5/stdlib.)
-func ExampleSQLTable_Update() {
-	update := func(ctx context.Context, db *sql.DB, docs *fence.SQLTable, id, title, body string) error {
+func ExamplePostgresTable_Update() {
+	update := func(ctx context.Context, db *sql.DB, docs *fence.PostgresTable, id, title, body string) error {
 		token, ok := fence.FromContext(ctx)
 		if !ok {
 			return fence.ErrMissing
