@@ -25,6 +25,18 @@ test: deps fmt-check vet
 # fresh Debian install asks for one over TCP). A running server is never
 # stopped or reconfigured.
 PG_DSN := postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
+#
+# MariaDB is one shared server too (internal/mysqltest gives each test a
+# database of its own). Unless LOCKWATCH_MYSQL_DSN points the tests
+# elsewhere, deps makes the default one (root without a password on
+# 127.0.0.1:3306, database test) answer: when nothing listens on the port
+# it installs Debian's mariadb-server if it is missing (RUNLEVEL=1: no
+# system-wide start) and starts mariadbd. Only when root cannot log in over
+# TCP (a fresh Debian install authenticates root by unix_socket only) does
+# it add an empty password to root, keeping unix_socket; and it creates the
+# test database if there is none. A running server is never stopped or
+# reconfigured otherwise.
+MYSQL_TCP := mysql --protocol=tcp -h127.0.0.1 -P3306 -uroot --connect-timeout=5
 
 deps:
 	@if ! command -v redis-server >/dev/null; then \
@@ -52,6 +64,30 @@ deps:
 	@if [ -z "$$LOCKWATCH_POSTGRES_DSN" ] && ! PGCONNECT_TIMEOUT=5 psql "$(PG_DSN)" -Atqc 'SELECT 1' >/dev/null 2>&1; then \
 		echo "setting the postgres role's password for $(PG_DSN)"; \
 		runuser -u postgres -- psql -q -c "ALTER ROLE postgres PASSWORD 'postgres'" || exit 1; \
+	fi
+	@if [ -z "$$LOCKWATCH_MYSQL_DSN" ] && ! (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null; then \
+		if [ ! -x /usr/sbin/mariadbd ]; then \
+			echo "installing mariadb-server"; \
+			apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null || exit 1; \
+		fi; \
+		echo "starting mariadb"; \
+		install -d -o mysql -g mysql /run/mysqld || exit 1; \
+		start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd -- --user=mysql --bind-address=127.0.0.1 --port=3306 || exit 1; \
+		for i in $$(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null && break; sleep 0.1; done; \
+		(exec 3<>/dev/tcp/127.0.0.1/3306) 2>/dev/null || { echo "mariadb does not answer on 127.0.0.1:3306"; exit 1; }; \
+	fi
+	@if [ -z "$$LOCKWATCH_MYSQL_DSN" ]; then \
+		if ! command -v mysql >/dev/null; then \
+			echo "installing mariadb-client"; \
+			apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-client >/dev/null || exit 1; \
+		fi; \
+		if ! $(MYSQL_TCP) -e 'SELECT 1' >/dev/null 2>&1; then \
+			echo "letting root log in over TCP without a password"; \
+			mysql -uroot -e "ALTER USER root@localhost IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD(''); \
+				CREATE USER IF NOT EXISTS root@'127.0.0.1' IDENTIFIED VIA mysql_native_password USING PASSWORD(''); \
+				GRANT ALL PRIVILEGES ON *.* TO root@'127.0.0.1' WITH GRANT OPTION" || exit 1; \
+		fi; \
+		$(MYSQL_TCP) -e 'CREATE DATABASE IF NOT EXISTS test' || exit 1; \
 	fi
 
 fmt-check:

@@ -18,14 +18,29 @@
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
 // and writes them in one Lua script; it works on a single node, Sentinel and
-// Cluster alike. SQLTable does the same for rows of a PostgreSQL table, with
-// the check in the UPDATE's (or the upsert's) WHERE clause. Both are strict:
-// a write whose token equals the mark is stale, so a replayed request never
-// writes twice, with one exception: a copy of the write that set the mark.
-// go-redis re-sends a command whose reply was lost, so each RedisStore.Write
-// carries a random id, and a copy that finds its own id beside the mark
-// succeeds, counted as one accepted check; database/sql sends a statement
-// once, so SQLTable needs no id. A guard in front of a service that
+// Cluster alike. Two stores write rows of an SQL table, with the row's mark
+// in a column of its own and the check in the statement that writes, and
+// implement Table, so code written against it runs on either database:
+//
+//   - PostgresTable, for PostgreSQL: the check is the UPDATE's (or the
+//     INSERT ... ON CONFLICT's) WHERE clause, re-evaluated by READ
+//     COMMITTED on the committed row; the stricter levels fail the later
+//     of two conflicting writes instead.
+//   - MySQLTable, for MySQL and MariaDB (InnoDB): the check is the
+//     UPDATE's WHERE clause, or is inside each assignment of INSERT ... ON
+//     DUPLICATE KEY UPDATE; both lock the row and compare with its latest
+//     committed mark at every isolation level. It assumes the key column
+//     is the only unique index and the connection does not set
+//     clientFoundRows.
+//
+// All three are strict: a write whose token equals the mark is stale, so a
+// replayed request never writes twice, with one exception: a copy of the
+// write that set the mark. go-redis re-sends a command whose reply was
+// lost, so each RedisStore.Write carries a random id, and a copy that finds
+// its own id beside the mark succeeds, counted as one accepted check;
+// database/sql sends a statement once, so the SQL tables need no id. All
+// three tell a stale token (*StaleError, with the mark) from a missing row
+// (ErrNotFound, an SQL Update only). A guard in front of a service that
 // serializes its writes instead admits requests with an Admitter
 // (RedisStore.Admit), which lets the several requests of one lease through
 // and stops an older lease's.

@@ -59,9 +59,9 @@ func ExampleRedisStore_Admit() {
 	// true
 }
 
-// The statements an SQLTable runs: the token check is part of the write.
-func ExampleSQLTable_UpdateStatement() {
-	docs, err := fence.NewSQLTable(fence.SQLConfig{
+// The statements a PostgresTable runs: the token check is part of the write.
+func ExamplePostgresTable_UpdateStatement() {
+	docs, err := fence.NewPostgresTable(fence.SQLConfig{
 		Table:       "docs",
 		KeyColumn:   "id",
 		FenceColumn: "last_fence",
@@ -77,12 +77,33 @@ func ExampleSQLTable_UpdateStatement() {
 	// INSERT INTO "docs" AS "fenced" ("id", "title", "body", "last_fence") VALUES ($1, $2, $3, $4::bigint) ON CONFLICT ("id") DO UPDATE SET "title" = EXCLUDED."title", "body" = EXCLUDED."body", "last_fence" = EXCLUDED."last_fence" WHERE "fenced"."last_fence" < EXCLUDED."last_fence"::bigint
 }
 
+// The statements a MySQLTable runs: the mark is assigned last, so that every
+// comparison in the upsert reads the mark from before the write.
+func ExampleMySQLTable_UpdateStatement() {
+	docs, err := fence.NewMySQLTable(fence.SQLConfig{
+		Table:       "docs",
+		KeyColumn:   "id",
+		FenceColumn: "last_fence",
+		Columns:     []string{"title"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(docs.UpdateStatement())
+	fmt.Println(docs.UpsertStatement())
+	// Output:
+	// UPDATE `docs` SET `title` = ?, `last_fence` = ? WHERE `id` = ? AND `last_fence` < ?
+	// INSERT INTO `docs` (`id`, `title`, `last_fence`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE `title` = IF(`last_fence` < ?, ?, `title`), `last_fence` = IF(`last_fence` < ?, ?, `last_fence`)
+}
+
 // Writing a row under a lease: the token comes with the lease's context
 // (or a request's Fencing-Token header), and a stale one is the fence
-// working, not a failure to retry. (db is any *sql.DB with a PostgreSQL
-// driver, such as github.com/jackc/pgx/v5/stdlib.)
-func ExampleSQLTable_Update() {
-	update := func(ctx context.Context, db *sql.DB, docs *fence.SQLTable, id, title, body string) error {
+// working, not a failure to retry. The same code writes through a
+// PostgresTable (db with a PostgreSQL driver, such as
+// github.com/jackc/pgx/v5/stdlib) or a MySQLTable (with
+// github.com/go-sql-driver/mysql).
+func ExampleTable() {
+	update := func(ctx context.Context, db *sql.DB, docs fence.Table, id, title, body string) error {
 		token, ok := fence.FromContext(ctx)
 		if !ok {
 			return fence.ErrMissing

@@ -2,8 +2,8 @@ package fence
 
 import "github.com/lockwatch/lockwatch/telemetry"
 
-// Option configures a store: a RedisStore (NewRedisStore) or an SQLTable
-// (NewSQLTable).
+// Option configures a store: a RedisStore (NewRedisStore), a PostgresTable
+// (NewPostgresTable) or a MySQLTable (NewMySQLTable).
 type Option interface {
 	apply(*storeConfig)
 }
@@ -37,7 +37,7 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 // WithNamespace sets the prefix of a RedisStore's keys. Default
 // DefaultNamespace ("lockwatch:fence"). Printable ASCII without spaces or
 // braces, at most 64 bytes: braces would let the namespace choose the Redis
-// Cluster slot. An SQLTable ignores it.
+// Cluster slot. The SQL tables ignore it.
 func WithNamespace(ns string) Option {
 	return optionFunc(func(c *storeConfig) { c.namespace = ns })
 }

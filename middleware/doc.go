@@ -45,5 +45,5 @@
 // through one lock table: give every entry point that writes a resource the
 // same Guard. Two Guards, or several processes, do not exclude each other;
 // such a resource fences at the write (fence.RedisStore.Write,
-// fence.SQLTable).
+// fence.PostgresTable).
 package middleware

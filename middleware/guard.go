@@ -36,7 +36,7 @@ import (
 //     memory.
 //
 // Such resources must fence at the write itself (fence.RedisStore.Write,
-// fence.SQLTable), where the check and the write are one atomic step; a
+// fence.PostgresTable), where the check and the write are one atomic step; a
 // guard in front of them only rejects stale requests early.
 //
 // Answers:

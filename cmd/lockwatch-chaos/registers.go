@@ -93,7 +93,7 @@ type registers struct {
 	client   *redis.Client // the fence store's redis-server
 	store    *fence.RedisStore
 	db       *sql.DB
-	table    *fence.SQLTable
+	table    *fence.PostgresTable
 	guard    *guardClient
 }
 
@@ -112,7 +112,7 @@ func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetr
 		_ = gc.close()
 		return nil, err
 	}
-	table, err := fence.NewSQLTable(fence.SQLConfig{
+	table, err := fence.NewPostgresTable(fence.SQLConfig{
 		Table: "registers", KeyColumn: "key", FenceColumn: "fence", Columns: []string{"value"}, Resource: resourcePG,
 	}, fence.WithTelemetry(tel))
 	if err != nil {

@@ -1,0 +1,54 @@
+package fence_test
+
+import (
+	"database/sql"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/mysqltest"
+)
+
+func TestMySQLStatements(t *testing.T) {
+	tbl, err := fence.NewMySQLTable(fence.SQLConfig{Table: "app.docs", KeyColumn: "id", FenceColumn: "last_fence",
+		Columns: []string{"title", "body"}})
+	require.NoError(t, err)
+	assert.Equal(t, "UPDATE `app`.`docs` SET `title` = ?, `body` = ?, `last_fence` = ? WHERE `id` = ? AND `last_fence` < ?",
+		tbl.UpdateStatement())
+	assert.Equal(t, "INSERT INTO `app`.`docs` (`id`, `title`, `body`, `last_fence`) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE "+
+		"`title` = IF(`last_fence` < ?, ?, `title`), `body` = IF(`last_fence` < ?, ?, `body`), "+
+		"`last_fence` = IF(`last_fence` < ?, ?, `last_fence`)",
+		tbl.UpsertStatement(), "the mark is assigned last: every comparison sees the old one")
+}
+
+// TestMySQLSnapshot: in a REPEATABLE READ transaction whose snapshot
+// predates a newer write, the write compares with the newest mark (InnoDB's
+// locking read), and so does the read of the mark that explains the
+// rejection: stale, with the newer mark, never "not found".
+func TestMySQLSnapshot(t *testing.T) {
+	ctx := testCtx(t)
+	h := newHarness(t)
+	b := sqlBackends[1]
+	require.Equal(t, "mysql", b.name)
+	db := mysqltest.Open(t)
+	tbl := b.docsTable(t, db, h)
+	_, err := db.ExecContext(ctx, "INSERT INTO docs VALUES ('old', '', NULL, 10)")
+	require.NoError(t, err)
+
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	assert.EqualValues(t, 10, b.readDoc(t, tx, "old").fence, "the snapshot begins here")
+
+	require.NoError(t, tbl.Update(ctx, db, "old", 50, "newer", nil))
+	require.NoError(t, tbl.Upsert(ctx, db, "new", 50, "newer", nil))
+	stale(t, tbl.Update(ctx, tx, "old", 40, "older", nil), 40, 50)
+	stale(t, tbl.Update(ctx, tx, "new", 40, "older", nil), 40, 50)
+	stale(t, tbl.Upsert(ctx, tx, "new", 40, "older", nil), 40, 50)
+	require.NoError(t, tbl.Update(ctx, tx, "old", 60, "newest", nil))
+	require.NoError(t, tx.Commit())
+	assert.Equal(t, doc{"newest", sql.NullString{}, 60}, b.readDoc(t, db, "old"))
+	assert.Equal(t, doc{"newer", sql.NullString{}, 50}, b.readDoc(t, db, "new"))
+}

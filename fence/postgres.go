@@ -1,0 +1,157 @@
+package fence
+
+import (
+	"context"
+	"strconv"
+	"strings"
+)
+
+// PostgresTable makes fenced writes to the rows of one PostgreSQL table:
+// each statement sets the row's columns and its mark to the write's token
+// only where the row's mark is below the token.
+//
+// The check is the statement's own WHERE clause, never a SELECT of the mark
+// before the write. Between such a SELECT and the UPDATE another holder can
+// write with a newer token, and the UPDATE then overwrites it with older
+// data: the very stale write a fence exists to stop, only made less likely.
+// (SELECT ... FOR UPDATE closes the gap, but only inside a transaction, for
+// a lock held across a round trip, and only if every writer remembers it.)
+// In the statement, PostgreSQL evaluates the condition on the row it locks
+// for the write: when a concurrent transaction changed the row first, READ
+// COMMITTED re-evaluates the WHERE clause against the committed new
+// version, so of two writes with one token exactly one matches, and no write
+// lands on a row whose mark it has not compared with. Under REPEATABLE READ
+// or SERIALIZABLE the later writer gets a serialization failure instead,
+// which the caller retries as usual. INSERT ... ON CONFLICT DO UPDATE ...
+// WHERE locks the conflicting row and evaluates its WHERE clause the same
+// way.
+//
+// Unlike go-redis (see RedisStore.Write), database/sql does not re-send a
+// statement that may have reached the server, so a write cannot come back
+// stale because an earlier copy of it ran: database/sql repeats a statement
+// only when the driver returns driver.ErrBadConn, which the driver contract
+// reserves for a statement the server cannot have received, and pgx's
+// stdlib driver returns it only for errors pgconn marks safe to retry (no
+// byte sent). A caller that repeats a write after an error, say a lost reply
+// to COMMIT, makes a new write: stale if the first took effect.
+//
+// Every write with a valid token and the right number of values records a
+// fence check (accepted or rejected); a database error or a missing row is
+// traced on the fence.check span but not counted.
+//
+// A PostgresTable is safe for concurrent use.
+type PostgresTable struct{ t sqlTable }
+
+var _ Table = (*PostgresTable)(nil)
+
+// postgres quotes with double quotes; PostgreSQL silently truncates names
+// longer than NAMEDATALEN-1 bytes, which could make two configured names
+// one.
+var postgres = &dialect{
+	quote:         `"`,
+	maxIdentifier: 63,
+	statements:    postgresStatements,
+	updateArgs: func(key any, token int64, values []any) []any {
+		return append(append(make([]any, 0, len(values)+2), values...), token, key)
+	},
+	upsertArgs: func(key any, token int64, values []any) []any {
+		return append(append(append(make([]any, 0, len(values)+2), key), values...), token)
+	},
+}
+
+// NewPostgresTable validates cfg and builds the statements once.
+// WithTelemetry applies; WithNamespace does not (it is for Redis keys).
+func NewPostgresTable(cfg SQLConfig, opts ...Option) (*PostgresTable, error) {
+	t, err := newSQLTable(postgres, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &PostgresTable{t}, nil
+}
+
+func postgresStatements(table, key, fence string, cols []string) (update, upsert, mark string) {
+	n := len(cols)
+	param := func(i int) string { return "$" + strconv.Itoa(i) }
+	// The token is cast to bigint: compared with a column of another type
+	// (text compares "99" > "100") the statement fails instead of fencing
+	// wrongly, whatever the driver sends the parameter as.
+	token := func(i int) string { return param(i) + "::bigint" }
+
+	// UPDATE t SET c1 = $1, ..., fence = $n+1 WHERE key = $n+2 AND fence < $n+1
+	var u strings.Builder
+	u.WriteString("UPDATE " + table + " SET ")
+	for i, c := range cols {
+		u.WriteString(c + " = " + param(i+1) + ", ")
+	}
+	u.WriteString(fence + " = " + token(n+1) + " WHERE " + key + " = " + param(n+2) + " AND " + fence + " < " + token(n+1))
+
+	// INSERT INTO t AS fenced (key, c1, ..., fence) VALUES ($1, ..., $n+2)
+	// ON CONFLICT (key) DO UPDATE SET c1 = EXCLUDED.c1, ..., fence = EXCLUDED.fence
+	// WHERE fenced.fence < EXCLUDED.fence
+	// The alias names the existing row whatever the table is called (even
+	// "excluded", or schema-qualified).
+	var p strings.Builder
+	p.WriteString("INSERT INTO " + table + ` AS "fenced" (` + key)
+	for _, c := range cols {
+		p.WriteString(", " + c)
+	}
+	p.WriteString(", " + fence + ") VALUES (")
+	for i := 1; i <= n+1; i++ {
+		p.WriteString(param(i) + ", ")
+	}
+	p.WriteString(token(n + 2))
+	p.WriteString(") ON CONFLICT (" + key + ") DO UPDATE SET ")
+	for _, c := range cols {
+		p.WriteString(c + " = EXCLUDED." + c + ", ")
+	}
+	p.WriteString(fence + " = EXCLUDED." + fence + ` WHERE "fenced".` + fence + " < EXCLUDED." + fence + "::bigint")
+
+	return u.String(), p.String(), "SELECT " + fence + " FROM " + table + " WHERE " + key + " = $1"
+}
+
+// UpdateStatement returns the statement Update runs, with parameters
+// $1..$n the Columns' values, $n+1 the token and $n+2 the key:
+//
+//	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1::bigint WHERE "key" = $n+2 AND "fence" < $n+1::bigint
+//
+// One row affected: written. None: stale, or no such row.
+func (t *PostgresTable) UpdateStatement() string { return t.t.update }
+
+// UpsertStatement returns the statement Upsert runs, with parameters $1 the
+// key, $2..$n+1 the Columns' values and $n+2 the token:
+//
+//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2::bigint)
+//	ON CONFLICT ("key") DO UPDATE SET "c1" = EXCLUDED."c1", ..., "fence" = EXCLUDED."fence"
+//	WHERE "fenced"."fence" < EXCLUDED."fence"::bigint
+//
+// One row affected: inserted or updated. None: stale.
+func (t *PostgresTable) UpsertStatement() string { return t.t.upsert }
+
+// Update sets the Columns of key's row to values and its mark to token, if
+// token is greater than the row's mark, in one statement (UpdateStatement).
+// Strict: a token the row accepted is never accepted again.
+//
+// A token at or below the mark is a *StaleError (errors.Is ErrStale) with
+// the mark as HighWater, read by a second statement after the write matched
+// no row. No row with the key is ErrNotFound (also when one appeared after
+// the write found none, so that the answer describes the moment of the
+// check). Values of the wrong number, or a token that is not positive
+// (ErrMalformed), are errors before any statement runs. Any other error is
+// the database's, wrapped.
+func (t *PostgresTable) Update(ctx context.Context, db DB, key any, token Token, values ...any) error {
+	return t.t.write(ctx, db, key, token, values)
+}
+
+// Upsert inserts key's row with values and token as its mark, or, if the
+// row exists, sets its Columns to values and its mark to token when token is
+// greater than the mark; in one statement (UpsertStatement). Strict like
+// Update.
+//
+// A token at or below the mark is a *StaleError (errors.Is ErrStale) with
+// the mark as HighWater, read by a second statement after the write matched
+// no row (0 if the row was deleted in between). Values of the wrong number,
+// or a token that is not positive (ErrMalformed), are errors before any
+// statement runs. Any other error is the database's, wrapped.
+func (t *PostgresTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
+	return t.t.put(ctx, db, key, token, values)
+}
