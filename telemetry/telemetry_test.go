@@ -46,7 +46,7 @@ func sumsOf(reader *sdkmetric.ManualReader) (map[string]int64, map[string][]stri
 			for _, dp := range s.DataPoints {
 				var kvs []string
 				for _, kv := range dp.Attributes.ToSlice() {
-					kvs = append(kvs, string(kv.Key)+"="+kv.Value.Emit())
+					kvs = append(kvs, string(kv.Key)+"="+kv.Value.String())
 				}
 				id := m.Name + "{" + strings.Join(kvs, ",") + "}"
 				values[id] = dp.Value
