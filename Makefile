@@ -6,9 +6,9 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet bench chaos
+.PHONY: test deps fmt-check vet lint bench chaos
 
-test: deps fmt-check vet
+test: deps fmt-check vet lint
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
 
@@ -99,6 +99,18 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+
+# staticcheck and golangci-lint (.golangci.yml) over both modules, at the
+# versions pinned in tools/go.mod: a module of its own, so the library's
+# go.mod does not carry them. go tool builds each from the module cache on
+# first use (fetching the modules once on a fresh machine) and keeps the
+# binary in the build cache; nothing else needs installing.
+LINT_MODFILE := -modfile=$(CURDIR)/tools/go.mod
+lint:
+	$(GO) tool $(LINT_MODFILE) staticcheck ./...
+	$(GO) tool $(LINT_MODFILE) golangci-lint run ./...
+	cd bench && $(GO) tool $(LINT_MODFILE) staticcheck ./...
+	cd bench && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

@@ -186,12 +186,12 @@ func TestGrafanaRulesMatchPrometheus(t *testing.T) {
 // the SDK does not know.
 func TestGrafanaStrictDecodingIsStrict(t *testing.T) {
 	raw := unmarshalJSONArray(t, read(t, alerts.GrafanaFile))[0]
-	bad := strings.Replace(string(raw), `"condition":`, `"conditon_typo": "C", "condition":`, 1)
+	bad := strings.Replace(string(raw), `"condition":`, `"not_a_rule_field": "C", "condition":`, 1)
 	require.NotEqual(t, string(raw), bad)
 	var g alerting.RuleGroup
 	err := strict(g.UnmarshalJSONStrict([]byte(bad)))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "conditon_typo")
+	assert.Contains(t, err.Error(), "not_a_rule_field")
 }
 
 // TestGrafanaDatasource: a concrete data source and folder uid replace the

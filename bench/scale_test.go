@@ -67,7 +67,9 @@ func scale(b *testing.B, n int) {
 
 	// Open every connection the acquirers will use before the heap is
 	// measured: their buffers are the client's, not the leases'.
-	inParallel(scaleAcquirers, 200, func(int) error { return c.Ping(ctx).Err() })
+	if err := inParallel(scaleAcquirers, 200, func(int) error { return c.Ping(ctx).Err() }); err != nil {
+		b.Fatal(err)
+	}
 	leases := make([]*lease.Lease, n)
 
 	idleCPU, _ := cpuOver(b, srv, idleWindow)

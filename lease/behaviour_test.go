@@ -423,7 +423,7 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, err)
 		lockKey, _ := redisKeys(lk.set.namespace, "commit-lost")
 		c.Del(ctx, lockKey)
-		waitDone(t, l, 5*time.Second)
+		_ = waitDone(t, l, 5*time.Second)
 		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after loss"); return nil })
 		require.ErrorIs(t, err, ErrLost)
 		_ = l.Release(ctx)
@@ -603,7 +603,7 @@ func testMaxHoldLeaseDoesNotShortenItsBatch(t *testing.T, c redis.UniversalClien
 		leases[i], err = lk.Acquire(ctx, "neighbour-"+strconv.Itoa(i))
 		require.NoError(t, err)
 	}
-	waitDone(t, bounded, 5*time.Second)
+	_ = waitDone(t, bounded, 5*time.Second)
 	time.Sleep(2 * ttl) // several renewal rounds of the neighbours
 	for i, l := range leases {
 		require.NoError(t, l.Err(), "neighbour %d", i)

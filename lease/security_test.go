@@ -312,7 +312,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 		if i%20 == 0 {
 			// Deleted behind its back: lost at its next renewal.
 			require.NoError(t, c.Del(ctx, l.lockKey).Err())
-			waitDone(t, l, 5*time.Second)
+			_ = waitDone(t, l, 5*time.Second)
 		}
 		_ = l.Release(ctx)
 	}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,8 +22,6 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
-
-var nsSeq atomic.Int64
 
 // newLocker returns a Locker in a namespace of its own test (two Lockers of
 // one test share it: two replicas), closed when the test ends.

@@ -75,7 +75,7 @@ func sightings(h *telemetrytest.Harness, secret string) []string {
 			found = append(found, fmt.Sprintf("span %q: name or status", s.Name()))
 		}
 		for _, kv := range s.Attributes() {
-			if strings.Contains(kv.Value.Emit(), secret) {
+			if strings.Contains(kv.Value.String(), secret) {
 				found = append(found, fmt.Sprintf("span %q attribute %s", s.Name(), kv.Key))
 			}
 		}
@@ -84,14 +84,14 @@ func sightings(h *telemetrytest.Harness, secret string) []string {
 				found = append(found, fmt.Sprintf("span %q event name %q", s.Name(), e.Name))
 			}
 			for _, kv := range e.Attributes {
-				if strings.Contains(kv.Value.Emit(), secret) {
+				if strings.Contains(kv.Value.String(), secret) {
 					found = append(found, fmt.Sprintf("span %q event %q attribute %s", s.Name(), e.Name, kv.Key))
 				}
 			}
 		}
 		for _, l := range s.Links() {
 			for _, kv := range l.Attributes {
-				if strings.Contains(kv.Value.Emit(), secret) {
+				if strings.Contains(kv.Value.String(), secret) {
 					found = append(found, fmt.Sprintf("span %q link attribute %s", s.Name(), kv.Key))
 				}
 			}

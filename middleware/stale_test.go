@@ -125,7 +125,8 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	bodyB, _ := io.ReadAll(respB.Body)
 	require.Equal(t, http.StatusOK, respB.StatusCode, string(bodyB))
 	var fenceB int64
-	fmt.Sscan(string(bodyB), &fenceB)
+	_, err := fmt.Sscan(string(bodyB), &fenceB)
+	require.NoError(t, err, "B's response carries its fence")
 	assert.Greater(t, fenceB, fenceA)
 	assert.Equal(t, "written by B", book.get("42"))
 

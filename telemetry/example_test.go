@@ -23,7 +23,7 @@ func ExampleMetrics() {
 func ExampleNew() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
 
 	// Pass it to lease.NewLocker with lease.WithTelemetry, and to the
 	// middleware and fence guards of the same service.

@@ -46,7 +46,7 @@ func sumsOf(reader *sdkmetric.ManualReader) (map[string]int64, map[string][]stri
 			for _, dp := range s.DataPoints {
 				var kvs []string
 				for _, kv := range dp.Attributes.ToSlice() {
-					kvs = append(kvs, string(kv.Key)+"="+kv.Value.Emit())
+					kvs = append(kvs, string(kv.Key)+"="+kv.Value.String())
 				}
 				id := m.Name + "{" + strings.Join(kvs, ",") + "}"
 				values[id] = dp.Value
@@ -67,8 +67,8 @@ func TestResourceSideSignals(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	defer mp.Shutdown(context.Background())
-	defer tp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	defer func() { _ = tp.Shutdown(context.Background()) }()
 	logs := &telemetrytest.Logs{}
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), telemetry.WithLogger(slog.New(logs)))
 
@@ -122,7 +122,7 @@ func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 	tel := telemetry.New(nil, telemetry.WithMeterProvider(nil), telemetry.WithTracerProvider(nil), telemetry.WithLogger(nil))
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
 	previous := otel.GetMeterProvider()
 	otel.SetMeterProvider(mp)
 	defer otel.SetMeterProvider(previous)
@@ -137,7 +137,7 @@ func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 func TestSeriesStartAtZero(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
 	tel.Renewal(context.Background(), "report", "renewed", time.Millisecond)
 	ctx, span := tel.StartFenceCheck(context.Background(), "ledger")

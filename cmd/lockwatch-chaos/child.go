@@ -106,7 +106,7 @@ func childMain() int {
 func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer mp.Shutdown(context.Background())
+	defer func() { _ = mp.Shutdown(context.Background()) }()
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
 	regs, err := newRegisters(cfg.FenceAddr, cfg.DSN, cfg.Schema, cfg.Guard, tel, cfg.Unfenced)
 	if err != nil {

@@ -146,15 +146,6 @@ func (s faultSet) names() []string {
 	return names
 }
 
-// list names the faults that are on, for people.
-func (s faultSet) list() string {
-	names := s.names()
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
-
 // IsBoolFlag lets a bare -faults mean -faults=true; lists take "=".
 func (s *faultSet) IsBoolFlag() bool { return true }
 

@@ -116,7 +116,7 @@ func runDemo(t *testing.T, redisAddr string) {
 func missingSignals(families map[string]*dto.MetricFamily) []string {
 	var missing []string
 	for _, m := range telemetry.Metrics {
-		if total(families, m.Prom, nil) == 0 && !(m.Kind == telemetry.UpDownCounter && families[m.Prom] != nil) {
+		if total(families, m.Prom, nil) == 0 && (m.Kind != telemetry.UpDownCounter || families[m.Prom] == nil) {
 			missing = append(missing, m.Prom)
 		}
 	}

@@ -190,7 +190,7 @@ scrape_configs:
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-exited //nolint:errcheck // only waits for the exit: Wait reports the Kill above
 		_ = logFile.Close()
 		if t.Failed() {
 			log, _ := os.ReadFile(logFile.Name())

@@ -137,9 +137,3 @@ func (g *gate) wait(stop <-chan struct{}) bool {
 	}
 	return true
 }
-
-func (g *gate) paused() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.closed != nil
-}

@@ -122,7 +122,7 @@ func (h *Harness) Series(t testing.TB) (series int, kvs []string) {
 		each := func(set attribute.Set) {
 			series++
 			for _, kv := range set.ToSlice() {
-				kvs = append(kvs, string(kv.Key)+"="+kv.Value.Emit())
+				kvs = append(kvs, string(kv.Key)+"="+kv.Value.String())
 			}
 		}
 		switch d := m.Data.(type) {

@@ -90,6 +90,6 @@ BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  108
 	}
 	assert.True(t, found, "no goal row for the interleaved cycle")
 	var md strings.Builder
-	rp.writeInterleaved(func(f string, a ...any) { md.WriteString(fmt.Sprintf(f, a...)) })
+	rp.writeInterleaved(func(f string, a ...any) { fmt.Fprintf(&md, f, a...) })
 	assert.Contains(t, md.String(), "| lockwatch, telemetry off (no-op providers) | 120,000 | 1.08× |")
 }
