@@ -4,7 +4,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,9 +16,9 @@ import (
 // LOCKWATCH_REQUIRE_INTEGRATION=1 it fails. The lease package stands for
 // every such package: its test binary runs with a PATH that has only go.
 func TestMainWithoutRedisServer(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		t.Skipf("no go command at %s", goBin)
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("no go command on PATH: %v", err)
 	}
 	run := func(require string) (string, error) {
 		cmd := exec.Command(goBin, "test", "-count=1", "-v",
