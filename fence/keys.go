@@ -36,11 +36,11 @@ func keyHash(key string) string {
 // ASCII without spaces or braces.
 func validName(what, name string) error {
 	if name == "" || len(name) > maxName {
-		return fmt.Errorf("fence: %s must be 1 to %d bytes, got %d", what, maxName, len(name))
+		return fmt.Errorf("%s must be 1 to %d bytes, got %d", what, maxName, len(name))
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c <= ' ' || c > '~' || c == '{' || c == '}' {
-			return fmt.Errorf("fence: %s %q: byte %d (%q) is not printable ASCII without spaces or braces", what, name, i, c)
+			return fmt.Errorf("%s %q: byte %d (%q) is not printable ASCII without spaces or braces", what, name, i, c)
 		}
 	}
 	return nil

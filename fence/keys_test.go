@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -41,4 +43,20 @@ func FuzzRedisKey(f *testing.F) {
 			require.Equal(t, ka, kb, "deterministic")
 		}
 	})
+}
+
+// An invalid resource or namespace is named once, with one package prefix.
+func TestInvalidNamesSayWhatOnce(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	defer func() { _ = c.Close() }()
+	for _, tc := range []struct {
+		resource string
+		opts     []Option
+		want     string
+	}{
+		{"has space", nil, `fence: NewRedisStore: resource "has space": byte 3 (' ') is not printable ASCII without spaces or braces`},
+		{"ok", []Option{WithNamespace("")}, "fence: NewRedisStore: namespace must be 1 to 64 bytes, got 0"},
+	} {
+		assert.PanicsWithValue(t, tc.want, func() { NewRedisStore(c, tc.resource, tc.opts...) })
+	}
 }

@@ -180,7 +180,8 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 	case callAbandoned:
 		err := context.Cause(ctx)
 		if err == nil {
-			err = fmt.Errorf("lease: no reply within the acquire's deadline (acquire timeout %v)", set.acquireTimeout)
+			// The cause of an UnknownError, whose message has the prefix.
+			err = fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.acquireTimeout)
 		}
 		return attemptResult{err: err, abandoned: c}
 	}

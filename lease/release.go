@@ -98,9 +98,9 @@ func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string,
 	c := &call{scriptCall: release, ctx: ctx, deadline: now() + set.releaseTimeout}
 	switch lk.lanes.forKey(ctx, lockKey).do(context.Background(), c) {
 	case callNotSent:
-		return 0, fmt.Errorf("lease: release timeout %v passed before the release could be sent", set.releaseTimeout)
+		return 0, fmt.Errorf("release timeout %v passed before the release could be sent", set.releaseTimeout)
 	case callAbandoned:
-		return 0, fmt.Errorf("lease: no reply to the release within the release timeout %v", set.releaseTimeout)
+		return 0, fmt.Errorf("no reply to the release within the release timeout %v", set.releaseTimeout)
 	}
 	return c.cmd.Int64()
 }
