@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/lockwatch/lockwatch/internal/integration"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -24,21 +25,11 @@ const (
 	DefaultDSN = "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
 )
 
-// requireEnv names the variable CI sets so that an unreachable server fails
-// the build instead of skipping every integration test.
-const requireEnv = "LOCKWATCH_REQUIRE_INTEGRATION"
-
 // timeout bounds each administrative step (connect, create, drop): on
 // loopback they take milliseconds, so a stall is a broken server.
 const timeout = 30 * time.Second
 
-// reach is the result of the first reachability probe: every test of a
-// process shares one server, so a server that is down costs one connect
-// timeout, not one per test.
-var reach struct {
-	once sync.Once
-	err  error
-}
+var reach integration.Probe
 
 // DSN returns the connection string the tests use.
 func DSN() string {
@@ -53,15 +44,7 @@ func DSN() string {
 // calls t.Fatalf (never a silent skip in CI), otherwise t.Skip.
 func Require(t testing.TB) {
 	t.Helper()
-	reach.once.Do(func() { reach.err = probe(DSN()) })
-	if reach.err == nil {
-		return
-	}
-	if os.Getenv(requireEnv) == "1" {
-		t.Fatalf("pgtest: %s=1 but PostgreSQL is unavailable: %v", requireEnv, reach.err)
-		return
-	}
-	t.Skipf("pgtest: PostgreSQL unavailable (set %s=1 to make this a failure): %v", requireEnv, reach.err)
+	reach.Require(t, "pgtest", "PostgreSQL", func() error { return probe(DSN()) })
 }
 
 func probe(dsn string) error {

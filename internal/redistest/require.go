@@ -1,14 +1,15 @@
 package redistest
 
 import (
-	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/lockwatch/lockwatch/internal/integration"
 )
 
-// requireEnv names the variable CI sets so that a missing redis-server fails
-// the build instead of skipping every integration test.
-const requireEnv = "LOCKWATCH_REQUIRE_INTEGRATION"
+// requireEnv is integration.RequireEnv, which the helpers here name in
+// their messages.
+const requireEnv = integration.RequireEnv
 
 const serverBinary = "redis-server"
 
@@ -18,10 +19,6 @@ const serverBinary = "redis-server"
 func Require(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath(serverBinary); err != nil {
-		if os.Getenv(requireEnv) == "1" {
-			t.Fatalf("redistest: %s=1 but %s is unavailable: %v", requireEnv, serverBinary, err)
-			return
-		}
-		t.Skipf("redistest: %s not on PATH (set %s=1 to make this a failure): %v", serverBinary, requireEnv, err)
+		integration.Unavailable(t, "redistest", serverBinary, err)
 	}
 }

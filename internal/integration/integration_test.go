@@ -1,0 +1,41 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// recordingTB stands in for testing.T so that the skip and fatal paths can
+// be observed without ending the real test.
+type recordingTB struct {
+	testing.TB
+	skipped, fatal bool
+}
+
+func (r *recordingTB) Helper()               {}
+func (r *recordingTB) Skipf(string, ...any)  { r.skipped = true }
+func (r *recordingTB) Fatalf(string, ...any) { r.fatal = true }
+
+func TestProbeRunsOnceAndSkipsOrFails(t *testing.T) {
+	var p Probe
+	calls := 0
+	down := func() error { calls++; return errors.New("connection refused") }
+	for _, tc := range []struct {
+		env            string
+		skipped, fatal bool
+	}{{"", true, false}, {"1", false, true}} {
+		t.Setenv(RequireEnv, tc.env)
+		rec := &recordingTB{TB: t}
+		p.Require(rec, "test", "a server", down)
+		assert.Equal(t, tc.skipped, rec.skipped, "skipped with %s=%q", RequireEnv, tc.env)
+		assert.Equal(t, tc.fatal, rec.fatal, "failed with %s=%q", RequireEnv, tc.env)
+	}
+	assert.Equal(t, 1, calls, "one probe per process")
+
+	var up Probe
+	rec := &recordingTB{TB: t}
+	up.Require(rec, "test", "a server", func() error { return nil })
+	assert.False(t, rec.skipped || rec.fatal)
+}
