@@ -4,7 +4,10 @@
 package integration
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -43,4 +46,35 @@ func (p *Probe) Require(t testing.TB, prefix, server string, probe func() error)
 	if p.err != nil {
 		Unavailable(t, prefix, server, p.err)
 	}
+}
+
+// DSN returns the value of env, or def when it is unset or empty: where the
+// tests find a database server.
+func DSN(env, def string) string {
+	if dsn := os.Getenv(env); dsn != "" {
+		return dsn
+	}
+	return def
+}
+
+// Name returns <prefix>_<test name, folded to [a-z0-9_]>_<64 random bits>,
+// at most limit bytes (the server's identifier limit): a name for a
+// schema or database of one test's own, unique, valid unquoted whatever
+// the server's case rules, and traceable to its test.
+func Name(prefix, test string, limit int) string {
+	readable := limit - len(prefix) - 2 - 16 // two underscores, 16 hex digits
+	var b strings.Builder
+	for _, r := range strings.ToLower(test) {
+		if b.Len() >= readable {
+			break
+		}
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	var random [8]byte
+	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + "_" + b.String() + "_" + hex.EncodeToString(random[:])
 }

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"errors"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -38,4 +40,21 @@ func TestProbeRunsOnceAndSkipsOrFails(t *testing.T) {
 	rec := &recordingTB{TB: t}
 	up.Require(rec, "test", "a server", func() error { return nil })
 	assert.False(t, rec.skipped || rec.fatal)
+}
+
+// Names fit the identifier limits of PostgreSQL (63) and MySQL (64), are
+// valid unquoted, and unique, whatever the test's name.
+func TestName(t *testing.T) {
+	for prefix, limit := range map[string]int{"pgtest": 63, "mysqltest": 64} {
+		valid := regexp.MustCompile(`^` + prefix + `_[a-z0-9_]*_[0-9a-f]{16}$`)
+		seen := map[string]bool{}
+		for _, test := range []string{"", "TestX", "TestX/sub-case #2", "Ünïcode/測試", strings.Repeat("TestLong", 30)} {
+			s := Name(prefix, test, limit)
+			assert.Regexp(t, valid, s, test)
+			assert.LessOrEqual(t, len(s), limit, "fits the identifier limit: %q", test)
+			assert.False(t, seen[s], "unique: %q", s)
+			seen[s] = true
+		}
+		assert.NotEqual(t, Name(prefix, "TestX", limit), Name(prefix, "TestX", limit))
+	}
 }

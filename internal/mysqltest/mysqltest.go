@@ -2,12 +2,8 @@ package mysqltest
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,12 +27,7 @@ const timeout = 30 * time.Second
 var reach integration.Probe
 
 // DSN returns the connection string the tests use.
-func DSN() string {
-	if dsn := os.Getenv(DSNEnv); dsn != "" {
-		return dsn
-	}
-	return DefaultDSN
-}
+func DSN() string { return integration.DSN(DSNEnv, DefaultDSN) }
 
 // Require reports whether MySQL can be used. If the server at DSN() cannot
 // be reached and queried: with env LOCKWATCH_REQUIRE_INTEGRATION=1 it calls
@@ -84,8 +75,8 @@ func Open(t testing.TB) *sql.DB {
 		t.Fatalf("mysqltest: %v", err)
 		return nil
 	}
-	name := databaseName(t.Name())
-	// The name is [a-z0-9_] only (databaseName), so the backticks need no
+	name := integration.Name("mysqltest", t.Name(), 64)
+	// The name is [a-z0-9_] only (integration.Name), so the backticks need no
 	// escaping.
 	if err := Admin(context.Background(), cfg, "CREATE DATABASE `"+name+"`"); err != nil {
 		t.Fatalf("mysqltest: create database %s: %v", name, err)
@@ -139,29 +130,4 @@ func Admin(ctx context.Context, cfg *mysql.Config, stmt string) error {
 	defer db.Close()
 	_, err = db.ExecContext(ctx, stmt)
 	return err
-}
-
-// maxTestName bounds the readable part of a database name: MySQL refuses
-// identifiers longer than 64 characters, and the random suffix must
-// survive.
-const maxTestName = 36
-
-// databaseName returns mysqltest_<test name, folded to [a-z0-9_]>_<64
-// random bits>: unique, a valid identifier whatever the server's
-// lower_case_table_names, and traceable to its test.
-func databaseName(test string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(test) {
-		if b.Len() == maxTestName {
-			break
-		}
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	var random [8]byte
-	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "mysqltest_" + b.String() + "_" + hex.EncodeToString(random[:])
 }

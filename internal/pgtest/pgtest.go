@@ -2,12 +2,8 @@ package pgtest
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,12 +28,7 @@ const timeout = 30 * time.Second
 var reach integration.Probe
 
 // DSN returns the connection string the tests use.
-func DSN() string {
-	if dsn := os.Getenv(DSNEnv); dsn != "" {
-		return dsn
-	}
-	return DefaultDSN
-}
+func DSN() string { return integration.DSN(DSNEnv, DefaultDSN) }
 
 // Require reports whether PostgreSQL can be used. If the server at DSN()
 // cannot be reached and queried: with env LOCKWATCH_REQUIRE_INTEGRATION=1 it
@@ -76,7 +67,7 @@ func Open(t testing.TB) *sql.DB {
 		t.Fatalf("pgtest: %s: %v", DSNEnv, err)
 		return nil
 	}
-	schema := schemaName(t.Name())
+	schema := integration.Name("pgtest", t.Name(), 63)
 	ident := pgx.Identifier{schema}.Sanitize()
 	if err := Admin(context.Background(), cfg, "CREATE SCHEMA "+ident); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
@@ -128,27 +119,4 @@ func Admin(ctx context.Context, cfg *pgx.ConnConfig, stmt string) error {
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(ctx, stmt)
 	return err
-}
-
-// maxTestName bounds the readable part of a schema name: PostgreSQL
-// truncates identifiers to 63 bytes, and the random suffix must survive.
-const maxTestName = 35
-
-// schemaName returns pgtest_<test name, folded to [a-z0-9_]>_<64 random
-// bits>: unique, a valid unquoted identifier, and traceable to its test.
-func schemaName(test string) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(test) {
-		if b.Len() == maxTestName {
-			break
-		}
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	var random [8]byte
-	_, _ = rand.Read(random[:]) // crypto/rand.Read never fails (Go 1.24+)
-	return "pgtest_" + b.String() + "_" + hex.EncodeToString(random[:])
 }
