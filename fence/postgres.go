@@ -127,31 +127,12 @@ func (t *PostgresTable) UpdateStatement() string { return t.t.update }
 // One row affected: inserted or updated. None: stale.
 func (t *PostgresTable) UpsertStatement() string { return t.t.upsert }
 
-// Update sets the Columns of key's row to values and its mark to token, if
-// token is greater than the row's mark, in one statement (UpdateStatement).
-// Strict: a token the row accepted is never accepted again.
-//
-// A token at or below the mark is a *StaleError (errors.Is ErrStale) with
-// the mark as HighWater, read by a second statement after the write matched
-// no row. No row with the key is ErrNotFound (also when one appeared after
-// the write found none, so that the answer describes the moment of the
-// check). Values of the wrong number, or a token that is not positive
-// (ErrMalformed), are errors before any statement runs. Any other error is
-// the database's, wrapped.
+// Update is Table.Update, by UpdateStatement.
 func (t *PostgresTable) Update(ctx context.Context, db DB, key any, token Token, values ...any) error {
 	return t.t.write(ctx, db, key, token, values)
 }
 
-// Upsert inserts key's row with values and token as its mark, or, if the
-// row exists, sets its Columns to values and its mark to token when token is
-// greater than the mark; in one statement (UpsertStatement). Strict like
-// Update.
-//
-// A token at or below the mark is a *StaleError (errors.Is ErrStale) with
-// the mark as HighWater, read by a second statement after the write matched
-// no row (0 if the row was deleted in between). Values of the wrong number,
-// or a token that is not positive (ErrMalformed), are errors before any
-// statement runs. Any other error is the database's, wrapped.
+// Upsert is Table.Upsert, by UpsertStatement.
 func (t *PostgresTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
 	return t.t.put(ctx, db, key, token, values)
 }

@@ -23,9 +23,22 @@ var ErrNotFound = errors.New("fence: no such row")
 // database.
 type Table interface {
 	// Update sets the Columns of key's row to values and its mark to
-	// token, if token is greater than the row's mark.
+	// token, if token is greater than the row's mark, in one statement.
+	// Strict: a token the row accepted is never accepted again.
+	//
+	// A token at or below the mark is a *StaleError (errors.Is ErrStale)
+	// with the mark as HighWater, read by a second statement after the
+	// write matched no row. No row with the key is ErrNotFound (also when
+	// one appeared after the write found none, so that the answer
+	// describes the moment of the check). Values of the wrong number, or a
+	// token that is not positive (ErrMalformed), are errors before any
+	// statement runs. Any other error is the database's, wrapped.
 	Update(ctx context.Context, db DB, key any, token Token, values ...any) error
-	// Upsert inserts key's row, or updates it as Update does.
+	// Upsert inserts key's row with values and token as its mark, or, if
+	// the row exists, sets its Columns to values and its mark to token when
+	// token is greater than the mark; in one statement. Strict like Update;
+	// a stale token is a *StaleError whose HighWater is read afterwards (0
+	// if the row was deleted in between).
 	Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error
 }
 
