@@ -26,8 +26,7 @@ const MinRedisVersion = "5.0"
 //     key has) and let a second holder in.
 //
 // Check reads INFO only (no CONFIG, which managed services often disable)
-// and writes nothing. On Cluster it asks every master; a Sentinel client
-// asks the current primary.
+// and writes nothing. On Cluster it asks every master.
 func (lk *Locker) Check(ctx context.Context) error {
 	if cc, ok := lk.client.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {

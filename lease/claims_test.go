@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
 // Every attempt is its own claim: a retry or a late copy of an attempt
@@ -219,4 +221,23 @@ func testContendedAnswersDoNotPushOutAReleasesBar(t *testing.T, b backend) {
 
 	reply := deliverAgain(ctx, t, b.client(t), tap.args(1))
 	assert.NotEqualValues(t, 1, reply[0], "the late copy of the released lease's acquire took the key: %v", reply)
+}
+
+// A bar never brings the fence record's expiry forward: a contender with a
+// short fence retention must not make the record of a key another Locker
+// keeps for longer expire (its fence and bars with it).
+func TestABarKeepsTheRecordsExpiry(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	holderLk := newLocker(t, c, WithFenceRetention(time.Hour))
+	holder, err := holderLk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	defer func() { _ = holder.Release(ctx) }()
+
+	contender := newLocker(t, c, WithNamespace(holderLk.set.namespace), WithTTL(time.Second), WithFenceRetention(time.Second))
+	_, err = contender.Acquire(ctx, "k")
+	require.ErrorIs(t, err, ErrNotAcquired)
+	_, fenceKey := redisKeys(holderLk.set.namespace, "k")
+	assert.Greater(t, c.PTTL(ctx, fenceKey).Val(), 59*time.Minute, "the contender's bar shortened the record's retention")
 }

@@ -79,9 +79,9 @@
 // (default TTL/10) earlier if no later renewal has been confirmed. Remaining
 // reports the time left until that cancel point. Go's timers stop while the
 // host is suspended, so the scheduler never sleeps more than 50ms while
-// leases are held, and Err, Remaining and Commit wake it when they see a
-// passed cancel point: after a resume the context ends within that, not at
-// the next renewal.
+// leases are held, and Err, Remaining and Commit end a lease themselves
+// when they see its cancel point passed: after a resume the context ends
+// within that poll, not at the next renewal.
 //
 // # Fencing tokens and their clock assumption
 //
