@@ -93,6 +93,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		return nil, err
 	}
 	waitUntil := now() + set.wait
+	var contended *NotAcquiredError // the last answer, while waiting
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
 			ev.Result = Failed
@@ -106,6 +107,10 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		acq := acquireScript.call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
 		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
+		case r.notSent && contended != nil:
+			// The wait's end came while the next attempt queued: as when
+			// it comes during a backoff sleep, the last answer stands.
+			return nil, errors.Join(contended, r.err)
 		case r.notSent:
 			ev.Result = Failed
 			return nil, r.err
@@ -132,13 +137,13 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			return l, nil
 		}
 		ev.Result, ev.HolderTTL = Contended, r.holderTTL
-		notAcquired := &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
+		contended = &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
 		left := waitUntil - now()
 		if left <= 0 {
-			return nil, notAcquired
+			return nil, contended
 		}
 		if err := sleep(ctx, min(left, backoff(set, attempt, r.holderTTL))); err != nil {
-			return nil, errors.Join(notAcquired, err)
+			return nil, errors.Join(contended, err)
 		}
 	}
 }
@@ -169,12 +174,17 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		r.sentAt = sentAt
 		return r
 	}
-	c := &call{scriptCall: acq, ctx: ctx, deadline: callDeadline(ctx, set.acquireTimeout)}
+	deadline, callerBound := callDeadline(ctx, set.acquireTimeout)
+	c := &call{scriptCall: acq, ctx: ctx, deadline: deadline}
 	switch lk.lanes.forKey(ctx, lockKey).do(ctx, c) {
 	case callNotSent:
 		err := context.Cause(ctx)
-		if err == nil {
-			err = fmt.Errorf("lease: the acquire's deadline (acquire timeout %v or the caller's) passed before it could be sent", set.acquireTimeout)
+		switch {
+		case err == nil && callerBound:
+			// The caller's deadline passed before its context's timer fired.
+			err = context.DeadlineExceeded
+		case err == nil:
+			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.acquireTimeout)
 		}
 		return attemptResult{notSent: true, err: err}
 	case callAbandoned:
@@ -191,13 +201,15 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 }
 
 // callDeadline is the instant a call's reply stops being useful: timeout
-// from now, or the caller's deadline if sooner.
-func callDeadline(ctx context.Context, timeout time.Duration) time.Duration {
+// from now, or the caller's deadline if sooner (callerBound).
+func callDeadline(ctx context.Context, timeout time.Duration) (deadline time.Duration, callerBound bool) {
 	t := now()
 	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d)) // time.Until saturates: never t + a huge value
+		if left := time.Until(d); left < timeout { // time.Until saturates: never t + a huge value
+			return t + left, true
+		}
 	}
-	return t + timeout
+	return t + timeout, false
 }
 
 // parseAcquire reads the acquire script's reply, {1, fence} or {0, pttl},

@@ -142,7 +142,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	r = <-expired
 	require.Error(t, r.err)
 	assert.NotErrorIs(t, r.err, ErrUnknown)
-	assert.Contains(t, r.err.Error(), "before it could be sent")
+	assert.Contains(t, r.err.Error(), "acquire timeout (20ms) passed before the acquire could be sent")
 
 	requireAcquired(t, first)
 	assert.Equal(t, int64(maxInFlight), counter.cmds.Load())

@@ -1,0 +1,88 @@
+package lease
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// unfired is a caller's context in the instant after its deadline passed
+// and before its timer fired: the deadline is there, Done has not closed.
+type unfired struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c unfired) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestCallersDeadlineInTheQueueIsTheCause: an acquire dropped from the
+// queue because the caller's deadline passed says so with
+// context.DeadlineExceeded, whichever timer noticed first.
+func TestCallersDeadlineInTheQueueIsTheCause(t *testing.T) {
+	lk, counter, _ := slowLocker(t, 100*time.Millisecond)
+	ctx := testCtx(t)
+	first := fillPipe(ctx, t, lk)
+	r := <-acquireAsync(unfired{ctx, time.Now().Add(20 * time.Millisecond)}, lk, "queued")
+	require.ErrorIs(t, r.err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue")
+	requireAcquired(t, first)
+	assert.Equal(t, int64(maxInFlight), counter.cmds.Load(), "the dropped call was not sent")
+}
+
+// TestWaitEndedByTheCallersDeadlineIsContended: a wait whose caller's
+// deadline passes while its next attempt would queue ends as one that
+// ends in a backoff sleep: not acquired, the deadline the cause.
+func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
+	c := redistest.Start(t).Client(t)
+	late := &lateReply{}
+	c.AddHook(late)
+	rec := &recorder{}
+	lk := newLocker(t, c, rec.withHooks())
+	ctx := testCtx(t)
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+
+	deadline := time.Now().Add(50 * time.Millisecond)
+	late.until.Store(deadline.Add(10 * time.Millisecond).UnixNano()) // the first answer comes after the deadline
+	_, err = lk.Acquire(unfired{ctx, deadline}, "k", WithWait(10*time.Second))
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.NotErrorIs(t, err, ErrUnknown)
+	rec.read(func() {
+		last := rec.acquires[len(rec.acquires)-1]
+		assert.Equal(t, Contended, last.Result)
+		assert.Equal(t, 2, last.Attempts, "one answered, one dropped unsent")
+	})
+	require.NoError(t, holder.Release(ctx))
+}
+
+// lateReply holds the first reply read after it is armed until the
+// instant in until (Unix nanoseconds).
+type lateReply struct{ until atomic.Int64 }
+
+func (h *lateReply) hold() {
+	if u := h.until.Swap(0); u != 0 {
+		time.Sleep(time.Until(time.Unix(0, u)))
+	}
+}
+
+func (h *lateReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		defer h.hold()
+		return next(ctx, cmd)
+	}
+}
+func (h *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		defer h.hold()
+		return next(ctx, cmds)
+	}
+}
