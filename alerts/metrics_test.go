@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 var (
@@ -32,8 +32,8 @@ func metricsOf(expr string) []string {
 // the Prometheus and in the Grafana rules, is one of telemetry's Prometheus
 // names (a histogram's _bucket, _sum or _count only for a histogram).
 func TestExpressionsUseTelemetryNames(t *testing.T) {
-	kinds := map[string]telemetry.Kind{}
-	for _, m := range telemetry.Metrics {
+	kinds := map[string]obs.Kind{}
+	for _, m := range obs.Metrics {
 		kinds[m.Prom] = m.Kind
 	}
 	known := func(name string) bool {
@@ -41,7 +41,7 @@ func TestExpressionsUseTelemetryNames(t *testing.T) {
 			return true
 		}
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base, ok := strings.CutSuffix(name, suffix); ok && kinds[base] == telemetry.Histogram {
+			if base, ok := strings.CutSuffix(name, suffix); ok && kinds[base] == obs.Histogram {
 				return true
 			}
 		}

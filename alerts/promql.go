@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // Labels that the alerts aggregate by or match on. Target labels come from
@@ -15,18 +15,18 @@ const (
 	labelInstance = "instance"
 	labelLe       = "le" // histogram bucket bound
 	labelSeverity = "severity"
-	labelLock     = telemetry.LabelLockName
-	labelResult   = telemetry.AttrResult
-	labelReason   = telemetry.AttrReason
-	labelOutcome  = telemetry.AttrOutcome
-	labelResource = telemetry.AttrResource
+	labelLock     = obs.LabelLockName
+	labelResult   = obs.AttrResult
+	labelReason   = obs.AttrReason
+	labelOutcome  = obs.AttrOutcome
+	labelResource = obs.AttrResource
 )
 
 // reservedLabels are labels the test cases or the rules set themselves.
 var reservedLabels = map[string]bool{
 	"__name__": true, "alertname": true, labelSeverity: true, labelLe: true,
 	labelLock: true, labelResult: true, labelReason: true, labelOutcome: true,
-	labelResource: true, telemetry.AttrResolution: true,
+	labelResource: true, obs.AttrResolution: true,
 }
 
 // window is the range of every rate and increase: five scrapes at the

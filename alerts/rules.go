@@ -3,8 +3,8 @@ package alerts
 import (
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Severities: critical pages someone now, warning opens a ticket or a chat
@@ -75,7 +75,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-fencing",
 			Name:      nameStaleWriteSpike,
 			Severity:  critical,
-			Value:     sumBy(byResource, q.rate(telemetry.PromFenceRejections)),
+			Value:     sumBy(byResource, q.rate(obs.PromFenceRejections)),
 			By:        byResource,
 			Threshold: 0.05,
 			For:       2 * time.Minute,
@@ -84,14 +84,14 @@ func catalogue(q promql) []alert {
 				`The fence stopped them, but two holders believed they held the same lock; resources without a fence may be taking the same late writes.`,
 			Fires: testCase{
 				About:  "6 rejections a minute (0.1/s) for 20 minutes",
-				Series: []series{{telemetry.PromFenceRejections, resource, "0+6x20"}},
+				Series: []series{{obs.PromFenceRejections, resource, "0+6x20"}},
 				At:     10 * time.Minute,
 				Labels: resource,
 				Value:  0.1,
 			},
 			Silent: testCase{
 				About:  "one rejection a minute (0.017/s): an isolated trickle, the warning's business",
-				Series: []series{{telemetry.PromFenceRejections, resource, "0+1x20"}},
+				Series: []series{{obs.PromFenceRejections, resource, "0+1x20"}},
 				At:     10 * time.Minute,
 			},
 		},
@@ -99,7 +99,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-fencing",
 			Name:      nameFenceRejections,
 			Severity:  warning,
-			Value:     sumBy(byResource, q.increase(telemetry.PromFenceRejections)),
+			Value:     sumBy(byResource, q.increase(obs.PromFenceRejections)),
 			By:        byResource,
 			Threshold: 0,
 			For:       15 * time.Minute,
@@ -108,14 +108,14 @@ func catalogue(q promql) []alert {
 				`and rejections have gone on for 15 minutes.`,
 			Fires: testCase{
 				About:  "one rejection a minute for 30 minutes",
-				Series: []series{{telemetry.PromFenceRejections, resource, "0+1x30"}},
+				Series: []series{{obs.PromFenceRejections, resource, "0+1x30"}},
 				At:     20 * time.Minute,
 				Labels: resource,
 				Value:  5,
 			},
 			Silent: testCase{
 				About:  "a burst of 5 rejections at minute 21, evaluated 4 minutes later",
-				Series: []series{{telemetry.PromFenceRejections, resource, "0x20 5x20"}},
+				Series: []series{{obs.PromFenceRejections, resource, "0x20 5x20"}},
 				At:     25 * time.Minute,
 			},
 		},
@@ -124,8 +124,8 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchUnknownAcquiresHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(telemetry.PromLeaseAcquires, eq(labelResult, string(lease.Unknown))),
-				q.rate(telemetry.PromLeaseAcquires)),
+				q.rate(obs.PromLeaseAcquires, eq(labelResult, string(lease.Unknown))),
+				q.rate(obs.PromLeaseAcquires)),
 			By:        byLock,
 			Threshold: 0.05,
 			For:       10 * time.Minute,
@@ -135,8 +135,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "10% of acquires unknown",
 				Series: []series{
-					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+90x30"},
-					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+10x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+90x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+10x30"},
 				},
 				At:     15 * time.Minute,
 				Labels: lock,
@@ -145,10 +145,10 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "1% of acquires unknown, and an idle lock with no acquires at all",
 				Series: []series{
-					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+99x30"},
-					{telemetry.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+1x30"},
-					{telemetry.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Acquired)}, "0x30"},
-					{telemetry.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Unknown)}, "0x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+99x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+1x30"},
+					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Acquired)}, "0x30"},
+					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Unknown)}, "0x30"},
 				},
 				At: 15 * time.Minute,
 			},
@@ -158,8 +158,8 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchRenewalFailuresHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(telemetry.PromLeaseRenewals, ne(labelResult, string(lease.Renewed))),
-				q.rate(telemetry.PromLeaseRenewals)),
+				q.rate(obs.PromLeaseRenewals, ne(labelResult, string(lease.Renewed))),
+				q.rate(obs.PromLeaseRenewals)),
 			By:        byLock,
 			Threshold: 0.05,
 			For:       10 * time.Minute,
@@ -169,8 +169,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "10% of renewals unanswered",
 				Series: []series{
-					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+18x30"},
-					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalUnknown)), "0+2x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+18x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalUnknown)), "0+2x30"},
 				},
 				At:     15 * time.Minute,
 				Labels: lock,
@@ -179,8 +179,8 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "one rejected renewal in 301",
 				Series: []series{
-					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+300x30"},
-					{telemetry.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalRejected)), "0+1x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+300x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalRejected)), "0+1x30"},
 				},
 				At: 15 * time.Minute,
 			},
@@ -189,7 +189,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-renewal",
 			Name:      "LockwatchLeasesLost",
 			Severity:  warning,
-			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(telemetry.PromLeaseLosses, ne(labelReason, string(lease.LossClosed)))),
+			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(obs.PromLeaseLosses, ne(labelReason, string(lease.LossClosed)))),
 			By:        labels(labelJob, labelLock, labelReason),
 			Threshold: 0,
 			For:       15 * time.Minute,
@@ -198,14 +198,14 @@ func catalogue(q promql) []alert {
 				`and losses have gone on for 15 minutes. Every loss cancels the work it protected.`,
 			Fires: testCase{
 				About:  "one lease lost a minute to unanswered renewals",
-				Series: []series{{telemetry.PromLeaseLosses, with(lock, labelReason, string(lease.LossRenewalUnknown)), "0+1x30"}},
+				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(lease.LossRenewalUnknown)), "0+1x30"}},
 				At:     20 * time.Minute,
 				Labels: with(lock, labelReason, string(lease.LossRenewalUnknown)),
 				Value:  5,
 			},
 			Silent: testCase{
 				About:  "ten leases a minute given up by Locker.Close (graceful shutdowns)",
-				Series: []series{{telemetry.PromLeaseLosses, with(lock, labelReason, string(lease.LossClosed)), "0+10x30"}},
+				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(lease.LossClosed)), "0+10x30"}},
 				At:     20 * time.Minute,
 			},
 		},
@@ -214,8 +214,8 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchNearExpiryCommitsHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(telemetry.PromLeaseCommits, eq(labelOutcome, string(lease.CommitNearExpiry))),
-				q.rate(telemetry.PromLeaseCommits)),
+				q.rate(obs.PromLeaseCommits, eq(labelOutcome, string(lease.CommitNearExpiry))),
+				q.rate(obs.PromLeaseCommits)),
 			By:        byLock,
 			Threshold: 0.1,
 			For:       15 * time.Minute,
@@ -225,8 +225,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "20% of commits near expiry",
 				Series: []series{
-					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+8x30"},
-					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+2x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+8x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+2x30"},
 				},
 				At:     20 * time.Minute,
 				Labels: lock,
@@ -235,8 +235,8 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "5% of commits near expiry",
 				Series: []series{
-					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+19x30"},
-					{telemetry.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+1x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+19x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+1x30"},
 				},
 				At: 20 * time.Minute,
 			},
@@ -245,7 +245,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-cancellation",
 			Name:      "LockwatchSlowCancellation",
 			Severity:  warning,
-			Value:     q.p99(telemetry.PromLeaseCancellation, byLock),
+			Value:     q.p99(obs.PromLeaseCancellation, byLock),
 			By:        byLock,
 			Threshold: 1,
 			For:       10 * time.Minute,
@@ -254,14 +254,14 @@ func catalogue(q promql) []alert {
 				`work ignores its cancelled context for longer than the safety margin, so another holder may already be doing the same work.`,
 			Fires: testCase{
 				About:  "a minute's 10 cancellations: 8 within 0.5ms, 2 taking 2s",
-				Series: histogramSeries(telemetry.PromLeaseCancellation, lock, map[float64]int{0.0004: 8, 2: 2}),
+				Series: histogramSeries(obs.PromLeaseCancellation, lock, map[float64]int{0.0004: 8, 2: 2}),
 				At:     15 * time.Minute,
 				Labels: lock,
 				Value:  2.425, // 1 + (2.5-1) × (9.9-8)/(10-8): linear within the (1, 2.5] bucket
 			},
 			Silent: testCase{
 				About:  "a minute's 10 cancellations, all within 0.5ms",
-				Series: histogramSeries(telemetry.PromLeaseCancellation, lock, map[float64]int{0.0004: 10}),
+				Series: histogramSeries(obs.PromLeaseCancellation, lock, map[float64]int{0.0004: 10}),
 				At:     15 * time.Minute,
 			},
 		},
@@ -269,7 +269,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-cancellation",
 			Name:      "LockwatchWorkOverrunningLostLease",
 			Severity:  warning,
-			Value:     sumBy(labels(labelJob, labelInstance, labelLock), q.sel(telemetry.PromLeaseOverrunning)),
+			Value:     sumBy(labels(labelJob, labelInstance, labelLock), q.sel(obs.PromLeaseOverrunning)),
 			By:        labels(labelJob, labelInstance, labelLock),
 			Threshold: 0,
 			For:       5 * time.Minute,
@@ -278,14 +278,14 @@ func catalogue(q promql) []alert {
 				`and work has been overrunning there for 5 minutes: another holder may be doing the same work.`,
 			Fires: testCase{
 				About:  "one piece of work running on from minute 3",
-				Series: []series{{telemetry.PromLeaseOverrunning, lock, "0x2 1x20"}},
+				Series: []series{{obs.PromLeaseOverrunning, lock, "0x2 1x20"}},
 				At:     10 * time.Minute,
 				Labels: lock,
 				Value:  1,
 			},
 			Silent: testCase{
 				About:  "one piece of work overrunning for 2 minutes so far: slow to stop, not stuck",
-				Series: []series{{telemetry.PromLeaseOverrunning, lock, "0x6 1x3 0x20"}},
+				Series: []series{{obs.PromLeaseOverrunning, lock, "0x6 1x3 0x20"}},
 				At:     9 * time.Minute,
 			},
 		},
@@ -293,7 +293,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-cancellation",
 			Name:      "LockwatchLateCompletions",
 			Severity:  warning,
-			Value:     sumBy(byLock, q.increase(telemetry.PromLeaseLateCompletions)),
+			Value:     sumBy(byLock, q.increase(obs.PromLeaseLateCompletions)),
 			By:        byLock,
 			Threshold: 0,
 			For:       10 * time.Minute,
@@ -302,14 +302,14 @@ func catalogue(q promql) []alert {
 				`and late completions have gone on for 10 minutes. What they wrote to resources without a fence may have overwritten newer data.`,
 			Fires: testCase{
 				About:  "one late completion a minute",
-				Series: []series{{telemetry.PromLeaseLateCompletions, lock, "0+1x30"}},
+				Series: []series{{obs.PromLeaseLateCompletions, lock, "0+1x30"}},
 				At:     20 * time.Minute,
 				Labels: lock,
 				Value:  5,
 			},
 			Silent: testCase{
 				About:  "a single late completion at minute 16, evaluated 4 minutes later",
-				Series: []series{{telemetry.PromLeaseLateCompletions, lock, "0x15 1x15"}},
+				Series: []series{{obs.PromLeaseLateCompletions, lock, "0x15 1x15"}},
 				At:     20 * time.Minute,
 			},
 		},

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // The promtool unit-test file, in the layout promtool test rules reads.
@@ -107,8 +107,8 @@ func testGroupOf(cfg Config, a alert, c testCase, fires bool) (testGroup, error)
 // The bucket bounds are the instrument's own.
 func histogramSeries(histogram string, labels map[string]string, perMinute map[float64]int) []series {
 	var bounds []float64
-	for _, m := range telemetry.Metrics {
-		if m.Prom == histogram && m.Kind == telemetry.Histogram {
+	for _, m := range obs.Metrics {
+		if m.Prom == histogram && m.Kind == obs.Histogram {
 			bounds = m.Buckets
 		}
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // seriesRE finds lockwatch series names: identifiers starting with
@@ -16,14 +16,14 @@ import (
 var seriesRE = regexp.MustCompile(`(?:^|[^a-zA-Z0-9_:])(lockwatch_[a-zA-Z0-9_:]*)(\{[^}]*\})?`)
 
 // telemetryMetric returns the telemetry metric a series name belongs to: a
-// Prometheus name of telemetry.Metrics, or the _bucket, _sum or _count series
+// Prometheus name of obs.Metrics, or the _bucket, _sum or _count series
 // of one of its histograms.
-func telemetryMetric(series string) (telemetry.Metric, bool) {
-	for _, m := range telemetry.Metrics {
+func telemetryMetric(series string) (obs.Metric, bool) {
+	for _, m := range obs.Metrics {
 		if series == m.Prom {
 			return m, true
 		}
-		if m.Kind != telemetry.Histogram {
+		if m.Kind != obs.Histogram {
 			continue
 		}
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
@@ -32,7 +32,7 @@ func telemetryMetric(series string) (telemetry.Metric, bool) {
 			}
 		}
 	}
-	return telemetry.Metric{}, false
+	return obs.Metric{}, false
 }
 
 // Every series a query names is one of telemetry's: a renamed or mistyped
@@ -44,7 +44,7 @@ func TestQueriesUseTelemetryNames(t *testing.T) {
 			assert.NotEmpty(t, found, "%s reads no lockwatch series: %s", q.where, q.expr)
 			for _, m := range found {
 				_, ok := telemetryMetric(m[1])
-				assert.True(t, ok, "%s: %s is not a series of telemetry.Metrics: %s", q.where, m[1], q.expr)
+				assert.True(t, ok, "%s: %s is not a series of obs.Metrics: %s", q.where, m[1], q.expr)
 			}
 		}
 	}
@@ -65,7 +65,7 @@ func TestEveryMetricIsShown(t *testing.T) {
 			}
 		}
 	}
-	for _, m := range telemetry.Metrics {
+	for _, m := range obs.Metrics {
 		assert.True(t, shown[m.Prom], "no panel reads %s", m.Prom)
 	}
 }
@@ -92,11 +92,11 @@ func TestQueriesFollowTheVariables(t *testing.T) {
 				assert.NotEmpty(t, m[2], "%s: %s has no matchers: %s", q.where, m[1], q.expr)
 				assert.Contains(t, matchers, `job=~"$job"`, "%s: %s", q.where, q.expr)
 				assert.Contains(t, matchers, `instance=~"$instance"`, "%s: %s", q.where, q.expr)
-				lockMatcher := telemetry.LabelLockName + `=~"$lock_name"`
-				if slices.Contains(metric.Labels, telemetry.LabelLockName) {
+				lockMatcher := obs.LabelLockName + `=~"$lock_name"`
+				if slices.Contains(metric.Labels, obs.LabelLockName) {
 					assert.Contains(t, matchers, lockMatcher, "%s: %s", q.where, q.expr)
 				} else {
-					assert.NotContains(t, matchers, telemetry.LabelLockName, "%s: %s has no lock_name label: %s", q.where, m[1], q.expr)
+					assert.NotContains(t, matchers, obs.LabelLockName, "%s: %s has no lock_name label: %s", q.where, m[1], q.expr)
 				}
 			}
 			for _, w := range windowRE.FindAllStringSubmatch(q.expr, -1) {

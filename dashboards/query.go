@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // Grafana variables every query is written against. The datasource variable
@@ -16,7 +16,7 @@ const (
 	varDatasource = "datasource"
 	varJob        = "job"
 	varInstance   = "instance"
-	varLockName   = telemetry.LabelLockName
+	varLockName   = obs.LabelLockName
 
 	// rateWindow is the window of every rate: Grafana's $__rate_interval is
 	// at least four scrape intervals, so a rate never sees fewer than two
@@ -29,10 +29,10 @@ const (
 	nonZero = 1e-9
 )
 
-// promMetrics indexes telemetry.Metrics by Prometheus name.
-var promMetrics = func() map[string]telemetry.Metric {
-	m := make(map[string]telemetry.Metric, len(telemetry.Metrics))
-	for _, x := range telemetry.Metrics {
+// promMetrics indexes obs.Metrics by Prometheus name.
+var promMetrics = func() map[string]obs.Metric {
+	m := make(map[string]obs.Metric, len(obs.Metrics))
+	for _, x := range obs.Metrics {
 		m[x.Prom] = x
 	}
 	return m
@@ -41,7 +41,7 @@ var promMetrics = func() map[string]telemetry.Metric {
 // metric returns the telemetry table entry of a Prometheus series name. A
 // name missing from the table is a bug of this generator, and the tests run
 // every line of it.
-func metric(prom string) telemetry.Metric {
+func metric(prom string) obs.Metric {
 	m, ok := promMetrics[prom]
 	if !ok {
 		panic("dashboards: no telemetry metric " + prom)
@@ -57,13 +57,13 @@ func ne(label, value string) string { return label + "!=" + strconv.Quote(value)
 // every query carries — the dashboard's job and instance, and the selected
 // lock names when m has a lock_name label (fence metrics have resource
 // instead) — and extra ones.
-func selector(m telemetry.Metric, suffix string, extra ...string) string {
+func selector(m obs.Metric, suffix string, extra ...string) string {
 	ms := []string{
 		`job=~"$` + varJob + `"`,
 		`instance=~"$` + varInstance + `"`,
 	}
-	if slices.Contains(m.Labels, telemetry.LabelLockName) {
-		ms = append(ms, telemetry.LabelLockName+`=~"$`+varLockName+`"`)
+	if slices.Contains(m.Labels, obs.LabelLockName) {
+		ms = append(ms, obs.LabelLockName+`=~"$`+varLockName+`"`)
 	}
 	ms = append(ms, extra...)
 	return m.Prom + suffix + "{" + strings.Join(ms, ", ") + "}"
@@ -79,12 +79,12 @@ func sumBy(by []string, expr string) string {
 
 // rate is the per-second rate of counter m over the rate window, summed by
 // the given labels.
-func rate(m telemetry.Metric, by []string, extra ...string) string {
+func rate(m obs.Metric, by []string, extra ...string) string {
 	return sumBy(by, "rate("+selector(m, "", extra...)+"["+rateWindow+"])")
 }
 
 // gauge is gauge m summed by the given labels.
-func gauge(m telemetry.Metric, by []string, extra ...string) string {
+func gauge(m obs.Metric, by []string, extra ...string) string {
 	return sumBy(by, selector(m, "", extra...))
 }
 
@@ -92,7 +92,7 @@ func gauge(m telemetry.Metric, by []string, extra ...string) string {
 // without observations gives histogram_quantile a NaN; ">= 0" drops it (every
 // lockwatch histogram measures non-negative seconds), so an idle lock shows
 // a gap instead of NaN.
-func quantile(q float64, m telemetry.Metric, by ...string) string {
+func quantile(q float64, m obs.Metric, by ...string) string {
 	buckets := sumBy(append([]string{"le"}, by...), "rate("+selector(m, "_bucket")+"["+rateWindow+"])")
 	return fmt.Sprintf("histogram_quantile(%s, %s) >= 0", strconv.FormatFloat(q, 'f', -1, 64), buckets)
 }

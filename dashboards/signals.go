@@ -10,29 +10,29 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // The metrics the panels read, from telemetry's table: a renamed series
 // breaks the generator's tests, never a dashboard silently.
 var (
-	acquires        = metric(telemetry.PromLeaseAcquires)
-	acquireDuration = metric(telemetry.PromLeaseAcquireDuration)
-	resolutions     = metric(telemetry.PromLeaseUnknownResolved)
-	renewals        = metric(telemetry.PromLeaseRenewals)
-	renewalDuration = metric(telemetry.PromLeaseRenewalDuration)
-	losses          = metric(telemetry.PromLeaseLosses)
-	commits         = metric(telemetry.PromLeaseCommits)
-	commitRemaining = metric(telemetry.PromLeaseCommitRemaining)
-	cancellation    = metric(telemetry.PromLeaseCancellation)
-	overrunning     = metric(telemetry.PromLeaseOverrunning)
-	lateCompletions = metric(telemetry.PromLeaseLateCompletions)
-	fenceChecks     = metric(telemetry.PromFenceChecks)
-	fenceRejections = metric(telemetry.PromFenceRejections)
-	active          = metric(telemetry.PromLeaseActive)
-	holdDuration    = metric(telemetry.PromLeaseHoldDuration)
-	releases        = metric(telemetry.PromLeaseReleases)
+	acquires        = metric(obs.PromLeaseAcquires)
+	acquireDuration = metric(obs.PromLeaseAcquireDuration)
+	resolutions     = metric(obs.PromLeaseUnknownResolved)
+	renewals        = metric(obs.PromLeaseRenewals)
+	renewalDuration = metric(obs.PromLeaseRenewalDuration)
+	losses          = metric(obs.PromLeaseLosses)
+	commits         = metric(obs.PromLeaseCommits)
+	commitRemaining = metric(obs.PromLeaseCommitRemaining)
+	cancellation    = metric(obs.PromLeaseCancellation)
+	overrunning     = metric(obs.PromLeaseOverrunning)
+	lateCompletions = metric(obs.PromLeaseLateCompletions)
+	fenceChecks     = metric(obs.PromFenceChecks)
+	fenceRejections = metric(obs.PromFenceRejections)
+	active          = metric(obs.PromLeaseActive)
+	holdDuration    = metric(obs.PromLeaseHoldDuration)
+	releases        = metric(obs.PromLeaseReleases)
 )
 
 // view is how a dashboard splits lease series: the overview sums over the
@@ -43,7 +43,7 @@ type view struct {
 
 var (
 	overviewView = view{}
-	detailView   = view{by: []string{telemetry.LabelLockName}}
+	detailView   = view{by: []string{obs.LabelLockName}}
 )
 
 // with is v's labels followed by more.
@@ -102,22 +102,22 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 		statPanel(first+1, "Unknown-acquire ratio",
 			"Share of acquires whose result is unknown (timeout or transport error): the lock may or may not have been taken, so the work did not run and a conditional release cleans up. A rising ratio means Redis is slow or unreachable.",
 			units.PercentUnit,
-			query{ratio(orZero(rate(acquires, v.by, eq(telemetry.AttrResult, string(lease.Unknown))), leaseBase), leaseBase), v.legend()},
+			query{ratio(orZero(rate(acquires, v.by, eq(obs.AttrResult, string(lease.Unknown))), leaseBase), leaseBase), v.legend()},
 			unknownRatioStep...),
 		statPanel(first+2, "Renewal failures",
 			"Renewals rejected (someone else holds the key) or unknown (timeout, transport error). Each one loses its lease: the work is cancelled.",
 			units.OpsPerSecond,
-			query{orZero(rate(renewals, v.by, ne(telemetry.AttrResult, string(lease.Renewed))), leaseBase), v.legend()},
+			query{orZero(rate(renewals, v.by, ne(obs.AttrResult, string(lease.Renewed))), leaseBase), v.legend()},
 			anyEventWarn...),
 		statPanel(first+3, "Leases lost",
 			"Leases lost for any reason but a graceful shutdown (reason=\"closed\", the Locker closed while holding): renewal rejected or unknown, deadline reached without a confirmed renewal, or the maximum hold time.",
 			units.OpsPerSecond,
-			query{orZero(rate(losses, v.by, ne(telemetry.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
+			query{orZero(rate(losses, v.by, ne(obs.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
 			anyEventWarn...),
 		statPanel(first+4, "Near-expiry commit ratio",
 			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write.",
 			units.PercentUnit,
-			query{ratio(orZero(rate(commits, v.by, eq(telemetry.AttrOutcome, string(lease.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
+			query{ratio(orZero(rate(commits, v.by, eq(obs.AttrOutcome, string(lease.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
 			nearExpiryStep...),
 		statPanel(first+5, "Cancellation latency p99",
 			"99th percentile of the time from a lease's loss (its context cancelled) to the end of the work it protected. Empty while no lease was lost. Seconds here mean handlers ignore their context and keep writing without a lease.",
@@ -138,7 +138,7 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 }
 
 // percentiles is one query per quantile of histogram m, legend "pNN".
-func percentiles(v view, m telemetry.Metric, qs ...float64) []query {
+func percentiles(v view, m obs.Metric, qs ...float64) []query {
 	out := make([]query, 0, len(qs))
 	for _, q := range qs {
 		name := fmt.Sprintf("p%g", math.Round(q*1000)/10) // 0.99 is p99, not p98.99999999999999
@@ -151,21 +151,21 @@ func fenceRejectionsSeries(id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Fence rejections (stale writes) by resource",
 		"Writes refused by each fenced resource for carrying an old fencing token. Exemplars link a spike to the trace of the holder that wrote late. Not split by lock: fence metrics carry the resource.",
 		units.OpsPerSecond, true,
-		query{rate(fenceRejections, []string{telemetry.AttrResource}), label(telemetry.AttrResource)})
+		query{rate(fenceRejections, []string{obs.AttrResource}), label(obs.AttrResource)})
 }
 
 func fenceChecksSeries(id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Fence checks by resource and result",
 		"Fencing-token checks at each resource, accepted or rejected. Not split by lock: fence metrics carry the resource.",
 		units.OpsPerSecond, false,
-		query{rate(fenceChecks, []string{telemetry.AttrResource, telemetry.AttrResult}), label(telemetry.AttrResource) + " " + label(telemetry.AttrResult)})
+		query{rate(fenceChecks, []string{obs.AttrResource, obs.AttrResult}), label(obs.AttrResource) + " " + label(obs.AttrResult)})
 }
 
 func acquireOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Acquire outcomes",
 		"Acquire calls by result: acquired, contended (someone else holds the lock), unknown (timeout or transport error: the work did not run) or error.",
 		units.OpsPerSecond, false,
-		query{rate(acquires, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+		query{rate(acquires, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
 
 func acquireLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
@@ -178,14 +178,14 @@ func unknownResolutionsSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Unknown-acquire clean-up",
 		"How the clean-up after an unknown acquire ended: released (the acquire had in fact taken the lock) or absent (it had not), both barring the acquire from taking the key later; or unresolved (the key may stay held until its TTL runs out).",
 		units.OpsPerSecond, false,
-		query{rate(resolutions, v.with(telemetry.AttrResolution)), v.legend(label(telemetry.AttrResolution))})
+		query{rate(resolutions, v.with(obs.AttrResolution)), v.legend(label(obs.AttrResolution))})
 }
 
 func renewalResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Renewal results",
 		"Renewals by result: renewed, rejected (someone else holds the key) or unknown (timeout or transport error). Anything but renewed loses the lease.",
 		units.OpsPerSecond, false,
-		query{rate(renewals, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+		query{rate(renewals, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
 
 func renewalLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
@@ -198,7 +198,7 @@ func lossesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Leases lost by reason",
 		"renewal_rejected, renewal_unknown, deadline (no confirmed renewal before the cancel point), max_hold, and closed (the Locker was closed while holding: a graceful shutdown, not a failure).",
 		units.OpsPerSecond, false,
-		query{rate(losses, v.with(telemetry.AttrReason)), v.legend(label(telemetry.AttrReason))})
+		query{rate(losses, v.with(obs.AttrReason)), v.legend(label(obs.AttrReason))})
 }
 
 func cancellationSeries(v view, id uint32) *timeseries.PanelBuilder {
@@ -244,12 +244,12 @@ func commitOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Commit outcomes",
 		"Commit calls by outcome: committed, near_expiry (ran below the warning threshold), refused (lease lost or below the hard margin).",
 		units.OpsPerSecond, false,
-		query{rate(commits, v.with(telemetry.AttrOutcome)), v.legend(label(telemetry.AttrOutcome))})
+		query{rate(commits, v.with(obs.AttrOutcome)), v.legend(label(obs.AttrOutcome))})
 }
 
 func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Releases by result",
 		"Releases by result: released, not_held (the key had expired or changed hands before the release: the lease outlived its validity) or unknown.",
 		units.OpsPerSecond, false,
-		query{rate(releases, v.with(telemetry.AttrResult)), v.legend(label(telemetry.AttrResult))})
+		query{rate(releases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }

@@ -6,7 +6,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // allValue is what "All" stands for in the =~ matchers: every value, and
@@ -20,10 +20,10 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 	// Every process that uses lockwatch either takes locks (and counts its
 	// acquires) or guards a resource (and counts its fence checks): the
 	// union finds the jobs and instances of both sides.
-	anyProcess := `{__name__=~"` + telemetry.PromLeaseAcquires + "|" + telemetry.PromFenceChecks + `"}`
+	anyProcess := `{__name__=~"` + obs.PromLeaseAcquires + "|" + obs.PromFenceChecks + `"}`
 	jobs := labelValues(anyProcess, "job")
 	instances := labelValues(strings.TrimSuffix(anyProcess, "}")+`, job=~"$`+varJob+`"}`, "instance")
-	locks := labelValues(acquires.Prom+`{job=~"$`+varJob+`", instance=~"$`+varInstance+`"}`, telemetry.LabelLockName)
+	locks := labelValues(acquires.Prom+`{job=~"$`+varJob+`", instance=~"$`+varInstance+`"}`, obs.LabelLockName)
 
 	return []cog.Builder[dashboard.VariableModel]{
 		dashboard.NewDatasourceVariableBuilder(varDatasource).

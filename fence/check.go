@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // check is one fence check in flight: the fence.check span and what ending
@@ -17,7 +17,7 @@ import (
 // and missing (no comparison happened: the span says why, the counters do
 // not move, so that the rejection alerts count stale writes only).
 type check struct {
-	tel      *telemetry.Telemetry
+	tel      *obs.Recorder
 	ctx      context.Context
 	span     trace.Span
 	resource string
@@ -27,7 +27,7 @@ type check struct {
 // startCheck starts the span as a child of the caller's ctx and returns the
 // context to run the store's commands in, so that their own spans (a Redis
 // or database instrumentation) nest under fence.check.
-func startCheck(ctx context.Context, tel *telemetry.Telemetry, resource string, token Token, attrs ...attribute.KeyValue) (context.Context, check) {
+func startCheck(ctx context.Context, tel *obs.Recorder, resource string, token Token, attrs ...attribute.KeyValue) (context.Context, check) {
 	ctx, span := tel.StartFenceCheck(ctx, resource)
 	span.SetAttributes(attrs...)
 	return ctx, check{tel: tel, ctx: ctx, span: span, resource: resource, token: token}
@@ -41,7 +41,7 @@ func (c check) done(accepted bool, highWater Token) {
 }
 
 func (c check) failed(err error) {
-	c.span.SetAttributes(attribute.Int64(telemetry.AttrFence, int64(c.token)))
+	c.span.SetAttributes(attribute.Int64(obs.AttrFence, int64(c.token)))
 	c.span.RecordError(err)
 	c.span.SetStatus(codes.Error, err.Error())
 	c.span.End()
@@ -50,8 +50,8 @@ func (c check) failed(err error) {
 // missing ends the check of a write to a row that does not exist: not a
 // failure of the store, and not a stale token either.
 func (c check) missing() {
-	c.span.SetAttributes(attribute.Int64(telemetry.AttrFence, int64(c.token)),
-		attribute.String(telemetry.AttrResult, "not_found"))
+	c.span.SetAttributes(attribute.Int64(obs.AttrFence, int64(c.token)),
+		attribute.String(obs.AttrResult, "not_found"))
 	c.span.End()
 }
 

@@ -9,8 +9,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // harness is the shared in-memory telemetry (every span sampled, so
@@ -25,9 +25,9 @@ type counts struct{ accepted, rejected, rejections int64 }
 func (h harness) counts(t *testing.T, resource string) counts {
 	t.Helper()
 	return counts{
-		accepted:   h.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, resource, telemetry.AttrResult, telemetry.FenceAccepted)),
-		rejected:   h.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, resource, telemetry.AttrResult, telemetry.FenceRejected)),
-		rejections: h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, resource)),
+		accepted:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, obs.FenceAccepted)),
+		rejected:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, obs.FenceRejected)),
+		rejections: h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, resource)),
 	}
 }
 
@@ -38,11 +38,11 @@ func (h harness) rejectionExemplars(t *testing.T, resource string) []trace.Trace
 	var ids []trace.TraceID
 	for _, m := range h.Collect(t) {
 		s, ok := m.Data.(metricdata.Sum[int64])
-		if !ok || m.Name != telemetry.FenceRejections {
+		if !ok || m.Name != obs.FenceRejections {
 			continue
 		}
 		for _, dp := range s.DataPoints {
-			if v, ok := dp.Attributes.Value(telemetry.AttrResource); ok && v.AsString() == resource {
+			if v, ok := dp.Attributes.Value(obs.AttrResource); ok && v.AsString() == resource {
 				for _, e := range dp.Exemplars {
 					ids = append(ids, trace.TraceID(e.TraceID))
 				}
@@ -56,7 +56,7 @@ func (h harness) rejectionExemplars(t *testing.T, resource string) []trace.Trace
 func (h harness) checkSpans() []sdktrace.ReadOnlySpan {
 	var out []sdktrace.ReadOnlySpan
 	for _, s := range h.Spans.Ended() {
-		if s.Name() == telemetry.SpanFenceCheck {
+		if s.Name() == obs.SpanFenceCheck {
 			out = append(out, s)
 		}
 	}

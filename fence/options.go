@@ -1,6 +1,10 @@
 package fence
 
-import "github.com/lockwatch/lockwatch/telemetry"
+import (
+	"github.com/lockwatch/lockwatch/telemetry"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
+)
 
 // Option configures a store: a RedisStore (NewRedisStore), a PostgresTable
 // (NewPostgresTable) or a MySQLTable (NewMySQLTable).
@@ -17,7 +21,7 @@ func (f optionFunc) apply(c *storeConfig) { f(c) }
 const DefaultNamespace = "lockwatch:fence"
 
 type storeConfig struct {
-	tel       *telemetry.Telemetry
+	tel       *obs.Recorder
 	namespace string
 }
 
@@ -29,7 +33,7 @@ type storeConfig struct {
 func WithTelemetry(t *telemetry.Telemetry) Option {
 	return optionFunc(func(c *storeConfig) {
 		if t != nil {
-			c.tel = t
+			c.tel = obs.Of(t)
 		}
 	})
 }
@@ -50,7 +54,7 @@ func newStoreConfig(opts []Option) storeConfig {
 		}
 	}
 	if c.tel == nil {
-		c.tel = telemetry.New()
+		c.tel = obs.New(obs.Config{})
 	}
 	return c
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // RedisStore is a fenced key-value store in Redis: each key holds a value,
@@ -29,7 +29,7 @@ type RedisStore struct {
 	client   redis.UniversalClient
 	resource string
 	prefix   string // <namespace>:<resource>:
-	tel      *telemetry.Telemetry
+	tel      *obs.Recorder
 }
 
 // NewRedisStore returns a store for resource in client. resource names what
@@ -108,7 +108,7 @@ func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key stri
 		return err
 	}
 	rkey := s.redisKey(key)
-	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(telemetry.AttrKeyHash, keyHash(key)))
+	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(obs.AttrKeyHash, keyHash(key)))
 	args := append([]any{token.String()}, more...)
 	reply, err := script.Run(ctx, s.client, []string{rkey}, args...).Slice()
 	var status int64

@@ -15,8 +15,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // backend is a Redis deployment the store must work on unchanged.
@@ -208,17 +208,17 @@ func testTelemetry(t *testing.T, b backend) {
 	level, attrs, ok := h.Logs.Find("stale write rejected")
 	require.True(t, ok, "a rejection is logged")
 	assert.Equal(t, slog.LevelWarn, level)
-	assert.Equal(t, "20", attrs[telemetry.AttrHighWater])
+	assert.Equal(t, "20", attrs[obs.AttrHighWater])
 	assert.Equal(t, request.SpanContext().TraceID().String(), attrs["trace_id"])
 
 	spans := h.checkSpans()
 	require.Len(t, spans, 2)
 	for _, sp := range spans {
 		assert.Equal(t, request.SpanContext().SpanID(), sp.Parent().SpanID(), "a child of the caller's span")
-		assert.Contains(t, sp.Attributes(), attribute.String(telemetry.AttrResource, "orders"))
+		assert.Contains(t, sp.Attributes(), attribute.String(obs.AttrResource, "orders"))
 		var hash bool
 		for _, kv := range sp.Attributes() {
-			if kv.Key == telemetry.AttrKeyHash {
+			if kv.Key == obs.AttrKeyHash {
 				hash = len(kv.Value.AsString()) == 32
 			}
 			assert.NotEqual(t, "order-9", kv.Value.String(), "the raw key never goes on a span")
@@ -227,9 +227,9 @@ func testTelemetry(t *testing.T, b backend) {
 		assert.Equal(t, codes.Unset, sp.Status().Code, "a rejection is the fence working, not an error")
 	}
 	rejected := spans[1]
-	assert.Contains(t, rejected.Attributes(), attribute.String(telemetry.AttrResult, telemetry.FenceRejected))
-	assert.Contains(t, rejected.Attributes(), attribute.Int64(telemetry.AttrFence, 19))
-	assert.Contains(t, rejected.Attributes(), attribute.Int64(telemetry.AttrHighWater, 20))
+	assert.Contains(t, rejected.Attributes(), attribute.String(obs.AttrResult, obs.FenceRejected))
+	assert.Contains(t, rejected.Attributes(), attribute.Int64(obs.AttrFence, 19))
+	assert.Contains(t, rejected.Attributes(), attribute.Int64(obs.AttrHighWater, 20))
 }
 
 // testKeysSpread: the hash tag of the key's hash, not anything the caller

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // ErrNotFound: Update found no row with the key.
@@ -106,7 +106,7 @@ type sqlTable struct {
 	update   string
 	upsert   string
 	mark     string
-	tel      *telemetry.Telemetry
+	tel      *obs.Recorder
 }
 
 // newSQLTable validates cfg and builds the statements once.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/mysqltest"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/pgtest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // sqlBackend is one database the fenced-table suite runs on: the same
@@ -135,7 +135,7 @@ func TestTableUpdate(t *testing.T) {
 		assert.Equal(t, counts{accepted: 3, rejected: 3, rejections: 3}, h.counts(t, "docs"), "a missing row is not a check")
 		var missing bool
 		for _, sp := range h.checkSpans() {
-			if containsAttr(sp.Attributes(), attribute.String(telemetry.AttrResult, "not_found")) {
+			if containsAttr(sp.Attributes(), attribute.String(obs.AttrResult, "not_found")) {
 				missing = true
 				assert.Equal(t, codes.Unset, sp.Status().Code)
 			}

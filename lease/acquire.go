@@ -52,7 +52,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 		}
 	}
 	lockKey, fenceKey := redisKeys(set.namespace, key)
-	actx, span := set.tel.StartAcquire(ctx, set.name, key, hashTag(lockKey))
+	actx, span := set.rec.StartAcquire(ctx, set.name, key, hashTag(lockKey))
 	start := now()
 	ev := AcquireEvent{Name: set.name, Key: key, Result: Failed, Err: optErr}
 	var l *Lease

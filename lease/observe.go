@@ -25,23 +25,23 @@ func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev Acqui
 	case ev.Result == Failed && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
 		failure = ev.Err
 	}
-	s.tel.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, ev.Fence, ev.Attempts, failure)
+	s.rec.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, ev.Fence, ev.Attempts, failure)
 	if h := s.hooks.AcquireDone; h != nil {
 		h(ctx, ev)
 	}
 }
 
 func (s *settings) observeResolution(ctx context.Context, ev ResolutionEvent) {
-	s.tel.UnknownResolved(ctx, s.name, string(ev.Resolution), ev.Err)
+	s.rec.UnknownResolved(ctx, s.name, string(ev.Resolution), ev.Err)
 	if h := s.hooks.UnknownResolved; h != nil {
 		h(ctx, ev)
 	}
 }
 
 func (s *settings) observeRenewal(ctx context.Context, ev RenewalEvent) {
-	s.tel.Renewal(ctx, s.name, string(ev.Result), ev.Duration)
+	s.rec.Renewal(ctx, s.name, string(ev.Result), ev.Duration)
 	if ev.Result != Renewed {
-		s.tel.RenewalFailed(ctx, s.name, string(ev.Result), ev.Fence, ev.Err)
+		s.rec.RenewalFailed(ctx, s.name, string(ev.Result), ev.Fence, ev.Err)
 	}
 	if h := s.hooks.RenewalDone; h != nil {
 		h(ctx, ev)
@@ -49,21 +49,21 @@ func (s *settings) observeRenewal(ctx context.Context, ev RenewalEvent) {
 }
 
 func (s *settings) observeLoss(ctx context.Context, ev LossEvent) {
-	s.tel.Lost(ctx, s.name, string(ev.Reason), ev.Fence, ev.Err)
+	s.rec.Lost(ctx, s.name, string(ev.Reason), ev.Fence, ev.Err)
 	if h := s.hooks.Lost; h != nil {
 		h(ctx, ev)
 	}
 }
 
 func (s *settings) observeCommit(ctx context.Context, ev CommitEvent) {
-	s.tel.Committed(ctx, s.name, string(ev.Outcome), ev.Remaining, ev.Fence)
+	s.rec.Committed(ctx, s.name, string(ev.Outcome), ev.Remaining, ev.Fence)
 	if h := s.hooks.CommitDone; h != nil {
 		h(ctx, ev)
 	}
 }
 
 func (s *settings) observeRelease(ctx context.Context, ev ReleaseEvent) {
-	s.tel.Released(ctx, s.name, string(ev.Result), ev.Held, ev.Lost, ev.SinceLoss)
+	s.rec.Released(ctx, s.name, string(ev.Result), ev.Held, ev.Lost, ev.SinceLoss)
 	if h := s.hooks.ReleaseDone; h != nil {
 		h(ctx, ev)
 	}

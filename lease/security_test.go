@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -403,7 +404,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	assert.GreaterOrEqual(t, losses[0].Held, maxHold, "not stopped before its max hold")
 	assert.Less(t, losses[0].Held, maxHold+ttl, "stopped at its max hold, not later")
 	assert.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return nil }), ErrLost)
-	h.EventuallySum(t, telemetry.LeaseLosses, telemetrytest.Attrs(telemetry.AttrLockName, "greedy", telemetry.AttrReason, "max_hold"), 1)
+	h.EventuallySum(t, obs.LeaseLosses, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrReason, "max_hold"), 1)
 
 	// Nobody released it and renewal stopped: the key expires by its TTL.
 	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 }, 10*time.Second, 5*time.Millisecond,

@@ -2,6 +2,8 @@ package lease
 
 import (
 	"time"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // settings are the resolved, validated timings one lease runs with. They are
@@ -16,10 +18,11 @@ type settings struct {
 	ttlArg       any // ttlMs and retentionMs as script arguments, boxed once
 	retentionArg any
 	ackTimeoutMs int64
+	rec          *obs.Recorder // tel's
 }
 
 func (c config) settings() (*settings, error) {
-	s := &settings{config: c}
+	s := &settings{config: c, rec: obs.Of(c.tel)}
 	s.ttl = c.ttl.Truncate(time.Millisecond)
 	switch {
 	case s.ttl < MinTTL:

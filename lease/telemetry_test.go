@@ -15,13 +15,13 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func lockAttrs(name string, kv ...string) map[string]string {
-	return telemetrytest.Attrs(append([]string{telemetry.AttrLockName, name}, kv...)...)
+	return telemetrytest.Attrs(append([]string{obs.AttrLockName, name}, kv...)...)
 }
 
 func TestTelemetryAcquireContendedRelease(t *testing.T) {
@@ -35,22 +35,22 @@ func TestTelemetryAcquireContendedRelease(t *testing.T) {
 	require.NoError(t, err)
 	_, err = lk.Acquire(rctx, "tenant-7")
 	require.ErrorIs(t, err, ErrNotAcquired)
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseAcquires, lockAttrs("report", telemetry.AttrResult, "acquired")))
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseAcquires, lockAttrs("report", telemetry.AttrResult, "contended")))
-	n, _ := h.Hist(t, telemetry.LeaseAcquireDuration, lockAttrs("report", telemetry.AttrResult, "contended"))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires, lockAttrs("report", obs.AttrResult, "acquired")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires, lockAttrs("report", obs.AttrResult, "contended")))
+	n, _ := h.Hist(t, obs.LeaseAcquireDuration, lockAttrs("report", obs.AttrResult, "contended"))
 	assert.EqualValues(t, 1, n)
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseActive, lockAttrs("report")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseActive, lockAttrs("report")))
 
 	require.NoError(t, l.Release(ctx))
 	request.End()
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseReleases, lockAttrs("report", telemetry.AttrResult, "released")))
-	n, _ = h.Hist(t, telemetry.LeaseHoldDuration, lockAttrs("report"))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseReleases, lockAttrs("report", obs.AttrResult, "released")))
+	n, _ = h.Hist(t, obs.LeaseHoldDuration, lockAttrs("report"))
 	assert.EqualValues(t, 1, n)
-	assert.EqualValues(t, 0, h.Sum(t, telemetry.LeaseActive, lockAttrs("report")))
+	assert.EqualValues(t, 0, h.Sum(t, obs.LeaseActive, lockAttrs("report")))
 
 	var acquires []sdktrace.ReadOnlySpan
 	for _, s := range h.Spans.Ended() {
-		if s.Name() == telemetry.SpanAcquire {
+		if s.Name() == obs.SpanAcquire {
 			acquires = append(acquires, s)
 		}
 	}
@@ -62,12 +62,12 @@ func TestTelemetryAcquireContendedRelease(t *testing.T) {
 		for _, kv := range s.Attributes() {
 			attrs[kv.Key] = kv.Value
 		}
-		assert.Equal(t, "report", attrs[telemetry.AttrLockName].AsString())
-		assert.Equal(t, hashTag(lockKey), attrs[telemetry.AttrKeyHash].AsString())
-		assert.NotContains(t, attrs, attribute.Key(telemetry.AttrKey), "the raw key stays off spans by default")
+		assert.Equal(t, "report", attrs[obs.AttrLockName].AsString())
+		assert.Equal(t, hashTag(lockKey), attrs[obs.AttrKeyHash].AsString())
+		assert.NotContains(t, attrs, attribute.Key(obs.AttrKey), "the raw key stays off spans by default")
 		assert.Equal(t, codes.Unset, s.Status().Code, "acquired and contended are not errors")
 		if i == 0 {
-			assert.Equal(t, l.Fence(), attrs[telemetry.AttrFence].AsInt64())
+			assert.Equal(t, l.Fence(), attrs[obs.AttrFence].AsInt64())
 		}
 	}
 }
@@ -86,8 +86,8 @@ func TestTelemetryUnknownAcquire(t *testing.T) {
 
 	_, err := lk.Acquire(rctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseAcquires, lockAttrs("report", telemetry.AttrResult, "unknown")))
-	h.EventuallySum(t, telemetry.LeaseUnknownResolutions, lockAttrs("report", telemetry.AttrResolution, "released"), 1)
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires, lockAttrs("report", obs.AttrResult, "unknown")))
+	h.EventuallySum(t, obs.LeaseUnknownResolutions, lockAttrs("report", obs.AttrResolution, "released"), 1)
 	spans := h.Spans.Ended()
 	require.NotEmpty(t, spans)
 	assert.Equal(t, codes.Error, spans[0].Status().Code, "an unknown acquire is a failure on its span")
@@ -113,19 +113,19 @@ func TestTelemetryLossAndSlowCancellation(t *testing.T) {
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
 	require.NoError(t, c.Del(ctx, lockKey).Err())
 	_ = waitDone(t, l, 5*time.Second)
-	h.EventuallySum(t, telemetry.LeaseLosses, lockAttrs("report", telemetry.AttrReason, "renewal_rejected"), 1)
-	h.EventuallySum(t, telemetry.LeaseRenewals, lockAttrs("report", telemetry.AttrResult, "rejected"), 1)
-	h.EventuallySum(t, telemetry.LeaseOverrunning, lockAttrs("report"), 1)
-	assert.EqualValues(t, 0, h.Sum(t, telemetry.LeaseActive, lockAttrs("report")))
+	h.EventuallySum(t, obs.LeaseLosses, lockAttrs("report", obs.AttrReason, "renewal_rejected"), 1)
+	h.EventuallySum(t, obs.LeaseRenewals, lockAttrs("report", obs.AttrResult, "rejected"), 1)
+	h.EventuallySum(t, obs.LeaseOverrunning, lockAttrs("report"), 1)
+	assert.EqualValues(t, 0, h.Sum(t, obs.LeaseActive, lockAttrs("report")))
 
 	time.Sleep(200 * time.Millisecond) // a handler slow to notice its context
 	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
 	request.End()
-	n, secs := h.Hist(t, telemetry.LeaseCancellationLatency, lockAttrs("report"))
+	n, secs := h.Hist(t, obs.LeaseCancellationLatency, lockAttrs("report"))
 	assert.EqualValues(t, 1, n)
 	assert.GreaterOrEqual(t, secs, 0.2)
-	assert.EqualValues(t, 0, h.Sum(t, telemetry.LeaseOverrunning, lockAttrs("report")))
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseReleases, lockAttrs("report", telemetry.AttrResult, "not_held")))
+	assert.EqualValues(t, 0, h.Sum(t, obs.LeaseOverrunning, lockAttrs("report")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseReleases, lockAttrs("report", obs.AttrResult, "not_held")))
 
 	events := map[string]bool{}
 	for _, s := range h.Spans.Ended() {
@@ -135,12 +135,12 @@ func TestTelemetryLossAndSlowCancellation(t *testing.T) {
 			}
 		}
 	}
-	assert.True(t, events[telemetry.EventRenewalFailed], "renewal failure on the request span")
-	assert.True(t, events[telemetry.EventLost], "loss on the request span")
+	assert.True(t, events[obs.EventRenewalFailed], "renewal failure on the request span")
+	assert.True(t, events[obs.EventLost], "loss on the request span")
 	level, attrs, ok := h.Logs.Find("lease lost")
 	require.True(t, ok)
 	assert.Equal(t, slog.LevelWarn, level)
-	assert.Equal(t, "renewal_rejected", attrs[telemetry.AttrReason])
+	assert.Equal(t, "renewal_rejected", attrs[obs.AttrReason])
 	assert.Equal(t, request.SpanContext().TraceID().String(), attrs["trace_id"])
 	assert.Equal(t, request.SpanContext().SpanID().String(), attrs["span_id"])
 }
@@ -156,9 +156,9 @@ func TestTelemetryStall(t *testing.T) {
 	require.NoError(t, srv.Pause())
 	t.Cleanup(func() { _ = srv.Resume() })
 	_ = waitDone(t, l, 5*time.Second)
-	h.EventuallySum(t, telemetry.LeaseLosses, lockAttrs("report", telemetry.AttrReason, "renewal_unknown"), 1)
-	h.EventuallySum(t, telemetry.LeaseRenewals, lockAttrs("report", telemetry.AttrResult, "unknown"), 1)
-	n, _ := h.Hist(t, telemetry.LeaseRenewalDuration, lockAttrs("report"))
+	h.EventuallySum(t, obs.LeaseLosses, lockAttrs("report", obs.AttrReason, "renewal_unknown"), 1)
+	h.EventuallySum(t, obs.LeaseRenewals, lockAttrs("report", obs.AttrResult, "unknown"), 1)
+	n, _ := h.Hist(t, obs.LeaseRenewalDuration, lockAttrs("report"))
 	assert.EqualValues(t, 1, n)
 	require.NoError(t, srv.Resume())
 	_ = l.Release(ctx)
@@ -183,16 +183,16 @@ func TestTelemetryCommit(t *testing.T) {
 	request.End()
 
 	for outcome, want := range map[string]int64{"committed": 1, "near_expiry": 1, "refused": 1} {
-		assert.EqualValues(t, want, h.Sum(t, telemetry.LeaseCommits, lockAttrs("report", telemetry.AttrOutcome, outcome)), outcome)
+		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("report", obs.AttrOutcome, outcome)), outcome)
 	}
-	n, secs := h.Hist(t, telemetry.LeaseCommitRemaining, lockAttrs("report"))
+	n, secs := h.Hist(t, obs.LeaseCommitRemaining, lockAttrs("report"))
 	assert.EqualValues(t, 3, n)
 	assert.Positive(t, secs)
 	assert.LessOrEqual(t, secs, 3*ttl.Seconds())
 	commits := 0
 	for _, s := range h.Spans.Ended() {
 		for _, e := range s.Events() {
-			if e.Name == telemetry.EventCommit {
+			if e.Name == obs.EventCommit {
 				commits++
 			}
 		}
@@ -224,8 +224,8 @@ func TestTelemetryCardinality(t *testing.T) {
 	}
 	after, kvs := h.Series(t)
 	assert.Equal(t, before, after, "distinct keys must not add series")
-	allowed := map[string]bool{telemetry.AttrLockName: true, telemetry.AttrResult: true, telemetry.AttrReason: true,
-		telemetry.AttrOutcome: true, telemetry.AttrResolution: true, telemetry.AttrResource: true}
+	allowed := map[string]bool{obs.AttrLockName: true, obs.AttrResult: true, obs.AttrReason: true,
+		obs.AttrOutcome: true, obs.AttrResolution: true, obs.AttrResource: true}
 	for _, kv := range kvs {
 		k, v, _ := strings.Cut(kv, "=")
 		require.True(t, allowed[k], "attribute %s is not from the closed set", k)
@@ -239,11 +239,11 @@ func TestTelemetryCardinality(t *testing.T) {
 // closed sets telemetry creates series for.
 func TestClosedSetsMatchTelemetry(t *testing.T) {
 	strs := func(vs ...string) []string { return vs }
-	assert.ElementsMatch(t, telemetry.AcquireResults, strs(string(Acquired), string(Contended), string(Unknown), string(Failed)))
-	assert.ElementsMatch(t, telemetry.Resolutions, strs(string(ResolvedReleased), string(ResolvedAbsent), string(ResolvedUnresolved)))
-	assert.ElementsMatch(t, telemetry.RenewalResults, strs(string(Renewed), string(RenewalRejected), string(RenewalUnknown)))
-	assert.ElementsMatch(t, telemetry.LossReasons, strs(string(LossRenewalRejected), string(LossRenewalUnknown),
+	assert.ElementsMatch(t, obs.AcquireResults, strs(string(Acquired), string(Contended), string(Unknown), string(Failed)))
+	assert.ElementsMatch(t, obs.Resolutions, strs(string(ResolvedReleased), string(ResolvedAbsent), string(ResolvedUnresolved)))
+	assert.ElementsMatch(t, obs.RenewalResults, strs(string(Renewed), string(RenewalRejected), string(RenewalUnknown)))
+	assert.ElementsMatch(t, obs.LossReasons, strs(string(LossRenewalRejected), string(LossRenewalUnknown),
 		string(LossDeadline), string(LossMaxHold), string(LossClosed)))
-	assert.ElementsMatch(t, telemetry.CommitOutcomes, strs(string(Committed), string(CommitNearExpiry), string(CommitRefused)))
-	assert.ElementsMatch(t, telemetry.ReleaseResults, strs(string(Released), string(ReleaseNotHeld), string(ReleaseUnknown)))
+	assert.ElementsMatch(t, obs.CommitOutcomes, strs(string(Committed), string(CommitNearExpiry), string(CommitRefused)))
+	assert.ElementsMatch(t, obs.ReleaseResults, strs(string(Released), string(ReleaseNotHeld), string(ReleaseUnknown)))
 }

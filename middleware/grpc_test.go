@@ -15,10 +15,10 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 const checkMethod = "/grpc.health.v1.Health/Check"
@@ -86,8 +86,8 @@ func TestGRPCTwoReplicasExclusion(t *testing.T) {
 	}
 	wg.Wait()
 	assert.EqualValues(t, 1, most.Load(), "two replicas ran the same key at once")
-	assert.EqualValues(t, 20, h.Sum(t, telemetry.LeaseAcquires,
-		telemetrytest.Attrs(telemetry.AttrLockName, checkMethod, telemetry.AttrResult, "acquired")))
+	assert.EqualValues(t, 20, h.Sum(t, obs.LeaseAcquires,
+		telemetrytest.Attrs(obs.AttrLockName, checkMethod, obs.AttrResult, "acquired")))
 }
 
 func TestGRPCAnswers(t *testing.T) {
@@ -135,7 +135,7 @@ func TestGRPCAnswers(t *testing.T) {
 		}}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err, "the handler's answer stands")
-		assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, checkMethod)))
+		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, checkMethod)))
 	})
 
 	t.Run("stream context is the lease context", func(t *testing.T) {
@@ -155,8 +155,8 @@ func TestGRPCAnswers(t *testing.T) {
 		_, err = stream.Recv()
 		require.NoError(t, err)
 		assert.Positive(t, <-fences)
-		h.EventuallySum(t, telemetry.LeaseReleases, telemetrytest.Attrs(telemetry.AttrLockName,
-			"/grpc.health.v1.Health/Watch", telemetry.AttrResult, "released"), 1)
+		h.EventuallySum(t, obs.LeaseReleases, telemetrytest.Attrs(obs.AttrLockName,
+			"/grpc.health.v1.Health/Watch", obs.AttrResult, "released"), 1)
 	})
 
 	t.Run("stream contended: ABORTED", func(t *testing.T) {

@@ -18,9 +18,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // TestHTTPGuardAnswers: a guard in front of a resource, on a real server.
@@ -74,11 +74,11 @@ func TestHTTPGuardAnswers(t *testing.T) {
 		})
 	}
 	attrs := func(result string) map[string]string {
-		return telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, result)
+		return telemetrytest.Attrs(obs.AttrResource, "ledger", obs.AttrResult, result)
 	}
-	assert.EqualValues(t, 3, h.Sum(t, telemetry.FenceChecks, attrs("accepted")))
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.FenceChecks, attrs("rejected")))
-	assert.EqualValues(t, 1, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
+	assert.EqualValues(t, 3, h.Sum(t, obs.FenceChecks, attrs("accepted")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.FenceChecks, attrs("rejected")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, "ledger")))
 
 	t.Run("missing allowed", func(t *testing.T) {
 		mux := http.NewServeMux()
@@ -146,7 +146,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		assert.Equal(t, codes.Aborted, code)
 		assert.Equal(t, ReasonFenceStale, info.GetReason())
 	})
-	assert.EqualValues(t, 2, h.Sum(t, telemetry.FenceRejections, telemetrytest.Attrs(telemetry.AttrResource, "ledger")))
+	assert.EqualValues(t, 2, h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, "ledger")))
 }
 
 // TestGuardSerializesEveryEntryPoint: A is admitted with token 41 on PUT

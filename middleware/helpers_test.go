@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -131,7 +132,7 @@ func withLockKey(ctx context.Context, key string) context.Context {
 func waitCancellationLatency(t *testing.T, h *telemetrytest.Harness, lock string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		n, _ := h.Hist(t, telemetry.LeaseCancellationLatency, telemetrytest.Attrs(telemetry.AttrLockName, lock))
+		n, _ := h.Hist(t, obs.LeaseCancellationLatency, telemetrytest.Attrs(obs.AttrLockName, lock))
 		return n == 1
 	}, 10*time.Second, 5*time.Millisecond, "one cancellation latency recorded for %s", lock)
 }

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // holder is the core that HTTP and both gRPC interceptors share: acquire a
@@ -16,7 +16,7 @@ import (
 type holder struct {
 	locker  *lease.Locker
 	cfg     config
-	tel     *telemetry.Telemetry
+	tel     *obs.Recorder
 	byName  sync.Map     // lock name → *lease.Locker with the holder's lease options and that name
 	derived atomic.Int32 // entries in byName
 }
@@ -30,9 +30,9 @@ func newHolder(locker *lease.Locker, opts []Option) *holder {
 		panic("middleware: nil Locker")
 	}
 	h := &holder{locker: locker, cfg: newConfig(opts)}
-	h.tel = h.cfg.tel
+	h.tel = obs.Of(h.cfg.tel)
 	if h.tel == nil {
-		h.tel = locker.Telemetry()
+		h.tel = obs.Of(locker.Telemetry())
 	}
 	return h
 }

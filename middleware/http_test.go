@@ -18,10 +18,10 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func pathKey(r *http.Request) string { return r.PathValue("id") }
@@ -117,8 +117,8 @@ func TestHTTPAnswers(t *testing.T) {
 		assert.Equal(t, http.StatusConflict, p.Status)
 		assert.Equal(t, "POST /reports/{id}", p.LockName, "the route, never the key, names the lock")
 		assert.False(t, ran.Load())
-		assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseAcquires,
-			telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}", telemetry.AttrResult, "contended")))
+		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires,
+			telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}", obs.AttrResult, "contended")))
 	})
 
 	t.Run("unknown: 503 and the handler does not run", func(t *testing.T) {
@@ -150,7 +150,7 @@ func TestHTTPAnswers(t *testing.T) {
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, ReasonLost, decodeProblem(t, resp).Reason)
 		require.ErrorIs(t, <-causes, lease.ErrLost, "the handler's context ends with the loss as its cause")
-		assert.EqualValues(t, 0, h.Sum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}")))
+		assert.EqualValues(t, 0, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}")))
 	})
 
 	t.Run("success after loss: late completion", func(t *testing.T) {
@@ -162,7 +162,7 @@ func TestHTTPAnswers(t *testing.T) {
 		}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusCreated, resp.StatusCode)
-		assert.EqualValues(t, 1, h.Sum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}")))
+		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}")))
 		waitCancellationLatency(t, h, "POST /reports/{id}")
 	})
 
@@ -203,8 +203,8 @@ func TestHTTPAnswers(t *testing.T) {
 		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { panic("boom") })
 		_, err := c.Post(url+"/reports/42", "text/plain", nil)
 		require.Error(t, err, "net/http drops the connection of a panicking handler")
-		h.EventuallySum(t, telemetry.LeaseReleases,
-			telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}", telemetry.AttrResult, "released"), 1)
+		h.EventuallySum(t, obs.LeaseReleases,
+			telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}", obs.AttrResult, "released"), 1)
 		l, err := lk.Acquire(ctx, "42")
 		require.NoError(t, err, "the key is free at once, not after the TTL")
 		require.NoError(t, l.Release(ctx))

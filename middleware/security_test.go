@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
@@ -148,7 +149,7 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 	scenarios := []canaryScenario{
 		{
 			name: "held and committed", redis: own, httpStatus: http.StatusOK, grpcCode: codes.OK, ran: true,
-			events: []string{telemetry.EventCommit},
+			events: []string{obs.EventCommit},
 		},
 		{
 			name:  "contended",
@@ -169,7 +170,7 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 			},
 			httpStatus: http.StatusOK, grpcCode: codes.OK, ran: true,
 			logs:   []string{"renewal failed", "lease lost", "completed after its lease was lost"},
-			events: []string{telemetry.EventRenewalFailed, telemetry.EventLost, telemetry.EventLateCompletion},
+			events: []string{obs.EventRenewalFailed, obs.EventLost, obs.EventLateCompletion},
 		},
 		{
 			name: "redis refuses the connection",
@@ -203,7 +204,7 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 					}
 					found := sightings(h, canary)
 					if raw {
-						assert.Contains(t, found, fmt.Sprintf("span %q attribute %s", telemetry.SpanAcquire, telemetry.AttrKey),
+						assert.Contains(t, found, fmt.Sprintf("span %q attribute %s", obs.SpanAcquire, obs.AttrKey),
 							"with WithRawKeys the key is on the acquire span")
 					} else {
 						assert.Empty(t, found, "the canary leaked without WithRawKeys")

@@ -16,10 +16,10 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // ledger is a downstream resource behind a fence guard: it keeps the last
@@ -144,9 +144,9 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	assert.Equal(t, http.StatusOK, a.resp.StatusCode, "A believes it succeeded")
 
 	assert.Equal(t, "written by B", book.get("42"), "B's value is intact")
-	ledgerAttrs := telemetrytest.Attrs(telemetry.AttrResource, "ledger")
-	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceRejections, ledgerAttrs))
-	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, "rejected")))
-	assert.EqualValues(t, 1, resource.Sum(t, telemetry.FenceChecks, telemetrytest.Attrs(telemetry.AttrResource, "ledger", telemetry.AttrResult, "accepted")))
-	worker.EventuallySum(t, telemetry.LeaseLateCompletions, telemetrytest.Attrs(telemetry.AttrLockName, "POST /reports/{id}"), 1)
+	ledgerAttrs := telemetrytest.Attrs(obs.AttrResource, "ledger")
+	assert.EqualValues(t, 1, resource.Sum(t, obs.FenceRejections, ledgerAttrs))
+	assert.EqualValues(t, 1, resource.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, "ledger", obs.AttrResult, "rejected")))
+	assert.EqualValues(t, 1, resource.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, "ledger", obs.AttrResult, "accepted")))
+	worker.EventuallySum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}"), 1)
 }

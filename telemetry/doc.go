@@ -11,17 +11,54 @@
 // signal without further configuration; WithMeterProvider,
 // WithTracerProvider and WithLogger override them. The lease package creates
 // one Telemetry per Locker unless given one (lease.WithTelemetry); share one
-// between a Locker, its middleware and fence guards. Package otelsetup builds
+// between a Locker, its middleware and fenced stores. Package otelsetup builds
 // SDK providers with a Prometheus endpoint, for services that have none.
 //
-// # Names
+// # Prometheus series
 //
-// Metrics lists every instrument with its OpenTelemetry name, the Prometheus
-// series the OTel Prometheus exporter makes of it (default translation), its
-// unit, labels and bucket boundaries. The names are also Go constants: the
-// dashboard and alert generators import them, so a rename cannot silently
-// break a panel or an alert, and a test scrapes the real exporter to check
-// every one.
+// What the OTel Prometheus exporter makes of lockwatch's instruments with
+// its default translation, for writing your own queries (the dashboards
+// and alerts in this module are generated from the same catalogue, and a
+// test scrapes a real exporter for every name here):
+//
+//   - lockwatch_lease_acquires_total{lock_name, result}: Acquire calls by
+//     result: acquired, contended, unknown, error.
+//   - lockwatch_lease_acquire_duration_seconds{lock_name, result}: histogram
+//     of Acquire calls, waits included.
+//   - lockwatch_lease_unknown_resolutions_total{lock_name, resolution}: the
+//     clean-up of unknown acquires: released, absent, unresolved.
+//   - lockwatch_lease_renewals_total{lock_name, result}: renewed, rejected,
+//     unknown.
+//   - lockwatch_lease_renewal_duration_seconds{lock_name}: histogram of the
+//     renewal pipelines' round trips.
+//   - lockwatch_lease_losses_total{lock_name, reason}: leases lost, by
+//     lease.LossReason.
+//   - lockwatch_lease_commits_total{lock_name, outcome}: committed,
+//     near_expiry, refused.
+//   - lockwatch_lease_commit_remaining_seconds{lock_name}: histogram of the
+//     validity left when Commit decided.
+//   - lockwatch_lease_cancellation_latency_seconds{lock_name}: histogram of
+//     the time from a loss to the end of the work it protected.
+//   - lockwatch_lease_overrunning{lock_name}: gauge of work still running
+//     after its lease was lost.
+//   - lockwatch_lease_late_completions_total{lock_name}: handlers that
+//     answered success after their lease was lost.
+//   - lockwatch_fence_checks_total{resource, result}: token checks at a
+//     resource: accepted, rejected.
+//   - lockwatch_fence_rejections_total{resource}: stale writes stopped.
+//   - lockwatch_lease_active{lock_name}: gauge of leases held.
+//   - lockwatch_lease_hold_duration_seconds{lock_name}: histogram of the
+//     time from acquire to release.
+//   - lockwatch_lease_releases_total{lock_name, result}: released, not_held,
+//     unknown.
+//
+// Attribute keys on metrics are short (lock.name, result, reason,
+// outcome, resolution, resource) rather than namespaced: they are scoped by
+// their instrument's lockwatch.* name, and they become the Prometheus
+// labels that queries and alert rules spell out. Spans and span events
+// carry the same keys for the same values, so a trace and a series name a
+// result alike; the attributes only spans carry are namespaced
+// (lockwatch.fence, lockwatch.key.hash, lockwatch.attempts, ...).
 //
 // # Cardinality
 //

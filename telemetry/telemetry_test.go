@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -77,29 +78,29 @@ func TestResourceSideSignals(t *testing.T) {
 		token, high int64
 		ok          bool
 	}{{10, 9, true}, {11, 10, true}, {10, 11, false}} {
-		fctx, span := tel.StartFenceCheck(ctx, "ledger")
-		tel.EndFenceCheck(fctx, span, "ledger", c.token, c.high, c.ok)
+		fctx, span := obs.Of(tel).StartFenceCheck(ctx, "ledger")
+		obs.Of(tel).EndFenceCheck(fctx, span, "ledger", c.token, c.high, c.ok)
 	}
-	tel.LateCompletion(ctx, "report")
+	obs.Of(tel).LateCompletion(ctx, "report")
 	writer.End()
 
 	values, exemplars := sums(t, reader)
-	assert.EqualValues(t, 2, values[telemetry.FenceChecks+"{resource=ledger,result=accepted}"])
-	assert.EqualValues(t, 1, values[telemetry.FenceChecks+"{resource=ledger,result=rejected}"])
-	assert.EqualValues(t, 1, values[telemetry.FenceRejections+"{resource=ledger}"])
-	assert.EqualValues(t, 1, values[telemetry.LeaseLateCompletions+"{lock.name=report}"])
+	assert.EqualValues(t, 2, values[obs.FenceChecks+"{resource=ledger,result=accepted}"])
+	assert.EqualValues(t, 1, values[obs.FenceChecks+"{resource=ledger,result=rejected}"])
+	assert.EqualValues(t, 1, values[obs.FenceRejections+"{resource=ledger}"])
+	assert.EqualValues(t, 1, values[obs.LeaseLateCompletions+"{lock.name=report}"])
 	trace := writer.SpanContext().TraceID()
-	assert.Contains(t, exemplars[telemetry.FenceRejections+"{resource=ledger}"], string(trace[:]))
+	assert.Contains(t, exemplars[obs.FenceRejections+"{resource=ledger}"], string(trace[:]))
 
 	var checks, marked int
 	for _, s := range spans.Ended() {
-		if s.Name() == telemetry.SpanFenceCheck {
+		if s.Name() == obs.SpanFenceCheck {
 			checks++
 			assert.Equal(t, writer.SpanContext().SpanID(), s.Parent().SpanID())
-			assert.Contains(t, s.Attributes(), attribute.String(telemetry.AttrResource, "ledger"))
+			assert.Contains(t, s.Attributes(), attribute.String(obs.AttrResource, "ledger"))
 		}
 		for _, e := range s.Events() {
-			if e.Name == telemetry.EventLateCompletion {
+			if e.Name == obs.EventLateCompletion {
 				marked++
 			}
 		}
@@ -127,9 +128,9 @@ func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 	otel.SetMeterProvider(mp)
 	defer otel.SetMeterProvider(previous)
 
-	tel.LateCompletion(context.Background(), "report")
+	obs.Of(tel).LateCompletion(context.Background(), "report")
 	values, _ := sums(t, reader)
-	assert.EqualValues(t, 1, values[telemetry.LeaseLateCompletions+"{lock.name=report}"])
+	assert.EqualValues(t, 1, values[obs.LeaseLateCompletions+"{lock.name=report}"])
 }
 
 // TestSeriesStartAtZero: the first use of a lock name or resource creates
@@ -139,22 +140,22 @@ func TestSeriesStartAtZero(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
-	tel.Renewal(context.Background(), "report", "renewed", time.Millisecond)
-	ctx, span := tel.StartFenceCheck(context.Background(), "ledger")
-	tel.EndFenceCheck(ctx, span, "ledger", 2, 1, true)
+	obs.Of(tel).Renewal(context.Background(), "report", "renewed", time.Millisecond)
+	ctx, span := obs.Of(tel).StartFenceCheck(context.Background(), "ledger")
+	obs.Of(tel).EndFenceCheck(ctx, span, "ledger", 2, 1, true)
 
 	values, _ := sums(t, reader)
 	for _, series := range []string{
-		telemetry.FenceRejections + "{resource=ledger}",
-		telemetry.FenceChecks + "{resource=ledger,result=rejected}",
-		telemetry.LeaseLosses + "{lock.name=report,reason=renewal_unknown}",
-		telemetry.LeaseAcquires + "{lock.name=report,result=unknown}",
-		telemetry.LeaseLateCompletions + "{lock.name=report}",
+		obs.FenceRejections + "{resource=ledger}",
+		obs.FenceChecks + "{resource=ledger,result=rejected}",
+		obs.LeaseLosses + "{lock.name=report,reason=renewal_unknown}",
+		obs.LeaseAcquires + "{lock.name=report,result=unknown}",
+		obs.LeaseLateCompletions + "{lock.name=report}",
 	} {
 		v, ok := values[series]
 		assert.True(t, ok, "series %s not created", series)
 		assert.Zero(t, v, series)
 	}
-	assert.EqualValues(t, 1, values[telemetry.FenceChecks+"{resource=ledger,result=accepted}"])
-	assert.EqualValues(t, 1, values[telemetry.LeaseRenewals+"{lock.name=report,result=renewed}"])
+	assert.EqualValues(t, 1, values[obs.FenceChecks+"{resource=ledger,result=accepted}"])
+	assert.EqualValues(t, 1, values[obs.LeaseRenewals+"{lock.name=report,result=renewed}"])
 }

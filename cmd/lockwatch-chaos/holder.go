@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -226,7 +227,7 @@ func (h *holder) once() {
 		// What middleware does for a handler that succeeded after its
 		// lease was lost: a potential stale write, counted.
 		rec.Late = true
-		h.tel.LateCompletion(ctx, lockName)
+		obs.Of(h.tel).LateCompletion(ctx, lockName)
 	}
 	rec.Released = now()
 	_ = l.Release(ctx)

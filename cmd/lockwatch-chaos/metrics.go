@@ -6,7 +6,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // counts are the numbers the metric-exactness check compares: once as
@@ -60,20 +60,20 @@ func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error
 			}
 			for _, dp := range sum.DataPoints {
 				switch m.Name {
-				case telemetry.FenceRejections:
+				case obs.FenceRejections:
 					c.Rejections += dp.Value
-				case telemetry.LeaseLosses:
+				case obs.LeaseLosses:
 					c.Losses += dp.Value
-					reason, _ := dp.Attributes.Value(telemetry.AttrReason)
+					reason, _ := dp.Attributes.Value(obs.AttrReason)
 					c.LossReasons[reason.AsString()] += dp.Value
-				case telemetry.LeaseLateCompletions:
+				case obs.LeaseLateCompletions:
 					c.Late += dp.Value
-				case telemetry.LeaseActive:
+				case obs.LeaseActive:
 					c.Active += dp.Value
-				case telemetry.LeaseOverrunning:
+				case obs.LeaseOverrunning:
 					c.Overrunning += dp.Value
-				case telemetry.LeaseAcquires:
-					result, _ := dp.Attributes.Value(telemetry.AttrResult)
+				case obs.LeaseAcquires:
+					result, _ := dp.Attributes.Value(obs.AttrResult)
 					c.Acquires[result.AsString()] += dp.Value
 				}
 			}

@@ -17,8 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // TestMain fails the package when a goroutine outlives the tests: a demo
@@ -87,7 +87,7 @@ func runDemo(t *testing.T, redisAddr string) {
 
 	// Exemplars: a stale write's rejection links to the trace that wrote late.
 	om := scrapeOpenMetrics(t, client, url)
-	assert.Regexp(t, `(?m)^`+telemetry.PromFenceRejections+`\{[^}]*\} \d+(\.\d+)? # \{[^}]*trace_id="[0-9a-f]{32}"`, om,
+	assert.Regexp(t, `(?m)^`+obs.PromFenceRejections+`\{[^}]*\} \d+(\.\d+)? # \{[^}]*trace_id="[0-9a-f]{32}"`, om,
 		"an exemplar with a trace id on the fence rejections")
 
 	cancel()
@@ -115,8 +115,8 @@ func runDemo(t *testing.T, redisAddr string) {
 // are there to produce.
 func missingSignals(families map[string]*dto.MetricFamily) []string {
 	var missing []string
-	for _, m := range telemetry.Metrics {
-		if total(families, m.Prom, nil) == 0 && (m.Kind != telemetry.UpDownCounter || families[m.Prom] == nil) {
+	for _, m := range obs.Metrics {
+		if total(families, m.Prom, nil) == 0 && (m.Kind != obs.UpDownCounter || families[m.Prom] == nil) {
 			missing = append(missing, m.Prom)
 		}
 	}
@@ -124,17 +124,17 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		name   string
 		labels map[string]string
 	}{
-		{telemetry.PromLeaseAcquires, map[string]string{"result": "acquired"}},
-		{telemetry.PromLeaseAcquires, map[string]string{"result": "contended"}},
-		{telemetry.PromLeaseAcquires, map[string]string{"result": "unknown"}},
-		{telemetry.PromLeaseLosses, map[string]string{"reason": "deadline"}},
-		{telemetry.PromLeaseLosses, map[string]string{"reason": "max_hold"}},
-		{telemetry.PromLeaseRenewals, map[string]string{"result": "unknown"}},
-		{telemetry.PromLeaseCommits, map[string]string{"outcome": "near_expiry"}},
-		{telemetry.PromLeaseCommits, map[string]string{"outcome": "refused"}},
-		{telemetry.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
-		{telemetry.PromFenceRejections, map[string]string{"resource": "ledger"}},
-		{telemetry.PromLeaseLateCompletions, nil},
+		{obs.PromLeaseAcquires, map[string]string{"result": "acquired"}},
+		{obs.PromLeaseAcquires, map[string]string{"result": "contended"}},
+		{obs.PromLeaseAcquires, map[string]string{"result": "unknown"}},
+		{obs.PromLeaseLosses, map[string]string{"reason": "deadline"}},
+		{obs.PromLeaseLosses, map[string]string{"reason": "max_hold"}},
+		{obs.PromLeaseRenewals, map[string]string{"result": "unknown"}},
+		{obs.PromLeaseCommits, map[string]string{"outcome": "near_expiry"}},
+		{obs.PromLeaseCommits, map[string]string{"outcome": "refused"}},
+		{obs.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
+		{obs.PromFenceRejections, map[string]string{"resource": "ledger"}},
+		{obs.PromLeaseLateCompletions, nil},
 	} {
 		if total(families, want.name, want.labels) == 0 {
 			missing = append(missing, fmt.Sprintf("%s%v", want.name, want.labels))

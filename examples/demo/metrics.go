@@ -8,22 +8,22 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // The Prometheus series the demo shows, by the constants the dashboards and
 // alerts use too.
 const (
-	promAcquires        = telemetry.PromLeaseAcquires
-	promResolutions     = telemetry.PromLeaseUnknownResolved
-	promRenewals        = telemetry.PromLeaseRenewals
-	promLosses          = telemetry.PromLeaseLosses
-	promCommits         = telemetry.PromLeaseCommits
-	promCancellation    = telemetry.PromLeaseCancellation
-	promLateCompletions = telemetry.PromLeaseLateCompletions
-	promFenceChecks     = telemetry.PromFenceChecks
-	promFenceRejections = telemetry.PromFenceRejections
-	promReleases        = telemetry.PromLeaseReleases
+	promAcquires        = obs.PromLeaseAcquires
+	promResolutions     = obs.PromLeaseUnknownResolved
+	promRenewals        = obs.PromLeaseRenewals
+	promLosses          = obs.PromLeaseLosses
+	promCommits         = obs.PromLeaseCommits
+	promCancellation    = obs.PromLeaseCancellation
+	promLateCompletions = obs.PromLeaseLateCompletions
+	promFenceChecks     = obs.PromFenceChecks
+	promFenceRejections = obs.PromFenceRejections
+	promReleases        = obs.PromLeaseReleases
 )
 
 // metrics is one gathering of the registry /metrics serves.

@@ -2,43 +2,28 @@ package otelsetup_test
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"net/http/httptest"
-	"strings"
+	"log"
+	"net/http"
 
-	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
 )
 
+// A service without an OpenTelemetry set-up of its own: global providers
+// with a Prometheus endpoint, which lockwatch's default telemetry reports
+// to.
 func Example() {
 	ctx := context.Background()
 	providers, err := otelsetup.New(ctx)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer providers.Shutdown(ctx)
-	providers.SetGlobal() // lockwatch's default telemetry reports here now
+	providers.SetGlobal()
 
-	// In a service: http.Handle("/metrics", providers.Handler()).
-	srv := httptest.NewServer(providers.Handler())
-	defer srv.Close()
-
-	tel := telemetry.New()
-	tel.LateCompletion(ctx, "report")
-
-	resp, err := srv.Client().Get(srv.URL)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if strings.HasPrefix(line, telemetry.PromLeaseLateCompletions) {
-			fmt.Println(line[:strings.IndexByte(line, '{')], line[strings.LastIndexByte(line, ' ')+1:])
-		}
-	}
-	// Output: lockwatch_lease_late_completions_total 1
+	locker := lease.NewLocker(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}))
+	defer locker.Close()
+	http.Handle("GET /metrics", providers.Handler())
 }

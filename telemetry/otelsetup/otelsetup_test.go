@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
 )
@@ -39,16 +40,16 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	defer span.End()
-	actx, aspan := tel.StartAcquire(ctx, "report", "tenant-7", "0123456789abcdef0123456789abcdef")
-	tel.EndAcquire(actx, aspan, "report", "acquired", 2*time.Millisecond, 42, 1, nil)
-	tel.UnknownResolved(ctx, "report", "released", nil)
-	tel.Renewal(ctx, "report", "renewed", time.Millisecond)
-	tel.Lost(ctx, "report", "deadline", 42, nil)
-	tel.Committed(ctx, "report", "near_expiry", time.Second, 42)
-	tel.Released(ctx, "report", "released", 3*time.Second, true, 10*time.Millisecond)
-	tel.LateCompletion(ctx, "report")
-	fctx, fspan := tel.StartFenceCheck(ctx, "ledger")
-	tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
+	actx, aspan := obs.Of(tel).StartAcquire(ctx, "report", "tenant-7", "0123456789abcdef0123456789abcdef")
+	obs.Of(tel).EndAcquire(actx, aspan, "report", "acquired", 2*time.Millisecond, 42, 1, nil)
+	obs.Of(tel).UnknownResolved(ctx, "report", "released", nil)
+	obs.Of(tel).Renewal(ctx, "report", "renewed", time.Millisecond)
+	obs.Of(tel).Lost(ctx, "report", "deadline", 42, nil)
+	obs.Of(tel).Committed(ctx, "report", "near_expiry", time.Second, 42)
+	obs.Of(tel).Released(ctx, "report", "released", 3*time.Second, true, 10*time.Millisecond)
+	obs.Of(tel).LateCompletion(ctx, "report")
+	fctx, fspan := obs.Of(tel).StartFenceCheck(ctx, "ledger")
+	obs.Of(tel).EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
 	return p, span
 }
 
@@ -63,13 +64,13 @@ func TestExportedNamesMatchTheConstants(t *testing.T) {
 	for _, f := range families {
 		byName[f.GetName()] = f
 	}
-	wantType := map[telemetry.Kind]dto.MetricType{
-		telemetry.Counter:       dto.MetricType_COUNTER,
-		telemetry.Histogram:     dto.MetricType_HISTOGRAM,
-		telemetry.UpDownCounter: dto.MetricType_GAUGE,
+	wantType := map[obs.Kind]dto.MetricType{
+		obs.Counter:       dto.MetricType_COUNTER,
+		obs.Histogram:     dto.MetricType_HISTOGRAM,
+		obs.UpDownCounter: dto.MetricType_GAUGE,
 	}
 	scope := []string{"otel_scope_name", "otel_scope_schema_url", "otel_scope_version"}
-	for _, m := range telemetry.Metrics {
+	for _, m := range obs.Metrics {
 		t.Run(m.Prom, func(t *testing.T) {
 			f := byName[m.Prom]
 			require.NotNil(t, f, "no series %s; exported: %v", m.Prom, keys(byName))
@@ -85,7 +86,7 @@ func TestExportedNamesMatchTheConstants(t *testing.T) {
 				}
 				assert.ElementsMatch(t, m.Labels, labels)
 			}
-			if m.Kind == telemetry.Histogram {
+			if m.Kind == obs.Histogram {
 				var bounds []float64
 				for _, b := range f.GetMetric()[0].GetHistogram().GetBucket() {
 					bounds = append(bounds, b.GetUpperBound())
@@ -118,10 +119,10 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 
 	traceID := span.SpanContext().TraceID().String()
 	for _, series := range []string{
-		telemetry.PromLeaseCancellation + "_bucket",
-		telemetry.PromLeaseCommitRemaining + "_bucket",
-		telemetry.PromLeaseHoldDuration + "_bucket",
-		telemetry.PromFenceRejections,
+		obs.PromLeaseCancellation + "_bucket",
+		obs.PromLeaseCommitRemaining + "_bucket",
+		obs.PromLeaseHoldDuration + "_bucket",
+		obs.PromFenceRejections,
 	} {
 		found := false
 		for line := range strings.SplitSeq(string(body), "\n") {

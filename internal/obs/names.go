@@ -1,4 +1,4 @@
-package telemetry
+package obs
 
 // ScopeName is the instrumentation scope of every instrument and span:
 // lockwatch's module path. Version is its version.

@@ -1,4 +1,4 @@
-package telemetry
+package obs
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 
 // StartAcquire starts the lease.acquire span, a child of ctx's span, carrying
 // the lock name and the key's hash (or the key, with WithRawKeys).
-func (t *Telemetry) StartAcquire(ctx context.Context, lock, key, keyHash string) (context.Context, trace.Span) {
+func (t *Recorder) StartAcquire(ctx context.Context, lock, key, keyHash string) (context.Context, trace.Span) {
 	keyAttr := attribute.String(AttrKeyHash, keyHash)
 	if t.rawKeys {
 		keyAttr = attribute.String(AttrKey, key)
@@ -37,7 +37,7 @@ var acquireStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInte
 // failure is the error of an unknown or failed acquire (nil when acquired or
 // contended: contention is not an error); it sets the span status to Error
 // and is logged at Warn.
-func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, result string, d time.Duration, fence int64, attempts int, failure error) {
+func (t *Recorder) EndAcquire(ctx context.Context, span trace.Span, lock, result string, d time.Duration, fence int64, attempts int, failure error) {
 	o := t.lock(lock, AttrResult, result)
 	t.acquires.Add(ctx, 1, o.add...)
 	t.acquireDuration.Record(ctx, d.Seconds(), o.record...)
@@ -61,7 +61,7 @@ func (t *Telemetry) EndAcquire(ctx context.Context, span trace.Span, lock, resul
 }
 
 // UnknownResolved records how the clean-up of an unknown acquire ended.
-func (t *Telemetry) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
+func (t *Recorder) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
 	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResolution, resolution).add...)
 	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(AttrResolution, resolution)}
 	if err != nil {
@@ -72,14 +72,14 @@ func (t *Telemetry) UnknownResolved(ctx context.Context, lock, resolution string
 
 // Renewal records one lease's renewal result and the round trip of the
 // pipeline it went in.
-func (t *Telemetry) Renewal(ctx context.Context, lock, result string, d time.Duration) {
+func (t *Recorder) Renewal(ctx context.Context, lock, result string, d time.Duration) {
 	t.renewals.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
 	t.renewalDuration.Record(ctx, d.Seconds(), t.lock(lock, "", "").record...)
 }
 
 // RenewalFailed marks a failed renewal on ctx's span and logs it. The loss
 // that follows is reported by Lost.
-func (t *Telemetry) RenewalFailed(ctx context.Context, lock, result string, fence int64, err error) {
+func (t *Recorder) RenewalFailed(ctx context.Context, lock, result string, fence int64, err error) {
 	trace.SpanFromContext(ctx).AddEvent(EventRenewalFailed, trace.WithAttributes(
 		attribute.String(AttrLockName, lock), attribute.String(AttrResult, result), attribute.Int64(AttrFence, fence)))
 	t.warn(ctx, "lockwatch: renewal failed", slog.String(AttrLockName, lock), slog.String(AttrResult, result),
@@ -88,7 +88,7 @@ func (t *Telemetry) RenewalFailed(ctx context.Context, lock, result string, fenc
 
 // Lost records a lease turning LOST: one loss, one active lease less, one
 // piece of work running past its lease until Released.
-func (t *Telemetry) Lost(ctx context.Context, lock, reason string, fence int64, err error) {
+func (t *Recorder) Lost(ctx context.Context, lock, reason string, fence int64, err error) {
 	t.losses.Add(ctx, 1, t.lock(lock, AttrReason, reason).add...)
 	one := t.lock(lock, "", "").add
 	t.active.Add(ctx, -1, one...)
@@ -100,7 +100,7 @@ func (t *Telemetry) Lost(ctx context.Context, lock, reason string, fence int64, 
 }
 
 // Committed records a Commit decision and the validity left at it.
-func (t *Telemetry) Committed(ctx context.Context, lock, outcome string, remaining time.Duration, fence int64) {
+func (t *Recorder) Committed(ctx context.Context, lock, outcome string, remaining time.Duration, fence int64) {
 	t.commits.Add(ctx, 1, t.lock(lock, AttrOutcome, outcome).add...)
 	t.commitRemaining.Record(ctx, remaining.Seconds(), t.lock(lock, "", "").record...)
 	trace.SpanFromContext(ctx).AddEvent(EventCommit, trace.WithAttributes(
@@ -111,7 +111,7 @@ func (t *Telemetry) Committed(ctx context.Context, lock, outcome string, remaini
 // Released records the end of a lease's work: the release result and hold
 // time, and for a lease lost earlier the cancellation latency (loss to
 // release) and one overrunning piece of work less.
-func (t *Telemetry) Released(ctx context.Context, lock, result string, held time.Duration, lost bool, sinceLoss time.Duration) {
+func (t *Recorder) Released(ctx context.Context, lock, result string, held time.Duration, lost bool, sinceLoss time.Duration) {
 	t.releases.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
 	one := t.lock(lock, "", "")
 	t.holdDuration.Record(ctx, held.Seconds(), one.record...)
@@ -125,7 +125,7 @@ func (t *Telemetry) Released(ctx context.Context, lock, result string, held time
 
 // LateCompletion records work that finished successfully after its lease was
 // lost, a potential stale write, and marks ctx's span.
-func (t *Telemetry) LateCompletion(ctx context.Context, lock string) {
+func (t *Recorder) LateCompletion(ctx context.Context, lock string) {
 	t.lateCompletions.Add(ctx, 1, t.lock(lock, "", "").add...)
 	trace.SpanFromContext(ctx).AddEvent(EventLateCompletion, trace.WithAttributes(attribute.String(AttrLockName, lock)))
 	t.warn(ctx, "lockwatch: work completed after its lease was lost", slog.String(AttrLockName, lock))

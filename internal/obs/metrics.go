@@ -1,4 +1,4 @@
-package telemetry
+package obs
 
 // Kind is the instrument kind, and so the Prometheus type.
 type Kind string
@@ -81,5 +81,5 @@ func metricByName(name string) Metric {
 			return m
 		}
 	}
-	panic("telemetry: no metric " + name)
+	panic("obs: no metric " + name)
 }

@@ -1,4 +1,4 @@
-package telemetry
+package obs
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 // warn logs msg at Warn with the trace and span ids of ctx's span, so a log
 // line leads to its trace.
-func (t *Telemetry) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+func (t *Recorder) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
 	if !t.logger.Enabled(ctx, slog.LevelWarn) {
 		return
 	}

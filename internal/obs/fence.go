@@ -1,4 +1,4 @@
-package telemetry
+package obs
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // the newest it accepted. resource is a bounded name (a table, a service).
 
 // StartFenceCheck starts the fence.check span, a child of ctx's span.
-func (t *Telemetry) StartFenceCheck(ctx context.Context, resource string) (context.Context, trace.Span) {
+func (t *Recorder) StartFenceCheck(ctx context.Context, resource string) (context.Context, trace.Span) {
 	return t.tracer.Start(ctx, SpanFenceCheck, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String(AttrResource, resource)))
 }
@@ -22,7 +22,7 @@ func (t *Telemetry) StartFenceCheck(ctx context.Context, resource string) (conte
 // that wrote late), logged at Warn. highWater is the newest token the
 // resource had accepted, when known. A rejection is the fence working, not a
 // failure of the resource: the span status stays unset.
-func (t *Telemetry) EndFenceCheck(ctx context.Context, span trace.Span, resource string, token, highWater int64, accepted bool) {
+func (t *Recorder) EndFenceCheck(ctx context.Context, span trace.Span, resource string, token, highWater int64, accepted bool) {
 	result := FenceAccepted
 	if !accepted {
 		result = FenceRejected

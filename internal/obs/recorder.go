@@ -1,0 +1,214 @@
+package obs
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Recorder records lockwatch's signals: the instruments of Metrics, the
+// lease.acquire and fence.check spans, span events and Warn logs. It is
+// what a telemetry.Telemetry holds (Of), safe for concurrent use. The zero
+// value is not usable; call New.
+type Recorder struct {
+	tracer  trace.Tracer
+	logger  *slog.Logger
+	rawKeys bool
+
+	acquires        metric.Int64Counter
+	acquireDuration metric.Float64Histogram
+	resolutions     metric.Int64Counter
+	renewals        metric.Int64Counter
+	renewalDuration metric.Float64Histogram
+	losses          metric.Int64Counter
+	commits         metric.Int64Counter
+	commitRemaining metric.Float64Histogram
+	cancellation    metric.Float64Histogram
+	overrunning     metric.Int64UpDownCounter
+	lateCompletions metric.Int64Counter
+	fenceChecks     metric.Int64Counter
+	fenceRejections metric.Int64Counter
+	active          metric.Int64UpDownCounter
+	holdDuration    metric.Float64Histogram
+	releases        metric.Int64Counter
+
+	mu    sync.RWMutex
+	attrs map[attrKey]*attrOpts
+	known map[attrKey]bool // lock names and resources whose series exist
+}
+
+// New creates the instruments on the configured providers. Errors from the
+// providers (which the API only reports for invalid names) go to the global
+// OpenTelemetry error handler, as in the OTel contrib instrumentations; the
+// instrument concerned then records nothing.
+func New(c Config) *Recorder {
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	meter := c.MeterProvider.Meter(ScopeName, metric.WithInstrumentationVersion(Version))
+	t := &Recorder{
+		tracer:  c.TracerProvider.Tracer(ScopeName, trace.WithInstrumentationVersion(Version)),
+		logger:  c.Logger,
+		rawKeys: c.RawKeys,
+		attrs:   make(map[attrKey]*attrOpts),
+		known:   make(map[attrKey]bool),
+	}
+	counter := func(name string) metric.Int64Counter {
+		m := metricByName(name)
+		i, err := meter.Int64Counter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
+		handle(err)
+		return i
+	}
+	updown := func(name string) metric.Int64UpDownCounter {
+		m := metricByName(name)
+		i, err := meter.Int64UpDownCounter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
+		handle(err)
+		return i
+	}
+	histogram := func(name string) metric.Float64Histogram {
+		m := metricByName(name)
+		i, err := meter.Float64Histogram(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description),
+			metric.WithExplicitBucketBoundaries(m.Buckets...))
+		handle(err)
+		return i
+	}
+	t.acquires = counter(LeaseAcquires)
+	t.acquireDuration = histogram(LeaseAcquireDuration)
+	t.resolutions = counter(LeaseUnknownResolutions)
+	t.renewals = counter(LeaseRenewals)
+	t.renewalDuration = histogram(LeaseRenewalDuration)
+	t.losses = counter(LeaseLosses)
+	t.commits = counter(LeaseCommits)
+	t.commitRemaining = histogram(LeaseCommitRemaining)
+	t.cancellation = histogram(LeaseCancellationLatency)
+	t.overrunning = updown(LeaseOverrunning)
+	t.lateCompletions = counter(LeaseLateCompletions)
+	t.fenceChecks = counter(FenceChecks)
+	t.fenceRejections = counter(FenceRejections)
+	t.active = updown(LeaseActive)
+	t.holdDuration = histogram(LeaseHoldDuration)
+	t.releases = counter(LeaseReleases)
+	return t
+}
+
+// Config is where a Recorder sends its signals; nil fields mean the
+// global providers and slog.Default().
+type Config struct {
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	Logger         *slog.Logger
+	RawKeys        bool // the raw key on spans, not only its hash
+}
+
+// Of returns the Recorder of a *telemetry.Telemetry (nil for a nil one).
+// Package telemetry sets it: it imports this package, which therefore
+// cannot name its type.
+var Of func(t any) *Recorder
+
+// handle passes a provider's error to the global OpenTelemetry handler.
+func handle(err error) {
+	if err != nil {
+		otel.Handle(err)
+	}
+}
+
+// attrKey names one attribute set: the lock name (or resource) and at most
+// one closed-set attribute.
+type attrKey struct {
+	firstKey, first string
+	key, value      string
+}
+
+// attrOpts are the measurement options of one attribute set, built once:
+// recording on a hot path then allocates nothing for attributes.
+type attrOpts struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// opts returns the options for {firstKey: first, key: value} (key may be
+// empty for a set of one attribute).
+func (t *Recorder) opts(firstKey, first, key, value string) *attrOpts {
+	k := attrKey{firstKey, first, key, value}
+	t.mu.RLock()
+	o := t.attrs[k]
+	t.mu.RUnlock()
+	if o != nil {
+		return o
+	}
+	kvs := []attribute.KeyValue{attribute.String(firstKey, first)}
+	if key != "" {
+		kvs = append(kvs, attribute.String(key, value))
+	}
+	set := metric.WithAttributeSet(attribute.NewSet(kvs...))
+	o = &attrOpts{add: []metric.AddOption{set}, record: []metric.RecordOption{set}}
+	t.mu.Lock()
+	t.attrs[k] = o
+	t.mu.Unlock()
+	// A lock name or resource is new at the latest when its first set is
+	// built: only this slow path introduces it, the hot path stays one lookup.
+	t.introduce(firstKey, first)
+	return o
+}
+
+// lock returns the options for a lock name and one more attribute.
+func (t *Recorder) lock(name, key, value string) *attrOpts {
+	return t.opts(AttrLockName, name, key, value)
+}
+
+// resource returns the options for a fenced resource and one more attribute.
+func (t *Recorder) resource(name, key, value string) *attrOpts {
+	return t.opts(AttrResource, name, key, value)
+}
+
+// introduce creates every counter series of a lock name or resource at zero
+// the first time it is seen (and does nothing after that). A counter series born at its first event has
+// no earlier sample, so rate() and increase() would miss that event: the
+// first stale write a resource ever rejected would page nobody.
+func (t *Recorder) introduce(firstKey, name string) {
+	k := attrKey{firstKey: firstKey, first: name}
+	t.mu.RLock()
+	seen := t.known[k]
+	t.mu.RUnlock()
+	if seen {
+		return
+	}
+	t.mu.Lock()
+	seen, t.known[k] = t.known[k], true
+	t.mu.Unlock()
+	if seen {
+		return
+	}
+	ctx := context.Background()
+	zero := func(c metric.Int64Counter, key string, values []string) {
+		for _, v := range values {
+			c.Add(ctx, 0, t.opts(firstKey, name, key, v).add...)
+		}
+	}
+	if firstKey == AttrResource {
+		zero(t.fenceChecks, AttrResult, FenceResults)
+		t.fenceRejections.Add(ctx, 0, t.opts(firstKey, name, "", "").add...)
+		return
+	}
+	zero(t.acquires, AttrResult, AcquireResults)
+	zero(t.resolutions, AttrResolution, Resolutions)
+	zero(t.renewals, AttrResult, RenewalResults)
+	zero(t.losses, AttrReason, LossReasons)
+	zero(t.commits, AttrOutcome, CommitOutcomes)
+	zero(t.releases, AttrResult, ReleaseResults)
+	one := t.opts(firstKey, name, "", "").add
+	t.lateCompletions.Add(ctx, 0, one...)
+	t.active.Add(ctx, 0, one...)
+	t.overrunning.Add(ctx, 0, one...)
+}
