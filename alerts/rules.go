@@ -124,7 +124,7 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchUnknownAcquiresHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(obs.PromLeaseAcquires, eq(labelResult, string(lease.Unknown))),
+				q.rate(obs.PromLeaseAcquires, eq(labelResult, string(obs.AcquireUnknown))),
 				q.rate(obs.PromLeaseAcquires)),
 			By:        byLock,
 			Threshold: 0.05,
@@ -135,8 +135,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "10% of acquires unknown",
 				Series: []series{
-					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+90x30"},
-					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+10x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(obs.AcquireAcquired)), "0+90x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(obs.AcquireUnknown)), "0+10x30"},
 				},
 				At:     15 * time.Minute,
 				Labels: lock,
@@ -145,10 +145,10 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "1% of acquires unknown, and an idle lock with no acquires at all",
 				Series: []series{
-					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Acquired)), "0+99x30"},
-					{obs.PromLeaseAcquires, with(lock, labelResult, string(lease.Unknown)), "0+1x30"},
-					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Acquired)}, "0x30"},
-					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(lease.Unknown)}, "0x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(obs.AcquireAcquired)), "0+99x30"},
+					{obs.PromLeaseAcquires, with(lock, labelResult, string(obs.AcquireUnknown)), "0+1x30"},
+					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(obs.AcquireAcquired)}, "0x30"},
+					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(obs.AcquireUnknown)}, "0x30"},
 				},
 				At: 15 * time.Minute,
 			},
@@ -158,7 +158,7 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchRenewalFailuresHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(obs.PromLeaseRenewals, ne(labelResult, string(lease.Renewed))),
+				q.rate(obs.PromLeaseRenewals, ne(labelResult, string(obs.RenewalRenewed))),
 				q.rate(obs.PromLeaseRenewals)),
 			By:        byLock,
 			Threshold: 0.05,
@@ -169,8 +169,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "10% of renewals unanswered",
 				Series: []series{
-					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+18x30"},
-					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalUnknown)), "0+2x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(obs.RenewalRenewed)), "0+18x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(obs.RenewalUnknown)), "0+2x30"},
 				},
 				At:     15 * time.Minute,
 				Labels: lock,
@@ -179,8 +179,8 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "one rejected renewal in 301",
 				Series: []series{
-					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.Renewed)), "0+300x30"},
-					{obs.PromLeaseRenewals, with(lock, labelResult, string(lease.RenewalRejected)), "0+1x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(obs.RenewalRenewed)), "0+300x30"},
+					{obs.PromLeaseRenewals, with(lock, labelResult, string(obs.RenewalRejected)), "0+1x30"},
 				},
 				At: 15 * time.Minute,
 			},
@@ -214,7 +214,7 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchNearExpiryCommitsHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(obs.PromLeaseCommits, eq(labelOutcome, string(lease.CommitNearExpiry))),
+				q.rate(obs.PromLeaseCommits, eq(labelOutcome, string(obs.CommitNearExpiry))),
 				q.rate(obs.PromLeaseCommits)),
 			By:        byLock,
 			Threshold: 0.1,
@@ -225,8 +225,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "20% of commits near expiry",
 				Series: []series{
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+8x30"},
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+2x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitCommitted)), "0+8x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitNearExpiry)), "0+2x30"},
 				},
 				At:     20 * time.Minute,
 				Labels: lock,
@@ -235,8 +235,8 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "5% of commits near expiry",
 				Series: []series{
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.Committed)), "0+19x30"},
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(lease.CommitNearExpiry)), "0+1x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitCommitted)), "0+19x30"},
+					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitNearExpiry)), "0+1x30"},
 				},
 				At: 20 * time.Minute,
 			},

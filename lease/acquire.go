@@ -1,6 +1,9 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"context"
 	"crypto/rand"
 	"errors"
@@ -21,14 +24,14 @@ var errLateReply = errors.New("acquire reply arrived after its deadline or the l
 //
 //   - ErrNotAcquired (*NotAcquiredError with the holder's remaining TTL):
 //     another owner holds it, also after the optional wait (WithWait).
-//   - ErrUnknown (*UnknownError): the acquire may have taken effect. Any
-//     error once the script may have been sent counts: a timeout, a
+//   - ErrUnknown (wrapping the cause): the acquire may have taken effect.
+//     Any error once the script may have been sent counts: a timeout, a
 //     transport error, a lost reply or one after the acquire's deadline,
 //     too few replica acks, and also a Redis error reply, because go-redis
 //     retries (MaxRetries) and the last attempt's error says nothing about
 //     whether an earlier attempt ran. The work must not run. The Locker
-//     releases the key conditionally in the background and reports the
-//     Resolution through Hooks.UnknownResolved.
+//     releases the key conditionally in the background (the next Acquire
+//     of the key through it waits for that).
 //   - any other error: nothing was taken. Either nothing was sent (an
 //     invalid option or key, ErrClosed, ctx done before the send, or the
 //     acquire's deadline passed while it was queued for a shared pipeline),
@@ -54,15 +57,16 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	lockKey, fenceKey := redisKeys(set.namespace, key)
 	actx, span := set.rec.StartAcquire(ctx, set.name, key, hashTag(lockKey))
 	start := now()
-	ev := AcquireEvent{Name: set.name, Key: key, Result: Failed, Err: optErr}
+	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
 		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
 	ev.Duration = now() - start
 	if l != nil {
-		// A hook that panics must not leave a lease renewed until Close
-		// that nobody can release: the panic goes on, the lease ends.
+		// A report that panics (in a logger's handler, say) must not leave
+		// a lease renewed until Close that nobody can release: the panic
+		// goes on, the lease ends.
 		observed := false
 		defer func() {
 			if !observed {
@@ -79,7 +83,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 
 // acquire runs the attempts of one Acquire: Redis calls go under actx (the
 // lease.acquire span), the lease's context derives from ctx.
-func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey string, ev *AcquireEvent) (*Lease, error) {
+func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey string, ev *acquireEvent) (*Lease, error) {
 	switch {
 	case key == "":
 		return nil, invalidf("empty key")
@@ -96,7 +100,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	var contended *NotAcquiredError // the last answer, while waiting
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
-			ev.Result = Failed
+			ev.Result = obs.AcquireError
 			return nil, ErrClosed
 		}
 		ev.Attempts++
@@ -112,31 +116,31 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			// it comes during a backoff sleep, the last answer stands.
 			return nil, errors.Join(contended, r.err)
 		case r.notSent:
-			ev.Result = Failed
+			ev.Result = obs.AcquireError
 			return nil, r.err
 		case r.refused != nil:
-			ev.Result = Failed
+			ev.Result = obs.AcquireError
 			return nil, r.refused
 		case r.err == nil && r.acquired && (r.late || r.sentAt+set.cancelAfter() <= now()):
 			r.err = errLateReply
 			fallthrough
 		case r.err != nil:
-			ev.Result = Unknown
+			ev.Result = obs.AcquireUnknown
 			lk.resolveUnknown(actx, set, key, lockKey, acq, r.abandoned)
-			return nil, &UnknownError{Key: key, Err: r.err}
+			return nil, &unknownError{Key: key, Err: r.err}
 		case r.acquired:
 			l := lk.newLease(ctx, set, key, lockKey, acq, r.fence, r.sentAt)
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
 				_, _ = lk.releaseKey(ctx, set, lockKey, l.release)
-				ev.Result = Failed
+				ev.Result = obs.AcquireError
 				return nil, ErrClosed
 			}
-			ev.Result, ev.Fence = Acquired, r.fence
+			ev.Result, ev.Fence = obs.AcquireAcquired, r.fence
 			return l, nil
 		}
-		ev.Result, ev.HolderTTL = Contended, r.holderTTL
+		ev.Result, ev.HolderTTL = obs.AcquireContended, r.holderTTL
 		contended = &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
 		left := waitUntil - now()
 		if left <= 0 {
@@ -153,7 +157,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 // reached Redis (the caller's context ended while the call queued).
 type attemptResult struct {
 	acquired  bool
-	fence     int64
+	fence     fence.Token
 	holderTTL time.Duration
 	sentAt    time.Duration
 	late      bool // the reply came after the call's deadline
@@ -190,7 +194,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 	case callAbandoned:
 		err := context.Cause(ctx)
 		if err == nil {
-			// The cause of an UnknownError, whose message has the prefix.
+			// The cause of an unknownError, whose message has the prefix.
 			err = fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.acquireTimeout)
 		}
 		return attemptResult{err: err, abandoned: c}
@@ -232,7 +236,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	}
 	switch {
 	case ok && flag == 1 && n > 0:
-		return attemptResult{acquired: true, fence: n}
+		return attemptResult{acquired: true, fence: fence.Token(n)}
 	case ok && flag == 0:
 		return attemptResult{holderTTL: max(0, time.Duration(n)*time.Millisecond)}
 	}
@@ -242,7 +246,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 // newLease makes the lease an acquire took. Its renewal and release calls
 // are the acquire's own argument list (the three scripts take the same KEYS
 // and ARGV) with their scripts' SHAs: the acquire's command is done with it.
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, fence int64, sentAt time.Duration) *Lease {
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, token fence.Token, sentAt time.Duration) *Lease {
 	l := &Lease{
 		locker:      lk,
 		set:         set,
@@ -250,7 +254,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 		lockKey:     lockKey,
 		renew:       acq.with(renewScript),
 		release:     acq.with(releaseScript),
-		fence:       fence,
+		fence:       token,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
 		renewIdx:    -1,
@@ -284,12 +288,12 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 			abandoned.settled()
 		}
 		n, err := lk.releaseKey(ctx, set, lockKey, resolve)
-		ev := ResolutionEvent{Name: set.name, Key: key, Resolution: ResolvedAbsent}
+		ev := resolutionEvent{Name: set.name, Key: key, Result: obs.ResolutionAbsent}
 		switch {
 		case err != nil:
-			ev.Resolution, ev.Err = ResolvedUnresolved, err
+			ev.Result, ev.Err = obs.ResolutionUnresolved, err
 		case n == 1:
-			ev.Resolution = ResolvedReleased
+			ev.Result = obs.ResolutionReleased
 		}
 		set.observeResolution(context.WithoutCancel(ctx), ev)
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -95,9 +96,9 @@ func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
 	assert.LessOrEqual(t, na.HolderTTL, 5*time.Second)
 	rec.read(func() {
 		require.Len(t, rec.acquires, 2)
-		assert.Equal(t, Acquired, rec.acquires[0].Result)
+		assert.Equal(t, obs.AcquireAcquired, rec.acquires[0].Result)
 		assert.Equal(t, l.Fence(), rec.acquires[0].Fence)
-		assert.Equal(t, Contended, rec.acquires[1].Result)
+		assert.Equal(t, obs.AcquireContended, rec.acquires[1].Result)
 		assert.Equal(t, na.HolderTTL, rec.acquires[1].HolderTTL)
 	})
 }
@@ -122,7 +123,7 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	assert.False(t, other.acquired)
 	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err)
-	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
+	assert.EqualValues(t, first.fence, fence, "a contended attempt mints nothing")
 	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "~owner-b", "the answered attempt is barred")
 }
 
@@ -154,7 +155,7 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	assert.Zero(t, c.Exists(ctx, lockKey).Val())
 
 	// Leases come and go; the bar stays, and the fence still increases.
-	var fences []int64
+	var fences []fence.Token
 	for range 2 {
 		l, err := lk.Acquire(ctx, "late")
 		require.NoError(t, err)
@@ -234,7 +235,7 @@ func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
 	var (
 		inside atomic.Int32
 		mu     sync.Mutex
-		fences []int64
+		fences []fence.Token
 		wg     sync.WaitGroup
 		errs   = make(chan error, 64)
 	)
@@ -293,7 +294,7 @@ func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 	rec.read(func() {
 		assert.GreaterOrEqual(t, len(rec.renewals), 10, "renewal every TTL/3 over 6 TTLs")
 		for _, r := range rec.renewals {
-			assert.Equal(t, Renewed, r.Result)
+			assert.Equal(t, obs.RenewalRenewed, r.Result)
 		}
 	})
 	require.NoError(t, l.Release(ctx))
@@ -322,7 +323,7 @@ func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 	biggest := 0
 	rec.read(func() {
 		for _, r := range rec.renewals {
-			require.Equal(t, Renewed, r.Result)
+			require.Equal(t, obs.RenewalRenewed, r.Result)
 			biggest = max(biggest, r.BatchSize)
 		}
 	})
@@ -397,25 +398,25 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		l, err := lk.Acquire(ctx, "commit-ok")
 		require.NoError(t, err)
 		defer l.Release(ctx)
-		var got int64
-		require.NoError(t, l.Commit(ctx, func(_ context.Context, fence int64) error { got = fence; return nil }))
+		var got fence.Token
+		require.NoError(t, l.Commit(ctx, func(_ context.Context, token fence.Token) error { got = token; return nil }))
 		assert.Equal(t, l.Fence(), got)
 		wantErr := errors.New("write failed")
-		require.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return wantErr }), wantErr)
+		require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return wantErr }), wantErr)
 	})
 	t.Run("near expiry runs and is counted", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-near", WithCommitMargins(0, ttl))
 		require.NoError(t, err)
 		defer l.Release(ctx)
 		ran := false
-		require.NoError(t, l.Commit(ctx, func(context.Context, int64) error { ran = true; return nil }))
+		require.NoError(t, l.Commit(ctx, func(context.Context, fence.Token) error { ran = true; return nil }))
 		assert.True(t, ran)
 	})
 	t.Run("below the hard margin refuses", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-hard", WithCommitMargins(ttl, ttl))
 		require.NoError(t, err)
 		defer l.Release(ctx)
-		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran below the hard margin"); return nil })
+		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran below the hard margin"); return nil })
 		require.ErrorIs(t, err, ErrExpiring)
 	})
 	t.Run("after loss refuses", func(t *testing.T) {
@@ -424,28 +425,28 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		lockKey, _ := redisKeys(lk.set.namespace, "commit-lost")
 		c.Del(ctx, lockKey)
 		_ = waitDone(t, l, 5*time.Second)
-		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after loss"); return nil })
+		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran after loss"); return nil })
 		require.ErrorIs(t, err, ErrLost)
 		_ = l.Release(ctx)
-		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after release"); return nil })
+		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran after release"); return nil })
 		require.ErrorIs(t, err, ErrLost, "a lost lease stays lost after Release")
 	})
 	t.Run("after release refuses", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-released")
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
-		err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran after release"); return nil })
+		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran after release"); return nil })
 		require.ErrorIs(t, err, ErrReleased)
 	})
 	rec.read(func() {
-		outcomes := map[CommitOutcome]int{}
+		outcomes := map[obs.CommitResult]int{}
 		for _, e := range rec.commits {
-			outcomes[e.Outcome]++
-			if e.Outcome != CommitRefused {
+			outcomes[e.Result]++
+			if e.Result != obs.CommitRefused {
 				assert.Positive(t, e.Remaining)
 			}
 		}
-		assert.Equal(t, map[CommitOutcome]int{Committed: 2, CommitNearExpiry: 1, CommitRefused: 4}, outcomes)
+		assert.Equal(t, map[obs.CommitResult]int{obs.CommitCommitted: 2, obs.CommitNearExpiry: 1, obs.CommitRefused: 4}, outcomes)
 	})
 }
 
@@ -474,7 +475,7 @@ func testRelease(t *testing.T, c redis.UniversalClient) {
 	rec.read(func() {
 		require.Len(t, rec.releases, 2, "only the first Release of each lease reports")
 		for _, e := range rec.releases {
-			assert.Equal(t, Released, e.Result)
+			assert.Equal(t, obs.ReleaseReleased, e.Result)
 			assert.False(t, e.Lost)
 			assert.Positive(t, e.Held)
 		}
@@ -512,7 +513,7 @@ func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, l.Release(ctx))
 		rec.read(func() {
 			last := rec.acquires[len(rec.acquires)-1]
-			assert.Equal(t, Acquired, last.Result)
+			assert.Equal(t, obs.AcquireAcquired, last.Result)
 			assert.Greater(t, last.Attempts, 1)
 		})
 	})
@@ -574,7 +575,7 @@ func testLongAndBinaryKeys(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, l.Release(ctx))
 	}
 	_, err := lk.Acquire(ctx, "")
-	require.ErrorIs(t, err, ErrInvalidOption)
+	require.ErrorIs(t, err, errInvalidOption)
 }
 
 func testNamespacesAreIndependent(t *testing.T, c redis.UniversalClient) {
@@ -625,7 +626,7 @@ func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, l.Err())
 	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err, "the fence record outlived its retention while held")
-	assert.Equal(t, l.Fence(), fence)
+	assert.EqualValues(t, l.Fence(), fence)
 	require.NoError(t, l.Release(ctx))
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -57,7 +58,7 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	assert.NotErrorIs(t, err, ErrUnknown)
 	rec.read(func() {
 		last := rec.acquires[len(rec.acquires)-1]
-		assert.Equal(t, Contended, last.Result)
+		assert.Equal(t, obs.AcquireContended, last.Result)
 		assert.Equal(t, 2, last.Attempts, "one answered, one dropped unsent")
 	})
 	require.NoError(t, holder.Release(ctx))

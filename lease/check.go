@@ -9,18 +9,18 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// MinRedisVersion is the oldest Redis that Check accepts: lockwatch is
+// minRedisVersion is the oldest Redis that Check accepts: lockwatch is
 // tested on Redis 7, and relies on effects replication of scripts, the
 // default since 5.0 (the acquire script asks for it on older servers too,
 // and is refused loudly where it cannot have it).
-const MinRedisVersion = "5.0"
+const minRedisVersion = "5.0"
 
 // Check asks every Redis master the Locker writes to whether it can hold
 // leases safely, so that a service stops at start-up with a clear error
 // rather than meet a stream of failed or unknown acquires, or a second
 // holder, in production:
 //
-//   - its version is at least MinRedisVersion;
+//   - its version is at least 5.0;
 //   - its maxmemory-policy is noeviction: any other policy may evict a held
 //     lock key (volatile-* policies pick keys with a TTL, which every lock
 //     key has) and let a second holder in.
@@ -55,10 +55,10 @@ func checkServer(ctx context.Context, c redis.Cmdable, addr string) error {
 	return nil
 }
 
-// checkVersion accepts a redis_version at or above MinRedisVersion.
+// checkVersion accepts a redis_version at or above minRedisVersion.
 func checkVersion(v string) error {
 	major, minor, ok := majorMinor(v)
-	wantMajor, wantMinor, _ := majorMinor(MinRedisVersion)
+	wantMajor, wantMinor, _ := majorMinor(minRedisVersion)
 	switch {
 	case !ok:
 		return fmt.Errorf("unreadable redis_version %q", v)
@@ -66,7 +66,7 @@ func checkVersion(v string) error {
 		// ST1005 (both linters): "Redis" is a proper noun, and the error is
 		// wrapped ("lease: check: Redis 4.0.9 is older than 5.0").
 		//lint:ignore ST1005 "Redis" is a proper noun
-		return fmt.Errorf("Redis %s is older than %s", v, MinRedisVersion) //nolint:staticcheck // ST1005: as above
+		return fmt.Errorf("Redis %s is older than %s", v, minRedisVersion) //nolint:staticcheck // ST1005: as above
 
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -193,7 +194,7 @@ func testAcquireAfterAnUnknownWaitsForItsCleanUp(t *testing.T, b backend) {
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err, "the Locker's own unknown acquire must not block the key for a TTL")
 	require.NoError(t, l.Release(ctx))
-	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution)
+	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result)
 }
 
 // Waiters poll a held key many times a second, and each answer bars its

@@ -1,6 +1,9 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"context"
 	"fmt"
 )
@@ -18,16 +21,16 @@ import (
 // is what makes a late write harmless, since a lease can be lost between
 // this check and the write (a pause, a stall) and no client-side check can
 // close that gap.
-func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, fence int64) error) error {
+func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
 	rem := l.Remaining()
-	ev := CommitEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Remaining: rem, Outcome: Committed}
+	ev := commitEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Remaining: rem, Result: obs.CommitCommitted}
 	switch err := l.Err(); {
 	case err != nil:
-		ev.Outcome, ev.Err = CommitRefused, err
+		ev.Result, ev.Err = obs.CommitRefused, err
 	case rem <= l.set.commitHard: // rem is 0 past the cancel point, even before the scheduler marks the loss
-		ev.Outcome, ev.Err = CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
+		ev.Result, ev.Err = obs.CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
 	case rem < l.set.commitWarn:
-		ev.Outcome = CommitNearExpiry
+		ev.Result = obs.CommitNearExpiry
 	}
 	l.set.observeCommit(ctx, ev)
 	if ev.Err != nil {

@@ -29,8 +29,8 @@ var (
 	ErrNotHeld = errors.New("lease: not held at release")
 	// ErrClosed: the Locker was closed.
 	ErrClosed = errors.New("lease: locker closed")
-	// ErrInvalidOption: an option or key was rejected; the error says which.
-	ErrInvalidOption = errors.New("lease: invalid option")
+	// errInvalidOption: an option or key was rejected; the error says which.
+	errInvalidOption = errors.New("lease: invalid option")
 )
 
 // NotAcquiredError is returned when another owner holds the lease.
@@ -48,22 +48,23 @@ func (e *NotAcquiredError) Error() string {
 // Unwrap makes errors.Is(err, ErrNotAcquired) hold.
 func (e *NotAcquiredError) Unwrap() error { return ErrNotAcquired }
 
-// UnknownError is returned when an acquire's outcome cannot be known. The
-// Locker resolves it in the background with a conditional release under the
-// same owner token and reports the Resolution through Hooks.UnknownResolved.
-type UnknownError struct {
+// unknownError is returned when an acquire's outcome cannot be known:
+// errors.Is matches ErrUnknown and the cause. The Locker cleans it up in the
+// background with a conditional release under the same owner token
+// (lockwatch_lease_unknown_resolutions_total counts how that ends).
+type unknownError struct {
 	Key string
 	// Err is what made the result unknown (a timeout, a transport error, a
 	// late reply, too few replica acknowledgements).
 	Err error
 }
 
-func (e *UnknownError) Error() string {
+func (e *unknownError) Error() string {
 	return fmt.Sprintf("lease: acquire result unknown for %q: %v", shortKey(e.Key), e.Err)
 }
 
 // Unwrap makes errors.Is match both ErrUnknown and the underlying cause.
-func (e *UnknownError) Unwrap() []error { return []error{ErrUnknown, e.Err} }
+func (e *unknownError) Unwrap() []error { return []error{ErrUnknown, e.Err} }
 
 // LostError is the cause of a lost lease's context and the error Commit
 // returns after the loss.
@@ -94,5 +95,5 @@ func shortKey(key string) string {
 }
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{errInvalidOption}, args...)...)
 }

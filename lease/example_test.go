@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -43,8 +44,8 @@ func Example() {
 
 	// The final write carries the fencing token; the store rejects writes
 	// with a token older than the newest it has seen.
-	err = l.Commit(ctx, func(ctx context.Context, fence int64) error {
-		fmt.Println("writing with a fencing token:", fence > 0)
+	err = l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
+		fmt.Println("writing with a fencing token:", token > 0)
 		return nil
 	})
 	fmt.Println("committed:", err == nil)
@@ -115,28 +116,6 @@ func ExampleLease_Context() {
 	// lost: max_hold
 }
 
-func ExampleHooks() {
-	ctx := context.Background()
-	client := redis.NewClient(&redis.Options{Addr: addr})
-	defer client.Close()
-	hooks := lease.Hooks{
-		AcquireDone: func(_ context.Context, e lease.AcquireEvent) {
-			fmt.Println("acquire", e.Name, e.Result)
-		},
-		ReleaseDone: func(_ context.Context, e lease.ReleaseEvent) {
-			fmt.Println("release", e.Name, e.Result)
-		},
-	}
-	locker := lease.NewLocker(client, lease.WithName("billing"), lease.WithHooks(hooks))
-	defer locker.Close()
-
-	l, _ := locker.Acquire(ctx, "customer-7")
-	_ = l.Release(ctx)
-	// Output:
-	// acquire billing acquired
-	// release billing released
-}
-
 // ReleaseAsync ends the lease at once and deletes its key in the background,
 // so the caller does not wait for that round trip. The next acquire of the
 // key through the same Locker waits for the delete.
@@ -188,10 +167,10 @@ func ExampleLocker_With() {
 			fmt.Println("error:", err)
 			return
 		}
-		fmt.Println(l.Name(), l.Key(), l.Remaining() > 20*time.Second)
+		fmt.Println(l.Key(), l.Remaining() > 20*time.Second)
 		_ = l.Release(ctx)
 	}
 	// Output:
-	// reports report-1 true
-	// reports report-2 true
+	// report-1 true
+	// report-2 true
 }

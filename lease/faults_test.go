@@ -11,7 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -73,19 +75,19 @@ func TestUnknownAcquire(t *testing.T) {
 	cases := []struct {
 		name  string
 		setup func(f *replyFault)
-		want  Resolution
+		want  obs.ResolutionResult
 		held  bool  // whether the key is still held after the clean-up
 		cause error // the error behind the unknown result
 	}{
-		{"reply lost, then released", func(f *replyFault) { f.dropAcquireReply.Store(true) }, ResolvedReleased, false, errTimeout},
-		{"never sent, absent", func(f *replyFault) { f.failAcquireBefore.Store(true) }, ResolvedAbsent, false, errTimeout},
+		{"reply lost, then released", func(f *replyFault) { f.dropAcquireReply.Store(true) }, obs.ResolutionReleased, false, errTimeout},
+		{"never sent, absent", func(f *replyFault) { f.failAcquireBefore.Store(true) }, obs.ResolutionAbsent, false, errTimeout},
 		// go-redis retries: the first attempt ran, a retry got an error reply.
 		// The error reply must not pass for a definite "not acquired".
-		{"ran, then an error reply, released", func(f *replyFault) { f.errorReplyAfterRun.Store(true) }, ResolvedReleased, false, masterDown{}},
+		{"ran, then an error reply, released", func(f *replyFault) { f.errorReplyAfterRun.Store(true) }, obs.ResolutionReleased, false, masterDown{}},
 		{"reply lost and release failing, unresolved", func(f *replyFault) {
 			f.dropAcquireReply.Store(true)
 			f.failRelease.Store(true)
-		}, ResolvedUnresolved, true, errTimeout},
+		}, obs.ResolutionUnresolved, true, errTimeout},
 	}
 	for _, b := range bs {
 		for _, tc := range cases {
@@ -107,17 +109,17 @@ func TestUnknownAcquire(t *testing.T) {
 				}
 				require.ErrorIs(t, err, ErrUnknown)
 				require.ErrorIs(t, err, tc.cause, "the cause is kept")
-				var unknown *UnknownError
+				var unknown *unknownError
 				require.ErrorAs(t, err, &unknown)
 				assert.False(t, ran, "the work must not run on an unknown acquire")
 
 				ev := rec.waitResolution(t)
-				assert.Equal(t, tc.want, ev.Resolution)
+				assert.Equal(t, tc.want, ev.Result)
 				assert.Equal(t, "k", ev.Key)
 				assert.EqualValues(t, map[bool]int64{true: 1, false: 0}[tc.held], b.client(t).Exists(ctx, lockKey).Val())
 				rec.read(func() {
 					require.Len(t, rec.acquires, 1)
-					assert.Equal(t, Unknown, rec.acquires[0].Result)
+					assert.Equal(t, obs.AcquireUnknown, rec.acquires[0].Result)
 				})
 			})
 		}
@@ -146,7 +148,7 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	proxy.Set(faultproxy.DropReplies)
 	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
-	assert.Equal(t, ResolvedUnresolved, rec.waitResolution(t).Resolution)
+	assert.Equal(t, obs.ResolutionUnresolved, rec.waitResolution(t).Result)
 
 	direct := srv.Client(t)
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
@@ -247,7 +249,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				time.Sleep(2 * lk.set.renewEvery)
 				assert.ErrorIs(t, l.Err(), ErrLost)
 				assert.Zero(t, l.Remaining())
-				require.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return nil }), ErrLost)
+				require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
 				rec.read(func() { assert.Len(t, rec.losses, 1) })
 				_ = l.Release(ctx)
 			})
@@ -292,7 +294,7 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	replicaClient := replica.Client(t)
 	require.Eventually(t, func() bool {
 		v, _ := recordFence(ctx, replicaClient, fenceKey)
-		return v == l.Fence()
+		return v == int64(l.Fence())
 	}, 5*time.Second, 5*time.Millisecond, "replica never saw the first fence")
 
 	require.NoError(t, replica.StopReplication())
@@ -326,7 +328,7 @@ func TestReplicationAck(t *testing.T) {
 	_, err = lk.Acquire(ctx, "unacked")
 	require.ErrorIs(t, err, ErrUnknown, "too few acknowledgements is an unknown acquire")
 	assert.Contains(t, err.Error(), "0 of 1 replicas")
-	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution, "the unacknowledged lock is released")
+	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result, "the unacknowledged lock is released")
 }
 
 // TestClusterReplicationAckGoesToTheKeysMaster: WAIT takes no key, so on a

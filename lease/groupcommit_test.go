@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -153,11 +154,11 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	}
 	rec.read(func() {
 		assert.Empty(t, rec.resolutions)
-		results := map[AcquireResult]int{}
+		results := map[obs.AcquireResult]int{}
 		for _, ev := range rec.acquires {
 			results[ev.Result]++
 		}
-		assert.Equal(t, map[AcquireResult]int{Acquired: 1 + maxInFlight, Failed: 2}, results) // warm-up and first
+		assert.Equal(t, map[obs.AcquireResult]int{obs.AcquireAcquired: 1 + maxInFlight, obs.AcquireError: 2}, results) // warm-up and first
 	})
 }
 
@@ -181,7 +182,7 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 	r := <-abandoned
 	require.ErrorIs(t, r.err, ErrUnknown, "it may have run")
 	require.NoError(t, (<-leader).err, "the other call of the pipeline is unaffected")
-	assert.Equal(t, ResolvedReleased, rec.waitResolution(t).Resolution, "it did run, and is cleaned up")
+	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result, "it did run, and is cleaned up")
 }
 
 func TestReleaseAsync(t *testing.T) {
@@ -203,8 +204,8 @@ func TestReleaseAsync(t *testing.T) {
 	require.NoError(t, err, "an acquire through the same Locker waits for the delete, it does not contend")
 	rec.read(func() {
 		require.Len(t, rec.releases, 1)
-		assert.Equal(t, Released, rec.releases[0].Result)
-		assert.Equal(t, Acquired, rec.acquires[len(rec.acquires)-1].Result)
+		assert.Equal(t, obs.ReleaseReleased, rec.releases[0].Result)
+		assert.Equal(t, obs.AcquireAcquired, rec.acquires[len(rec.acquires)-1].Result)
 		assert.Equal(t, 1, rec.acquires[len(rec.acquires)-1].Attempts)
 	})
 
@@ -212,7 +213,7 @@ func TestReleaseAsync(t *testing.T) {
 	require.NoError(t, lk.Close(), "Close waits for releases in flight")
 	rec.read(func() {
 		require.Len(t, rec.releases, 2)
-		assert.Equal(t, Released, rec.releases[1].Result)
+		assert.Equal(t, obs.ReleaseReleased, rec.releases[1].Result)
 	})
 	assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val())
 	assert.Zero(t, lk.pending.n.Load())

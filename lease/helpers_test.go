@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -65,28 +66,28 @@ func testCtx(t testing.TB) context.Context {
 // recorder keeps every hook event, with the monotonic instant of each loss.
 type recorder struct {
 	mu          sync.Mutex
-	acquires    []AcquireEvent
-	resolutions []ResolutionEvent
-	renewals    []RenewalEvent
-	losses      []LossEvent
+	acquires    []acquireEvent
+	resolutions []resolutionEvent
+	renewals    []renewalEvent
+	losses      []lossEvent
 	lostAt      []time.Duration
-	commits     []CommitEvent
-	releases    []ReleaseEvent
+	commits     []commitEvent
+	releases    []releaseEvent
 }
 
-func (r *recorder) hooks() Hooks {
-	return Hooks{
-		AcquireDone: func(_ context.Context, e AcquireEvent) { r.add(func() { r.acquires = append(r.acquires, e) }) },
-		UnknownResolved: func(_ context.Context, e ResolutionEvent) {
+func (r *recorder) hooks() hooks {
+	return hooks{
+		onAcquire: func(_ context.Context, e acquireEvent) { r.add(func() { r.acquires = append(r.acquires, e) }) },
+		onResolution: func(_ context.Context, e resolutionEvent) {
 			r.add(func() { r.resolutions = append(r.resolutions, e) })
 		},
-		RenewalDone: func(_ context.Context, e RenewalEvent) { r.add(func() { r.renewals = append(r.renewals, e) }) },
-		Lost: func(_ context.Context, e LossEvent) {
+		onRenewal: func(_ context.Context, e renewalEvent) { r.add(func() { r.renewals = append(r.renewals, e) }) },
+		onLoss: func(_ context.Context, e lossEvent) {
 			at := now()
 			r.add(func() { r.losses, r.lostAt = append(r.losses, e), append(r.lostAt, at) })
 		},
-		CommitDone:  func(_ context.Context, e CommitEvent) { r.add(func() { r.commits = append(r.commits, e) }) },
-		ReleaseDone: func(_ context.Context, e ReleaseEvent) { r.add(func() { r.releases = append(r.releases, e) }) },
+		onCommit:  func(_ context.Context, e commitEvent) { r.add(func() { r.commits = append(r.commits, e) }) },
+		onRelease: func(_ context.Context, e releaseEvent) { r.add(func() { r.releases = append(r.releases, e) }) },
 	}
 }
 
@@ -103,12 +104,12 @@ func (r *recorder) read(f func()) {
 	f()
 }
 
-func (r *recorder) withHooks() Option { return WithHooks(r.hooks()) }
+func (r *recorder) withHooks() Option { return withHooks(r.hooks()) }
 
 // waitResolution waits for the first unknown-acquire resolution.
-func (r *recorder) waitResolution(t *testing.T) ResolutionEvent {
+func (r *recorder) waitResolution(t *testing.T) resolutionEvent {
 	t.Helper()
-	var ev ResolutionEvent
+	var ev resolutionEvent
 	require.Eventually(t, func() bool {
 		ok := false
 		r.read(func() {
@@ -124,10 +125,10 @@ func (r *recorder) waitResolution(t *testing.T) ResolutionEvent {
 // waitLosses waits until n losses were reported and returns them with
 // their instants. (A lease's context is cancelled before its loss is
 // reported, so Done alone does not mean the hook has run.)
-func (r *recorder) waitLosses(t *testing.T, n int) (losses []LossEvent, at []time.Duration) {
+func (r *recorder) waitLosses(t *testing.T, n int) (losses []lossEvent, at []time.Duration) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		r.read(func() { losses, at = append([]LossEvent(nil), r.losses...), append([]time.Duration(nil), r.lostAt...) })
+		r.read(func() { losses, at = append([]lossEvent(nil), r.losses...), append([]time.Duration(nil), r.lostAt...) })
 		return len(losses) >= n
 	}, 10*time.Second, 2*time.Millisecond, "want %d losses reported", n)
 	return losses, at
@@ -200,9 +201,9 @@ var errTimeout = fmt.Errorf("read tcp 127.0.0.1: i/o timeout: %w", os.ErrDeadlin
 
 // acquireReleaseN takes and releases key n times, checks that every fence
 // is larger than the one before, and returns the last.
-func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, n int) int64 {
+func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, n int) fence.Token {
 	t.Helper()
-	var last int64
+	var last fence.Token
 	for range n {
 		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)

@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/fence"
+
 	"context"
 	"sync/atomic"
 	"time"
@@ -23,7 +25,7 @@ type Lease struct {
 	lockKey   string
 	renew     scriptCall // built once: the renewal and the release send these (they hold the owner token)
 	release   scriptCall
-	fence     int64
+	fence     fence.Token
 	sentAt    time.Duration // when the acquire that took it was sent
 	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
 	ctx       context.Context
@@ -44,14 +46,12 @@ type Lease struct {
 // Key returns the caller's key.
 func (l *Lease) Key() string { return l.key }
 
-// Name returns the bounded lock name (WithName).
-func (l *Lease) Name() string { return l.set.name }
 
 // Fence returns the lease's fencing token: strictly greater than every token
 // minted for this key before, and at most 2^53 (safe in JSON). Send it with
 // every write to the protected resource, which must reject tokens older than
 // the newest it accepted.
-func (l *Lease) Fence() int64 { return l.fence }
+func (l *Lease) Fence() fence.Token { return l.fence }
 
 // Context returns the lease's context. It is derived from the context given to
 // Acquire (so it carries its values and ends with it) and is cancelled when the

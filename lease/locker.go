@@ -96,9 +96,9 @@ func withOptions(c config, opts []Option) config {
 // Acquire after Close returns ErrClosed. Close is idempotent, returns nil,
 // and every call returns only once the first has finished.
 //
-// Close waits for the goroutines that run Hooks, so a hook must not call it
-// directly (it would wait for itself); a hook that shuts down starts
-// go locker.Close() instead.
+// Close waits for the goroutines that report (telemetry, and so the
+// logger's slog handler), so a handler must not call it directly (it
+// would wait for itself); one that shuts down starts go locker.Close().
 func (lk *Locker) Close() error {
 	lk.closeOnce.Do(func() {
 		lk.mu.Lock()
@@ -132,7 +132,7 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.set.observeLoss(l.ctx, LossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
+	l.set.observeLoss(l.ctx, lossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
 		Held: l.lostAt - l.sentAt, Err: cause.Err})
 }
 

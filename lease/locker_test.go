@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -48,7 +49,7 @@ func TestInvalidOptions(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := lk.Acquire(context.Background(), "k", tc.opt)
-			require.ErrorIs(t, err, ErrInvalidOption)
+			require.ErrorIs(t, err, errInvalidOption)
 			assert.Panics(t, func() { NewLocker(c, tc.opt) }, "NewLocker must refuse it at start-up")
 		})
 	}
@@ -68,8 +69,8 @@ func TestDefaultsScaleWithTTL(t *testing.T) {
 
 	d, err := defaultConfig().settings()
 	require.NoError(t, err)
-	assert.Equal(t, DefaultTTL, d.ttl)
-	assert.Equal(t, DefaultNamespace, d.namespace)
+	assert.Equal(t, defaultTTL, d.ttl)
+	assert.Equal(t, defaultNamespace, d.namespace)
 }
 
 func TestCloseLosesHeldLeasesAndRefusesAcquire(t *testing.T) {
@@ -136,15 +137,15 @@ func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Client(t))
 	_, err := lk.With(WithName(""))
-	require.ErrorIs(t, err, ErrInvalidOption)
+	require.ErrorIs(t, err, errInvalidOption)
 
 	short, err := lk.With(WithName("reports"), WithTTL(time.Second))
 	require.NoError(t, err)
 	l, err := short.Acquire(ctx, "k")
 	require.NoError(t, err)
-	assert.Equal(t, "reports", l.Name())
+	assert.Equal(t, "reports", l.set.name)
 	assert.Equal(t, 200*time.Millisecond, l.set.renewalTimeout)
-	assert.Equal(t, DefaultName, lk.set.name, "the Locker's settings are untouched")
+	assert.Equal(t, defaultName, lk.set.name, "the Locker's settings are untouched")
 	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired, "one key space: the same namespace and Redis")
 	assert.Same(t, lk.sched, short.sched)
@@ -160,7 +161,7 @@ func TestHooksAddUp(t *testing.T) {
 	srv := redistest.Start(t)
 	var calls []string
 	hook := func(name string) Option {
-		return WithHooks(Hooks{AcquireDone: func(context.Context, AcquireEvent) { calls = append(calls, name) }})
+		return withHooks(hooks{onAcquire: func(context.Context, acquireEvent) { calls = append(calls, name) }})
 	}
 	lk := newLocker(t, srv.Client(t), hook("locker-1"), hook("locker-2"))
 	l, err := lk.Acquire(ctx, "k", hook("acquire"))
@@ -194,7 +195,7 @@ func TestPastTheCancelPointNothingCommits(t *testing.T) {
 	l.cancelAt.Store(int64(now() - time.Millisecond))
 	require.ErrorIs(t, l.Err(), ErrLost)
 	assert.Zero(t, l.Remaining())
-	err = l.Commit(ctx, func(context.Context, int64) error { t.Fatal("fn ran past the cancel point"); return nil })
+	err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran past the cancel point"); return nil })
 	require.ErrorIs(t, err, ErrLost, "past the cancel point the lease counts as lost")
 	_ = l.Release(ctx)
 }

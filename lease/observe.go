@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,60 +13,60 @@ import (
 // Every observation point records telemetry first (metrics, span events,
 // logs), then calls the caller's hooks with the same event.
 
-func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev AcquireEvent) {
+func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acquireEvent) {
 	// Contention is an answer, and a caller that gave up before anything
 	// was sent (its context ended) is no failure of the lock.
 	//
 	// The error recorded (span, log) is the cause without the caller's key,
-	// which UnknownError's message carries: keys are request input and may
+	// which unknownError's message carries: keys are request input and may
 	// hold secrets; telemetry names them only by hash unless WithRawKeys.
 	var failure error
 	switch {
-	case ev.Result == Unknown:
+	case ev.Result == obs.AcquireUnknown:
 		failure = withoutKey(ev.Err)
-	case ev.Result == Failed && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
+	case ev.Result == obs.AcquireError && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
 		failure = ev.Err
 	}
-	s.rec.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, ev.Fence, ev.Attempts, failure)
-	if h := s.hooks.AcquireDone; h != nil {
+	s.rec.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, int64(ev.Fence), ev.Attempts, failure)
+	if h := s.hooks.onAcquire; h != nil {
 		h(ctx, ev)
 	}
 }
 
-func (s *settings) observeResolution(ctx context.Context, ev ResolutionEvent) {
-	s.rec.UnknownResolved(ctx, s.name, string(ev.Resolution), ev.Err)
-	if h := s.hooks.UnknownResolved; h != nil {
+func (s *settings) observeResolution(ctx context.Context, ev resolutionEvent) {
+	s.rec.UnknownResolved(ctx, s.name, string(ev.Result), ev.Err)
+	if h := s.hooks.onResolution; h != nil {
 		h(ctx, ev)
 	}
 }
 
-func (s *settings) observeRenewal(ctx context.Context, ev RenewalEvent) {
+func (s *settings) observeRenewal(ctx context.Context, ev renewalEvent) {
 	s.rec.Renewal(ctx, s.name, string(ev.Result), ev.Duration)
-	if ev.Result != Renewed {
-		s.rec.RenewalFailed(ctx, s.name, string(ev.Result), ev.Fence, ev.Err)
+	if ev.Result != obs.RenewalRenewed {
+		s.rec.RenewalFailed(ctx, s.name, string(ev.Result), int64(ev.Fence), ev.Err)
 	}
-	if h := s.hooks.RenewalDone; h != nil {
+	if h := s.hooks.onRenewal; h != nil {
 		h(ctx, ev)
 	}
 }
 
-func (s *settings) observeLoss(ctx context.Context, ev LossEvent) {
-	s.rec.Lost(ctx, s.name, string(ev.Reason), ev.Fence, ev.Err)
-	if h := s.hooks.Lost; h != nil {
+func (s *settings) observeLoss(ctx context.Context, ev lossEvent) {
+	s.rec.Lost(ctx, s.name, string(ev.Reason), int64(ev.Fence), ev.Err)
+	if h := s.hooks.onLoss; h != nil {
 		h(ctx, ev)
 	}
 }
 
-func (s *settings) observeCommit(ctx context.Context, ev CommitEvent) {
-	s.rec.Committed(ctx, s.name, string(ev.Outcome), ev.Remaining, ev.Fence)
-	if h := s.hooks.CommitDone; h != nil {
+func (s *settings) observeCommit(ctx context.Context, ev commitEvent) {
+	s.rec.Committed(ctx, s.name, string(ev.Result), ev.Remaining, int64(ev.Fence))
+	if h := s.hooks.onCommit; h != nil {
 		h(ctx, ev)
 	}
 }
 
-func (s *settings) observeRelease(ctx context.Context, ev ReleaseEvent) {
+func (s *settings) observeRelease(ctx context.Context, ev releaseEvent) {
 	s.rec.Released(ctx, s.name, string(ev.Result), ev.Held, ev.Lost, ev.SinceLoss)
-	if h := s.hooks.ReleaseDone; h != nil {
+	if h := s.hooks.onRelease; h != nil {
 		h(ctx, ev)
 	}
 }
@@ -73,7 +75,7 @@ func (s *settings) observeRelease(ctx context.Context, ev ReleaseEvent) {
 // (A function of its own: the errors.As target escapes, and only unknown
 // acquires should pay that allocation.)
 func withoutKey(err error) error {
-	var unknown *UnknownError
+	var unknown *unknownError
 	if errors.As(err, &unknown) {
 		return fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
 	}

@@ -36,7 +36,7 @@ type config struct {
 	fenceRetention time.Duration
 	ackReplicas    int
 	ackTimeout     time.Duration
-	hooks          Hooks
+	hooks          hooks
 	tel            *telemetry.Telemetry
 	// safetySet and friends tell an explicit zero from "derive".
 	safetySet, hardSet bool
@@ -44,36 +44,36 @@ type config struct {
 
 // Defaults, used where an option is not given.
 const (
-	DefaultTTL            = 10 * time.Second
-	DefaultNamespace      = "lockwatch"
-	DefaultName           = "default"
-	DefaultBackoffMin     = 10 * time.Millisecond
-	DefaultBackoffMax     = 500 * time.Millisecond
-	DefaultFenceRetention = 7 * 24 * time.Hour
-	// MinTTL is the shortest TTL accepted: below it the clock-drift allowance
+	defaultTTL            = 10 * time.Second
+	defaultNamespace      = "lockwatch"
+	defaultName           = "default"
+	defaultBackoffMin     = 10 * time.Millisecond
+	defaultBackoffMax     = 500 * time.Millisecond
+	defaultFenceRetention = 7 * 24 * time.Hour
+	// minTTL is the shortest TTL accepted: below it the clock-drift allowance
 	// and one loopback round trip eat the lease.
-	MinTTL = 10 * time.Millisecond
-	// Forever is the longest duration an option takes. A longer wait,
-	// timeout, max hold or fence retention counts as Forever (about 100
+	minTTL = 10 * time.Millisecond
+	// forever is the longest duration an option takes. A longer wait,
+	// timeout, max hold or fence retention counts as forever (about 100
 	// years); a longer TTL is refused. Lease instants are durations on a
 	// clock that starts with the process, and a deadline must stay a
 	// representable time: longer values would wrap.
-	Forever = 100 * 365 * 24 * time.Hour
+	forever = 100 * 365 * 24 * time.Hour
 )
 
 func defaultConfig() config {
 	return config{
-		ttl:            DefaultTTL,
-		namespace:      DefaultNamespace,
-		name:           DefaultName,
-		backoffMin:     DefaultBackoffMin,
-		backoffMax:     DefaultBackoffMax,
-		fenceRetention: DefaultFenceRetention,
+		ttl:            defaultTTL,
+		namespace:      defaultNamespace,
+		name:           defaultName,
+		backoffMin:     defaultBackoffMin,
+		backoffMax:     defaultBackoffMax,
+		fenceRetention: defaultFenceRetention,
 	}
 }
 
 // WithTTL sets the lease time-to-live in Redis, rounded down to whole
-// milliseconds. Default DefaultTTL (10s); at least MinTTL. Renewal runs every
+// milliseconds. Default 10s; at least 10ms, at most 100 years. Renewal runs every
 // TTL/3, and the other timings default to fractions of it.
 func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl = d }) }
 
@@ -83,8 +83,8 @@ func WithTTL(d time.Duration) Option { return optionFunc(func(c *config) { c.ttl
 // namespaces is two independent leases with independent fences.
 func WithNamespace(ns string) Option { return optionFunc(func(c *config) { c.namespace = ns }) }
 
-// WithName sets the bounded lock name reported to Hooks and used as the
-// lock.name metric attribute (a route or method name, never a per-request
+// WithName sets the bounded lock name: the lock.name attribute of every
+// metric, span and log (a route or method name, never a per-request
 // key). Default "default".
 func WithName(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
 
@@ -174,7 +174,6 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 	})
 }
 
-// WithHooks adds callbacks that observe every acquire, renewal, loss, commit
-// and release. Hooks add up: given to NewLocker several times, or again to
-// Acquire, every set is called, in the order given.
-func WithHooks(h Hooks) Option { return optionFunc(func(c *config) { c.hooks = c.hooks.join(h) }) }
+// withHooks adds hooks (see hooks). They add up: given several times, every
+// set is called, in the order given.
+func withHooks(h hooks) Option { return optionFunc(func(c *config) { c.hooks = c.hooks.join(h) }) }

@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"context"
 	"fmt"
 	"sync"
@@ -32,7 +34,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // ReleaseAsync ends the lease like Release, but does not wait for Redis: the
 // work ends now (renewal stops, the context is cancelled, the hold time is
 // taken), and the key is deleted in the background, in the next shared
-// pipeline. The outcome goes to telemetry and Hooks.ReleaseDone. Close waits
+// pipeline. The outcome goes to telemetry. Close waits
 // for releases in flight.
 //
 // It takes the release off the caller's critical path: the middleware calls
@@ -59,14 +61,14 @@ func (l *Lease) ReleaseAsync(ctx context.Context) {
 
 // end stops the lease (the first half of a release) and returns its release
 // event without a result.
-func (l *Lease) end() ReleaseEvent {
+func (l *Lease) end() releaseEvent {
 	lostAt, wasLost, newly := l.locker.sched.remove(l)
 	if newly {
 		reportLoss(l)
 	}
 	at := now()
 	l.cancel(ErrReleased)
-	ev := ReleaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
+	ev := releaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
 		ev.SinceLoss = at - lostAt
 	}
@@ -75,15 +77,15 @@ func (l *Lease) end() ReleaseEvent {
 
 // deleteKey deletes the lease's key if it still holds the owner token and
 // records the release.
-func (l *Lease) deleteKey(ctx context.Context, ev ReleaseEvent) error {
+func (l *Lease) deleteKey(ctx context.Context, ev releaseEvent) error {
 	n, err := l.locker.releaseKey(ctx, l.set, l.lockKey, l.release)
 	switch {
 	case err != nil:
-		ev.Result, ev.Err = ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
+		ev.Result, ev.Err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
 	case n == 1:
-		ev.Result = Released
+		ev.Result = obs.ReleaseReleased
 	default:
-		ev.Result, ev.Err = ReleaseNotHeld, ErrNotHeld
+		ev.Result, ev.Err = obs.ReleaseNotHeld, ErrNotHeld
 	}
 	l.set.observeRelease(l.ctx, ev)
 	return ev.Err

@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"context"
 )
 
@@ -23,23 +25,23 @@ func (lk *Locker) renew(batch []*Lease) {
 	cancel()
 	rtt := now() - sentAt
 
-	results := make([]RenewalResult, len(batch))
+	results := make([]obs.RenewalResult, len(batch))
 	errs := make([]error, len(batch))
 	for i, cmd := range cmds {
 		n, err := cmd.Int64()
 		switch {
 		case err != nil:
-			results[i], errs[i] = RenewalUnknown, err
+			results[i], errs[i] = obs.RenewalUnknown, err
 		case n == 1:
-			results[i] = Renewed
+			results[i] = obs.RenewalRenewed
 		default:
-			results[i] = RenewalRejected
+			results[i] = obs.RenewalRejected
 		}
 	}
 	lost := lk.sched.renewed(batch, sentAt, results, errs) // cancels the lost at once
 	for i, l := range batch {                              // the renewal first: it is the loss's cause
 		if results[i] != "" {
-			l.set.observeRenewal(l.ctx, RenewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
+			l.set.observeRenewal(l.ctx, renewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
 		}
 	}

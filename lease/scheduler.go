@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/obs"
+
 	"cmp"
 	"math"
 	"slices"
@@ -236,7 +238,7 @@ func chunks(batch []*Lease) [][]*Lease {
 // nobody reports them. A lease whose cancel point passed before its reply
 // was applied is lost however the reply reads: Err may have reported the
 // loss already, and LOST is final.
-func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []RenewalResult, errs []error) (lost []*Lease) {
+func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.RenewalResult, errs []error) (lost []*Lease) {
 	s.mu.Lock()
 	t := now()
 	for i, l := range batch {
@@ -250,7 +252,7 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []Rene
 			continue
 		}
 		switch results[i] {
-		case Renewed:
+		case obs.RenewalRenewed:
 			at := sentAt + l.set.cancelAfter()
 			if l.maxHoldAt > 0 {
 				at = min(at, l.maxHoldAt)
@@ -261,7 +263,7 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []Rene
 			}
 			l.renewAt = sentAt + l.set.renewEvery
 			s.queueRenewalLocked(l)
-		case RenewalRejected:
+		case obs.RenewalRejected:
 			s.loseLocked(l, &LostError{Reason: LossRenewalRejected}, t)
 			lost = append(lost, l)
 		default:

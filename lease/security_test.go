@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
@@ -143,7 +144,7 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 			assert.Equal(t, ownerOf(l), v)
 			v, err = c.Get(ctx, lock[:len(lock)-1]+"f").Result()
 			require.NoError(t, err)
-			assert.Equal(t, strconv.FormatInt(l.Fence(), 10), v)
+			assert.Equal(t, l.Fence().String(), v)
 		}
 
 		// A contended 1 MB key gives an error of bounded size.
@@ -255,7 +256,7 @@ func (s *secrets) add(l *Lease) {
 		s.fences = map[string]bool{}
 	}
 	s.substrings = append(s.substrings, l.key, hashTag(l.lockKey), l.lockKey, fenceKeyOf(l), ownerOf(l))
-	s.fences[strconv.FormatInt(l.fence, 10)] = true
+	s.fences[l.fence.String()] = true
 }
 
 // leaks returns every place where a secret shows in a scrape.
@@ -309,7 +310,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 		s.add(l)
 		_, err = lk.Acquire(ctx, key)
 		require.ErrorIs(t, err, ErrNotAcquired)
-		require.NoError(t, l.Commit(ctx, func(context.Context, int64) error { return nil }))
+		require.NoError(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }))
 		if i%20 == 0 {
 			// Deleted behind its back: lost at its next renewal.
 			require.NoError(t, c.Del(ctx, l.lockKey).Err())
@@ -385,14 +386,14 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 		n := 0
 		rec.read(func() {
 			for _, r := range rec.renewals {
-				if r.Result == Renewed {
+				if r.Result == obs.RenewalRenewed {
 					n++
 				}
 			}
 		})
 		return n >= 3
 	}, 10*time.Second, 5*time.Millisecond, "the holder is not renewing")
-	require.NoError(t, l.Commit(ctx, func(context.Context, int64) error { return nil }), "a renewed lease commits")
+	require.NoError(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), "a renewed lease commits")
 	_, err = other.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired, "while renewed, the lease is exclusive")
 
@@ -403,7 +404,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	assert.Equal(t, LossMaxHold, losses[0].Reason)
 	assert.GreaterOrEqual(t, losses[0].Held, maxHold, "not stopped before its max hold")
 	assert.Less(t, losses[0].Held, maxHold+ttl, "stopped at its max hold, not later")
-	assert.ErrorIs(t, l.Commit(ctx, func(context.Context, int64) error { return nil }), ErrLost)
+	assert.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
 	h.EventuallySum(t, obs.LeaseLosses, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrReason, "max_hold"), 1)
 
 	// Nobody released it and renewal stopped: the key expires by its TTL.

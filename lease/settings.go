@@ -25,10 +25,10 @@ func (c config) settings() (*settings, error) {
 	s := &settings{config: c, rec: obs.Of(c.tel)}
 	s.ttl = c.ttl.Truncate(time.Millisecond)
 	switch {
-	case s.ttl < MinTTL:
-		return nil, invalidf("TTL %v is below the minimum %v", c.ttl, MinTTL)
-	case s.ttl > Forever:
-		return nil, invalidf("TTL %v is above the maximum %v", c.ttl, Forever)
+	case s.ttl < minTTL:
+		return nil, invalidf("TTL %v is below the minimum %v", c.ttl, minTTL)
+	case s.ttl > forever:
+		return nil, invalidf("TTL %v is above the maximum %v", c.ttl, forever)
 	}
 	if err := validNamespace(c.namespace); err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func (c config) settings() (*settings, error) {
 		s.releaseTimeout = s.ttl / 5
 	}
 	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention} {
-		*d = min(*d, Forever)
+		*d = min(*d, forever)
 	}
 	s.fenceRetention = s.fenceRetention.Truncate(time.Millisecond)
 	s.retentionMs = s.fenceRetention.Milliseconds()

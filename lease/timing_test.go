@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/suspend"
 )
@@ -133,7 +134,7 @@ func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
 	sentAt := now() // a renewal leaves...
 	suspend.Emulate(lk.set.cancelAfter() - 50*time.Millisecond)
 	require.ErrorIs(t, l.Err(), ErrLost, "past the cancel point") // ...and its reply comes after it
-	lk.sched.renewed([]*Lease{l}, sentAt, []RenewalResult{Renewed}, []error{nil})
+	lk.sched.renewed([]*Lease{l}, sentAt, []obs.RenewalResult{obs.RenewalRenewed}, []error{nil})
 
 	assert.ErrorIs(t, l.Err(), ErrLost, "a late renewal revived a lost lease")
 	assert.Zero(t, l.Remaining())
@@ -156,7 +157,7 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 		WithCommitMargins(0, math.MaxInt64),
 	} {
 		_, err := lk.With(opt)
-		assert.ErrorIs(t, err, ErrInvalidOption)
+		assert.ErrorIs(t, err, errInvalidOption)
 	}
 
 	huge, err := lk.With(WithAcquireTimeout(math.MaxInt64), WithReleaseTimeout(math.MaxInt64),
@@ -182,7 +183,7 @@ func TestAPanickingAcquireHookLeavesNoLease(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithHooks(Hooks{AcquireDone: func(context.Context, AcquireEvent) { panic("hook") }}))
+	lk := newLocker(t, c, withHooks(hooks{onAcquire: func(context.Context, acquireEvent) { panic("hook") }}))
 	func() {
 		defer func() { assert.Equal(t, "hook", recover()) }()
 		_, _ = lk.Acquire(ctx, "k")

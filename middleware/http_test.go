@@ -186,7 +186,7 @@ func TestHTTPAnswers(t *testing.T) {
 		lk := newLocker(t, srv.Client(t), h.Tel)
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			l := lease.FromContext(r.Context())
-			_ = l.Commit(r.Context(), func(_ context.Context, fence int64) error {
+			_ = l.Commit(r.Context(), func(_ context.Context, token fence.Token) error {
 				fmt.Fprint(w, fence)
 				return nil
 			})

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
@@ -230,7 +231,7 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 	hooks := lease.Hooks{
 		Lost: func(context.Context, lease.LossEvent) { signal(lost) },
 		RenewalDone: func(_ context.Context, e lease.RenewalEvent) {
-			if e.Result != lease.Renewed {
+			if e.Result != obs.RenewalRenewed {
 				signal(renewalFailed)
 			}
 		},
@@ -246,7 +247,7 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 			return fmt.Errorf("no lease in the handler's context")
 		}
 		if sc.during == nil {
-			return l.Commit(ctx, func(context.Context, int64) error { return nil })
+			return l.Commit(ctx, func(context.Context, fence.Token) error { return nil })
 		}
 		started <- struct{}{}
 		for _, c := range []<-chan struct{}{ctx.Done(), renewalFailed, lost} {

@@ -1,6 +1,8 @@
 package telemetry
 
-import "github.com/lockwatch/lockwatch/internal/obs"
+import (
+	"github.com/lockwatch/lockwatch/internal/obs"
+)
 
 // Telemetry is where lockwatch records its signals: the providers and
 // logger it was made with, and the instruments created on them. It is safe

@@ -27,8 +27,8 @@ func (t *Recorder) EndFenceCheck(ctx context.Context, span trace.Span, resource 
 	if !accepted {
 		result = FenceRejected
 	}
-	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, result).add...)
-	span.SetAttributes(attribute.String(AttrResult, result), attribute.Int64(AttrFence, token))
+	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, string(result)).add...)
+	span.SetAttributes(attribute.String(AttrResult, string(result)), attribute.Int64(AttrFence, token))
 	if highWater > 0 {
 		span.SetAttributes(attribute.Int64(AttrHighWater, highWater))
 	}

@@ -79,23 +79,3 @@ const (
 	EventCommit         = "lease.commit"
 	EventLateCompletion = "lease.late_completion"
 )
-
-// Fence check results.
-const (
-	FenceAccepted = "accepted"
-	FenceRejected = "rejected"
-)
-
-// The closed sets of attribute values. The lease package's typed constants
-// have exactly these values (tested); every series of a lock name or
-// resource is created at zero on its first use, so that rate() and
-// increase() see the first event of each.
-var (
-	AcquireResults = []string{"acquired", "contended", "unknown", "error"}
-	Resolutions    = []string{"released", "absent", "unresolved"}
-	RenewalResults = []string{"renewed", "rejected", "unknown"}
-	LossReasons    = []string{"renewal_rejected", "renewal_unknown", "deadline", "max_hold", "closed"}
-	CommitOutcomes = []string{"committed", "near_expiry", "refused"}
-	ReleaseResults = []string{"released", "not_held", "unknown"}
-	FenceResults   = []string{FenceAccepted, FenceRejected}
-)

@@ -191,24 +191,26 @@ func (t *Recorder) introduce(firstKey, name string) {
 		return
 	}
 	ctx := context.Background()
-	zero := func(c metric.Int64Counter, key string, values []string) {
-		for _, v := range values {
-			c.Add(ctx, 0, t.opts(firstKey, name, key, v).add...)
-		}
-	}
 	if firstKey == AttrResource {
-		zero(t.fenceChecks, AttrResult, FenceResults)
+		zero(t, t.fenceChecks, name, firstKey, AttrResult, FenceResults)
 		t.fenceRejections.Add(ctx, 0, t.opts(firstKey, name, "", "").add...)
 		return
 	}
-	zero(t.acquires, AttrResult, AcquireResults)
-	zero(t.resolutions, AttrResolution, Resolutions)
-	zero(t.renewals, AttrResult, RenewalResults)
-	zero(t.losses, AttrReason, LossReasons)
-	zero(t.commits, AttrOutcome, CommitOutcomes)
-	zero(t.releases, AttrResult, ReleaseResults)
+	zero(t, t.acquires, name, firstKey, AttrResult, AcquireResults)
+	zero(t, t.resolutions, name, firstKey, AttrResolution, ResolutionResults)
+	zero(t, t.renewals, name, firstKey, AttrResult, RenewalResults)
+	zero(t, t.losses, name, firstKey, AttrReason, LossReasons)
+	zero(t, t.commits, name, firstKey, AttrOutcome, CommitResults)
+	zero(t, t.releases, name, firstKey, AttrResult, ReleaseResults)
 	one := t.opts(firstKey, name, "", "").add
 	t.lateCompletions.Add(ctx, 0, one...)
 	t.active.Add(ctx, 0, one...)
 	t.overrunning.Add(ctx, 0, one...)
+}
+
+// zero creates c's series of name at zero for every value of a closed set.
+func zero[V ~string](t *Recorder, c metric.Int64Counter, name, firstKey, key string, values []V) {
+	for _, v := range values {
+		c.Add(context.Background(), 0, t.opts(firstKey, name, key, string(v)).add...)
+	}
 }

@@ -50,8 +50,7 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	res      *resource.Resource
-	registry *prometheus.Registry
+	res *resource.Resource
 }
 
 // WithResource sets the resource describing the service. Default:
@@ -65,26 +64,17 @@ func WithResource(r *resource.Resource) Option {
 	})
 }
 
-// WithRegistry serves metrics from an existing registry. Default: a new
-// prometheus.Registry. Nil is ignored.
-func WithRegistry(r *prometheus.Registry) Option {
-	return optionFunc(func(c *config) {
-		if r != nil {
-			c.registry = r
-		}
-	})
-}
-
 // New builds the providers. It does not make them global: call SetGlobal for
 // that, and Shutdown on exit.
 func New(ctx context.Context, opts ...Option) (*Providers, error) {
-	c := config{res: resource.Default(), registry: prometheus.NewRegistry()}
+	c := config{res: resource.Default()}
+	registry := prometheus.NewRegistry()
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)
 		}
 	}
-	exporter, err := promexporter.New(promexporter.WithRegisterer(c.registry))
+	exporter, err := promexporter.New(promexporter.WithRegisterer(registry))
 	if err != nil {
 		return nil, fmt.Errorf("otelsetup: prometheus exporter: %w", err)
 	}
@@ -99,7 +89,7 @@ func New(ctx context.Context, opts ...Option) (*Providers, error) {
 	return &Providers{
 		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.res)),
 		TracerProvider: sdktrace.NewTracerProvider(traceOpts...),
-		Registry:       c.registry,
+		Registry:       registry,
 	}, nil
 }
 

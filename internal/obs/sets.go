@@ -1,0 +1,111 @@
+package obs
+
+// The closed sets of metric attribute values. Each is declared here once:
+// the lease package reports these values, the recorder creates every
+// series of a lock name at zero from the lists (so that rate() and
+// increase() see the first event of each), and the dashboards and alerts
+// name them. A test checks that each list holds every constant of its type.
+
+// AcquireResult is the result attribute of lockwatch.lease.acquires.
+type AcquireResult string
+
+// Acquire results.
+const (
+	AcquireAcquired  AcquireResult = "acquired"
+	AcquireContended AcquireResult = "contended"
+	AcquireUnknown   AcquireResult = "unknown"
+	// AcquireError is a definite failure, nothing sent or nothing
+	// written: a bad option, a closed Locker, the deadline passed while
+	// queued, a refusal by the script.
+	AcquireError AcquireResult = "error"
+)
+
+// ResolutionResult is the resolution attribute of
+// lockwatch.lease.unknown.resolutions: how the clean-up of an unknown
+// acquire ended.
+type ResolutionResult string
+
+// Resolution results.
+const (
+	// ResolutionReleased: the acquire had taken the key; the conditional
+	// release removed it and barred its owner token.
+	ResolutionReleased ResolutionResult = "released"
+	// ResolutionAbsent: the key did not hold the acquire's token; the
+	// token is barred, so a late copy of the acquire cannot take the key.
+	ResolutionAbsent ResolutionResult = "absent"
+	// ResolutionUnresolved: the clean-up failed too; the key may be held
+	// until its TTL runs out.
+	ResolutionUnresolved ResolutionResult = "unresolved"
+)
+
+// RenewalResult is the result attribute of lockwatch.lease.renewals.
+type RenewalResult string
+
+// Renewal results.
+const (
+	RenewalRenewed  RenewalResult = "renewed"
+	RenewalRejected RenewalResult = "rejected"
+	RenewalUnknown  RenewalResult = "unknown"
+)
+
+// LossReason is the reason attribute of lockwatch.lease.losses, and
+// lease.LossReason.
+type LossReason string
+
+// Loss reasons.
+const (
+	// LossRenewalRejected: a renewal found the key gone or owned by another
+	// token (deleted or overwritten outside lockwatch, or expired and taken).
+	LossRenewalRejected LossReason = "renewal_rejected"
+	// LossRenewalUnknown: a renewal timed out or failed in transport. The
+	// lease cannot be proven held, and lockwatch never renews it again.
+	LossRenewalUnknown LossReason = "renewal_unknown"
+	// LossDeadline: the cancel point (validity minus the safety margin) came
+	// without a confirmed renewal, e.g. while a renewal was still in flight.
+	LossDeadline LossReason = "deadline"
+	// LossMaxHold: the bounded hold time was reached; renewal stops.
+	LossMaxHold LossReason = "max_hold"
+	// LossClosed: the Locker was closed while the lease was held (a
+	// graceful shutdown: alerts on losses exclude it).
+	LossClosed LossReason = "closed"
+)
+
+// CommitResult is the outcome attribute of lockwatch.lease.commits.
+type CommitResult string
+
+// Commit results.
+const (
+	CommitCommitted  CommitResult = "committed"
+	CommitNearExpiry CommitResult = "near_expiry" // ran, but below the warning threshold
+	CommitRefused    CommitResult = "refused"
+)
+
+// ReleaseResult is the result attribute of lockwatch.lease.releases.
+type ReleaseResult string
+
+// Release results.
+const (
+	ReleaseReleased ReleaseResult = "released"
+	ReleaseNotHeld  ReleaseResult = "not_held"
+	ReleaseUnknown  ReleaseResult = "unknown"
+)
+
+// FenceResult is the result attribute of lockwatch.fence.checks.
+type FenceResult string
+
+// Fence check results.
+const (
+	FenceAccepted FenceResult = "accepted"
+	FenceRejected FenceResult = "rejected"
+)
+
+// The sets, in the order dashboards list them.
+var (
+	AcquireResults    = []AcquireResult{AcquireAcquired, AcquireContended, AcquireUnknown, AcquireError}
+	ResolutionResults = []ResolutionResult{ResolutionReleased, ResolutionAbsent, ResolutionUnresolved}
+	RenewalResults    = []RenewalResult{RenewalRenewed, RenewalRejected, RenewalUnknown}
+	LossReasons       = []LossReason{LossRenewalRejected, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
+	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused}
+	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
+	FenceResults      = []FenceResult{FenceAccepted, FenceRejected}
+)
