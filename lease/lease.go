@@ -46,7 +46,6 @@ type Lease struct {
 // Key returns the caller's key.
 func (l *Lease) Key() string { return l.key }
 
-
 // Fence returns the lease's fencing token: strictly greater than every token
 // minted for this key before, and at most 2^53 (safe in JSON). Send it with
 // every write to the protected resource, which must reject tokens older than
