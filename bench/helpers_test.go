@@ -2,6 +2,9 @@ package bench
 
 import (
 	"context"
+	"crypto/sha1"
+	"fmt"
+	"os"
 	"log/slog"
 	"net"
 	"runtime"
@@ -28,13 +31,40 @@ func parallel16(b *testing.B) { b.SetParallelism(max(1, 16/runtime.GOMAXPROCS(0)
 // roundTrips counts the requests a go-redis client sends: one per command
 // and one per pipeline, whatever it holds. Divided by the cycles of a
 // benchmark it shows whether concurrent acquires share round trips.
-type roundTrips struct{ n atomic.Int64 }
+// renewals counts the renewal commands among them.
+type roundTrips struct{ n, renewals atomic.Int64 }
+
+// renewSHA is the SHA-1 of lease's renewal script as the client sends it
+// (EVALSHA): how a benchmark tells renewals from the other commands.
+var renewSHA = func() string {
+	src, err := os.ReadFile("../lease/scripts/renew.lua")
+	if err != nil {
+		panic(err)
+	}
+	return fmt.Sprintf("%x", sha1.Sum(src))
+}()
+
+// isRenewal reports whether cmd is a lease renewal.
+func isRenewal(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	return cmd.Name() == "evalsha" && len(args) > 1 && args[1] == renewSHA
+}
+
+// countRenewals adds the renewals among cmds to n.
+func countRenewals(n *atomic.Int64, cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if isRenewal(c) {
+			n.Add(1)
+		}
+	}
+}
 
 func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		r.n.Add(1)
+		countRenewals(&r.renewals, cmd)
 		return next(ctx, cmd)
 	}
 }
@@ -42,6 +72,7 @@ func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		r.n.Add(1)
+		countRenewals(&r.renewals, cmds...)
 		return next(ctx, cmds)
 	}
 }

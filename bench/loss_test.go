@@ -51,6 +51,7 @@ func BenchmarkLossDetection(b *testing.B) {
 // lock key) as it enters the client: the last send, and the last send that
 // Redis confirmed.
 type sends struct {
+	renewals  atomic.Int64 // renewal commands sent
 	mu        sync.Mutex
 	stopped   bool
 	lastKey   string
@@ -63,6 +64,7 @@ func (s *sends) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *sends) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		t := time.Now()
+		countRenewals(&s.renewals, cmd)
 		s.sent([]redis.Cmder{cmd}, t)
 		err := next(ctx, cmd)
 		s.answered([]redis.Cmder{cmd}, t)
@@ -73,6 +75,7 @@ func (s *sends) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (s *sends) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		t := time.Now()
+		countRenewals(&s.renewals, cmds...)
 		s.sent(cmds, t)
 		err := next(ctx, cmds)
 		s.answered(cmds, t)
@@ -141,9 +144,7 @@ func lossDetection(b *testing.B, n int) {
 	c := srv.Client(b, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	rec := &sends{last: map[string]time.Time{}, confirmed: map[string]time.Time{}}
 	c.AddHook(rec)
-	var renewals atomic.Int64
-	lk := lease.NewLocker(c, lease.WithNamespace("loss"), lease.WithTTL(lossTTL), lease.WithTelemetry(telemetryOff()),
-		lease.WithHooks(lease.Hooks{RenewalDone: func(context.Context, lease.RenewalEvent) { renewals.Add(1) }}))
+	lk := lease.NewLocker(c, lease.WithNamespace("loss"), lease.WithTTL(lossTTL), lease.WithTelemetry(telemetryOff()))
 	b.Cleanup(func() { _ = lk.Close() })
 	renewalTimeout := lossTTL / 5 // lease.WithRenewalTimeout's default
 	ctx := context.Background()
@@ -171,13 +172,13 @@ func lossDetection(b *testing.B, n int) {
 			wg.Done()
 		})
 	}
-	if renewals.Load() != 0 {
+	if rec.renewals.Load() != 0 {
 		b.Fatalf("renewals ran while the leases were taken (%v): the lock keys cannot be told apart", time.Since(start))
 	}
 	// Every lease renewed at least once, and the stall lands anywhere in
 	// their renewal cycles.
 	time.Sleep(lossTTL/3 + lossGap*lossBursts + rand.N(lossTTL/3))
-	if got := renewals.Load(); got < int64(n) {
+	if got := rec.renewals.Load(); got < int64(n) {
 		b.Fatalf("%d renewals before the stall, want at least %d", got, n)
 	}
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -136,6 +137,6 @@ func reportLoss(l *Lease) {
 		Held: l.lostAt - l.sentAt, Err: cause.Err})
 }
 
-// Telemetry returns the Locker's telemetry (WithTelemetry, or the default on
-// the global providers), for middleware that records beside it.
-func (lk *Locker) Telemetry() *telemetry.Telemetry { return lk.set.tel }
+func init() {
+	obs.OfLease = func(l any) *obs.Recorder { return l.(*Lease).set.rec }
+}

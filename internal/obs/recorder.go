@@ -116,6 +116,10 @@ type Config struct {
 // cannot name its type.
 var Of func(t any) *Recorder
 
+// OfLease returns the Recorder a *lease.Lease reports to, for the
+// middleware's reports about the work under it; package lease sets it.
+var OfLease func(l any) *Recorder
+
 // handle passes a provider's error to the global OpenTelemetry handler.
 func handle(err error) {
 	if err != nil {

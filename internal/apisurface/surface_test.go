@@ -1,0 +1,119 @@
+// Package apisurface holds the test that keeps lockwatch's public API
+// small and deliberate.
+package apisurface
+
+import (
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// budget is the most exported identifiers the public packages may have
+// together: the everyday path, the fenced stores and the middleware, not
+// the plumbing between lockwatch's own packages.
+const budget = 110
+
+// public are the packages a user imports, relative to the module root.
+var public = []string{"lease", "fence", "middleware", "telemetry", "telemetry/otelsetup"}
+
+var update = flag.Bool("update", false, "rewrite api.txt from the code")
+
+// TestSurface: the exported identifiers (top-level consts, vars, types and
+// funcs, and the exported methods of exported types) are those listed in
+// api.txt, and at most budget. A change to the API is a change to api.txt,
+// made on purpose with -update and seen in review.
+func TestSurface(t *testing.T) {
+	var got []string
+	for _, dir := range public {
+		got = append(got, exported(t, filepath.Join("..", "..", dir), dir)...)
+	}
+	slices.Sort(got)
+	text := strings.Join(got, "\n") + "\n"
+	if *update {
+		require.NoError(t, os.WriteFile("api.txt", []byte(text), 0o644))
+	}
+	want, err := os.ReadFile("api.txt")
+	require.NoError(t, err)
+	assert.Equal(t, string(want), text, "the public API changed: run go test ./internal/apisurface -update and review api.txt")
+	assert.LessOrEqual(t, len(got), budget, "exported identifiers")
+}
+
+// exported lists the exported identifiers of the package in dir, each as
+// "pkg kind name".
+func exported(t *testing.T, dir, pkg string) []string {
+	pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi os.FileInfo) bool {
+		return !strings.HasSuffix(fi.Name(), "_test.go")
+	}, 0)
+	require.NoError(t, err)
+	require.Len(t, pkgs, 1, dir)
+	var files []*ast.File
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			files = append(files, f)
+		}
+	}
+	types := map[string]bool{}
+	for _, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if ts, ok := n.(*ast.TypeSpec); ok && ts.Name.IsExported() {
+				types[ts.Name.Name] = true
+			}
+			return true
+		})
+	}
+	var out []string
+	for _, f := range files {
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if !d.Name.IsExported() {
+					continue
+				}
+				if d.Recv == nil {
+					out = append(out, pkg+" func "+d.Name.Name)
+				} else if recv := receiver(d.Recv.List[0].Type); types[recv] {
+					out = append(out, pkg+" method "+recv+"."+d.Name.Name)
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						if s.Name.IsExported() {
+							out = append(out, pkg+" type "+s.Name.Name)
+						}
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							if n.IsExported() {
+								out = append(out, pkg+" "+d.Tok.String()+" "+n.Name)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// receiver names a method's receiver type: T, *T, T[P] or *T[P].
+func receiver(e ast.Expr) string {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	if ix, ok := e.(*ast.IndexExpr); ok {
+		e = ix.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
