@@ -245,7 +245,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-cancellation",
 			Name:      "LockwatchSlowCancellation",
 			Severity:  warning,
-			Value:     q.p99(obs.PromLeaseCancellation, byLock),
+			Value:     q.p99(obs.PromLeaseCancellationLatency, byLock),
 			By:        byLock,
 			Threshold: 1,
 			For:       10 * time.Minute,
@@ -254,14 +254,14 @@ func catalogue(q promql) []alert {
 				`work ignores its cancelled context for longer than the safety margin, so another holder may already be doing the same work.`,
 			Fires: testCase{
 				About:  "a minute's 10 cancellations: 8 within 0.5ms, 2 taking 2s",
-				Series: histogramSeries(obs.PromLeaseCancellation, lock, map[float64]int{0.0004: 8, 2: 2}),
+				Series: histogramSeries(obs.PromLeaseCancellationLatency, lock, map[float64]int{0.0004: 8, 2: 2}),
 				At:     15 * time.Minute,
 				Labels: lock,
 				Value:  2.425, // 1 + (2.5-1) × (9.9-8)/(10-8): linear within the (1, 2.5] bucket
 			},
 			Silent: testCase{
 				About:  "a minute's 10 cancellations, all within 0.5ms",
-				Series: histogramSeries(obs.PromLeaseCancellation, lock, map[float64]int{0.0004: 10}),
+				Series: histogramSeries(obs.PromLeaseCancellationLatency, lock, map[float64]int{0.0004: 10}),
 				At:     15 * time.Minute,
 			},
 		},

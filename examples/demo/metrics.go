@@ -15,11 +15,11 @@ import (
 // alerts use too.
 const (
 	promAcquires        = obs.PromLeaseAcquires
-	promResolutions     = obs.PromLeaseUnknownResolved
+	promResolutions     = obs.PromLeaseUnknownResolutions
 	promRenewals        = obs.PromLeaseRenewals
 	promLosses          = obs.PromLeaseLosses
 	promCommits         = obs.PromLeaseCommits
-	promCancellation    = obs.PromLeaseCancellation
+	promCancellation    = obs.PromLeaseCancellationLatency
 	promLateCompletions = obs.PromLeaseLateCompletions
 	promFenceChecks     = obs.PromFenceChecks
 	promFenceRejections = obs.PromFenceRejections

@@ -119,7 +119,7 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 
 	traceID := span.SpanContext().TraceID().String()
 	for _, series := range []string{
-		obs.PromLeaseCancellation + "_bucket",
+		obs.PromLeaseCancellationLatency + "_bucket",
 		obs.PromLeaseCommitRemaining + "_bucket",
 		obs.PromLeaseHoldDuration + "_bucket",
 		obs.PromFenceRejections,
