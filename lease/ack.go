@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // attemptWithAck pipelines the acquire script with WAIT on the node that owns
@@ -12,7 +14,7 @@ import (
 // takes no key, so on Cluster the pipeline goes to the key's master directly.
 // Fewer acknowledgements than asked make the acquire unknown: a failover now
 // could promote a replica without the lock.
-func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, lockKey string, acq scriptCall) attemptResult {
+func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, lockKey string, acq script.Call) attemptResult {
 	var node interface{ Pipeline() redis.Pipeliner } = lk.client
 	if cc, ok := lk.client.(*redis.ClusterClient); ok {
 		master, err := cc.MasterForKey(ctx, lockKey)
@@ -21,17 +23,9 @@ func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, lockKey str
 		}
 		node = master
 	}
-	run := func(eval bool) (*redis.Cmd, *redis.Cmd) {
-		pipe := node.Pipeline()
-		cmd := acq.send(ctx, pipe, eval)
-		wait := pipe.Do(ctx, "wait", set.ackReplicas, set.ackTimeoutMs)
-		_, _ = pipe.Exec(ctx)
-		return cmd, wait
-	}
-	cmd, wait := run(false)
-	if isNoScript(cmd.Err()) {
-		cmd, wait = run(true)
-	}
+	cmd, wait := script.RunWith(ctx, node, acq, func(pipe redis.Pipeliner) *redis.Cmd {
+		return pipe.Do(ctx, "wait", set.ackReplicas, set.ackTimeoutMs)
+	})
 	r := parseAcquire(cmd)
 	if r.err != nil || !r.acquired {
 		return r

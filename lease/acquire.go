@@ -2,7 +2,10 @@ package lease
 
 import (
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 
 	"context"
 	"crypto/rand"
@@ -56,13 +59,13 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	}
 	lockKey, fenceKey := redisKeys(set.namespace, key)
 	actx, span := set.rec.StartAcquire(ctx, set.name, key, hashTag(lockKey))
-	start := now()
+	start := clock.Now()
 	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
 		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
-	ev.Duration = now() - start
+	ev.Duration = clock.Now() - start
 	if l != nil {
 		// A report that panics (in a logger's handler, say) must not leave
 		// a lease renewed until Close that nobody can release: the panic
@@ -96,7 +99,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	if err := lk.pending.wait(ctx, lockKey); err != nil {
 		return nil, err
 	}
-	waitUntil := now() + set.wait
+	waitUntil := clock.Now() + set.wait
 	var contended *NotAcquiredError // the last answer, while waiting
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
@@ -108,7 +111,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		// an answered attempt is barred in Redis (acquire.lua), so a late
 		// copy of it can neither take the key nor be mistaken for the next
 		// attempt, whose validity counts from its own send.
-		acq := acquireScript.call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
+		acq := acquireScript.Call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
 		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
 		case r.notSent && contended != nil:
@@ -121,7 +124,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		case r.refused != nil:
 			ev.Result = obs.AcquireError
 			return nil, r.refused
-		case r.err == nil && r.acquired && (r.late || r.sentAt+set.cancelAfter() <= now()):
+		case r.err == nil && r.acquired && (r.late || r.sentAt+set.cancelAfter() <= clock.Now()):
 			r.err = errLateReply
 			fallthrough
 		case r.err != nil:
@@ -142,7 +145,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		}
 		ev.Result, ev.HolderTTL = obs.AcquireContended, r.holderTTL
 		contended = &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
-		left := waitUntil - now()
+		left := waitUntil - clock.Now()
 		if left <= 0 {
 			return nil, contended
 		}
@@ -162,26 +165,26 @@ type attemptResult struct {
 	sentAt    time.Duration
 	late      bool // the reply came after the call's deadline
 	notSent   bool
-	refused   error // the script refused before writing anything (a definite failure)
-	abandoned *call // in flight when the caller's context ended
+	refused   error             // the script refused before writing anything (a definite failure)
+	abandoned *groupcommit.Call // in flight when the caller's context ended
 	err       error
 }
 
 // attempt sends one acquire through the Locker's group commit (or, with a
 // replication ack, in a pipeline of its own with WAIT).
-func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, acq scriptCall) attemptResult {
+func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, acq script.Call) attemptResult {
 	if set.ackReplicas > 0 {
 		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
 		defer cancel()
-		sentAt := now()
+		sentAt := clock.Now()
 		r := lk.attemptWithAck(ctx, set, lockKey, acq)
 		r.sentAt = sentAt
 		return r
 	}
 	deadline, callerBound := callDeadline(ctx, set.acquireTimeout)
-	c := &call{scriptCall: acq, ctx: ctx, deadline: deadline}
-	switch lk.lanes.forKey(ctx, lockKey).do(ctx, c) {
-	case callNotSent:
+	c := &groupcommit.Call{Script: acq, Ctx: ctx, Deadline: deadline}
+	switch lk.lanes.ForKey(ctx, lockKey).Do(ctx, c) {
+	case groupcommit.NotSent:
 		err := context.Cause(ctx)
 		switch {
 		case err == nil && callerBound:
@@ -191,7 +194,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.acquireTimeout)
 		}
 		return attemptResult{notSent: true, err: err}
-	case callAbandoned:
+	case groupcommit.Abandoned:
 		err := context.Cause(ctx)
 		if err == nil {
 			// The cause of an unknownError, whose message has the prefix.
@@ -199,15 +202,15 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		}
 		return attemptResult{err: err, abandoned: c}
 	}
-	r := parseAcquire(c.cmd)
-	r.sentAt, r.late = c.sentAt, now() > c.deadline
+	r := parseAcquire(c.Cmd())
+	r.sentAt, r.late = c.SentAt(), clock.Now() > c.Deadline
 	return r
 }
 
 // callDeadline is the instant a call's reply stops being useful: timeout
 // from now, or the caller's deadline if sooner (callerBound).
 func callDeadline(ctx context.Context, timeout time.Duration) (deadline time.Duration, callerBound bool) {
-	t := now()
+	t := clock.Now()
 	if d, ok := ctx.Deadline(); ok {
 		if left := time.Until(d); left < timeout { // time.Until saturates: never t + a huge value
 			return t + left, true
@@ -246,14 +249,14 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 // newLease makes the lease an acquire took. Its renewal and release calls
 // are the acquire's own argument list (the three scripts take the same KEYS
 // and ARGV) with their scripts' SHAs: the acquire's command is done with it.
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, token fence.Token, sentAt time.Duration) *Lease {
+func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq script.Call, token fence.Token, sentAt time.Duration) *Lease {
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
 		lockKey:     lockKey,
-		renew:       acq.with(renewScript),
-		release:     acq.with(releaseScript),
+		renew:       acq.With(renewScript),
+		release:     acq.With(releaseScript),
 		fence:       token,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
@@ -279,13 +282,13 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 // acquire abandoned in flight is waited for first. An Acquire of the same
 // key through this Locker waits for the clean-up (pendingReleases), instead
 // of finding the unknown acquire's lock and answering contended for a TTL.
-func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq scriptCall, abandoned *call) {
-	resolve := acq.with(releaseScript)
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq script.Call, abandoned *groupcommit.Call) {
+	resolve := acq.With(releaseScript)
 	lk.pending.add(lockKey)
 	lk.background(func() {
 		defer lk.pending.done(lockKey)
 		if abandoned != nil {
-			abandoned.settled()
+			abandoned.Settled()
 		}
 		n, err := lk.releaseKey(ctx, set, lockKey, resolve)
 		ev := resolutionEvent{Name: set.name, Key: key, Result: obs.ResolutionAbsent}

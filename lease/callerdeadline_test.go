@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
@@ -34,7 +35,7 @@ func TestCallersDeadlineInTheQueueIsTheCause(t *testing.T) {
 	require.ErrorIs(t, r.err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue")
 	requireAcquired(t, first)
-	assert.Equal(t, int64(maxInFlight), counter.cmds.Load(), "the dropped call was not sent")
+	assert.Equal(t, int64(groupcommit.MaxInFlight), counter.cmds.Load(), "the dropped call was not sent")
 }
 
 // TestWaitEndedByTheCallersDeadlineIsContended: a wait whose caller's

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // Every attempt is its own claim: a retry or a late copy of an attempt
@@ -33,7 +34,7 @@ type acquireTap struct {
 func (a *acquireTap) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (a *acquireTap) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isScript(cmd, acquireScript) {
+		if !acquireScript.Runs(cmd) {
 			return next(ctx, cmd)
 		}
 		err := next(ctx, cmd)
@@ -62,9 +63,7 @@ func (a *acquireTap) args(n int) []any {
 // reply; the test returns it so it can say what the copy did.
 func deliverAgain(ctx context.Context, t *testing.T, c redis.UniversalClient, args []any) []any {
 	t.Helper()
-	args = slices.Clone(args)
-	args[0], args[1] = "evalsha", acquireScript.sha
-	reply, err := runOne(ctx, c, scriptCall{script: acquireScript, args: args}).Slice()
+	reply, err := script.RunOne(ctx, c, acquireScript.Call(args[2].(int), args[3:]...)).Slice()
 	require.NoError(t, err)
 	return reply
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -31,29 +32,29 @@ func (f *replyFault) DialHook(next redis.DialHook) redis.DialHook { return next 
 func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		switch {
-		case isScript(cmd, acquireScript) && f.failAcquireBefore.Load():
+		case acquireScript.Runs(cmd) && f.failAcquireBefore.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
-		case isScript(cmd, acquireScript) && f.dropAcquireReply.Load():
+		case acquireScript.Runs(cmd) && f.dropAcquireReply.Load():
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}
 			f.acquireSent.Add(1)
 			cmd.SetErr(errTimeout)
 			return errTimeout
-		case isScript(cmd, acquireScript) && f.errorReplyAfterRun.Load():
+		case acquireScript.Runs(cmd) && f.errorReplyAfterRun.Load():
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}
 			cmd.SetErr(masterDown{})
 			return masterDown{}
-		case isScript(cmd, releaseScript) && f.resolveDelay > 0:
+		case releaseScript.Runs(cmd) && f.resolveDelay > 0:
 			time.Sleep(f.resolveDelay)
 			if f.failRelease.Load() {
 				cmd.SetErr(errTimeout)
 				return errTimeout
 			}
-		case isScript(cmd, releaseScript) && f.failRelease.Load():
+		case releaseScript.Runs(cmd) && f.failRelease.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
 		}
@@ -228,7 +229,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				lockKey, _ := redisKeys(lk.set.namespace, "stall")
 				srv := tgt.server(c, lockKey)
 				require.NoError(t, srv.Pause())
-				stalledAt := now()
+				stalledAt := clock.Now()
 				t.Cleanup(func() { _ = srv.Resume() })
 
 				cause := waitDone(t, l, 5*time.Second)

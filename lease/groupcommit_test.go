@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
@@ -40,14 +41,16 @@ func slowLocker(t *testing.T, d time.Duration, opts ...Option) (*Locker, *cmdCou
 	return lk, counter, srv
 }
 
+// lane is the group commit of a Locker on a single node: it has one.
+func lane(lk *Locker) *groupcommit.Lane { return lk.lanes.ForKey(context.Background(), "") }
+
 // waitPipe waits until the Locker's group commit has inFlight pipelines in
 // flight and queued calls waiting behind them.
 func waitPipe(t *testing.T, lk *Locker, inFlight, queued int) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		lk.lanes.one.mu.Lock()
-		defer lk.lanes.one.mu.Unlock()
-		return lk.lanes.one.inFlight == inFlight && len(lk.lanes.one.queue) == queued
+		n, q := lane(lk).Load()
+		return n == inFlight && q == queued
 	}, 10*time.Second, time.Millisecond, "want %d pipelines in flight and %d calls queued", inFlight, queued)
 }
 
@@ -55,7 +58,7 @@ func waitPipe(t *testing.T, lk *Locker, inFlight, queued int) {
 // their results.
 func fillPipe(ctx context.Context, t *testing.T, lk *Locker) []<-chan acquired {
 	var first []<-chan acquired
-	for i := range maxInFlight {
+	for i := range groupcommit.MaxInFlight {
 		first = append(first, acquireAsync(ctx, lk, "first"+strconv.Itoa(i)))
 		waitPipe(t, lk, i+1, 0)
 	}
@@ -107,9 +110,9 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 	for i := range results {
 		results[i] = acquireAsync(ctx, lk, "k"+strconv.Itoa(i))
 	}
-	waitPipe(t, lk, maxInFlight, n)
+	waitPipe(t, lk, groupcommit.MaxInFlight, n)
 	leases := requireAcquired(t, append(results, first...))
-	assert.Equal(t, int64(maxInFlight), counter.cmds.Load(), "the first acquires went alone, at once")
+	assert.Equal(t, int64(groupcommit.MaxInFlight), counter.cmds.Load(), "the first acquires went alone, at once")
 	assert.Equal(t, int64(1), counter.pipelines.Load(), "the %d acquires queued behind them shared one pipeline", n)
 	assert.Equal(t, int64(n), counter.pipelined.Load())
 
@@ -120,8 +123,8 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 		wg.Go(func() { assert.NoError(t, l.Release(ctx)) })
 	}
 	wg.Wait()
-	assert.LessOrEqual(t, counter.cmds.Load()+counter.pipelines.Load(), int64(maxInFlight+1+maxInFlight+3),
-		"%d releases took at most %d round trips", len(leases), maxInFlight+3)
+	assert.LessOrEqual(t, counter.cmds.Load()+counter.pipelines.Load(), int64(groupcommit.MaxInFlight+1+groupcommit.MaxInFlight+3),
+		"%d releases took at most %d round trips", len(leases), groupcommit.MaxInFlight+3)
 }
 
 func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
@@ -132,7 +135,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 
 	gone, cancel := context.WithCancel(ctx)
 	queued := acquireAsync(gone, lk, "withdrawn")
-	waitPipe(t, lk, maxInFlight, 1)
+	waitPipe(t, lk, groupcommit.MaxInFlight, 1)
 	cancel()
 	r := <-queued
 	require.ErrorIs(t, r.err, context.Canceled)
@@ -146,7 +149,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	assert.Contains(t, r.err.Error(), "acquire timeout (20ms) passed before the acquire could be sent")
 
 	requireAcquired(t, first)
-	assert.Equal(t, int64(maxInFlight), counter.cmds.Load())
+	assert.Equal(t, int64(groupcommit.MaxInFlight), counter.cmds.Load())
 	assert.Zero(t, counter.pipelines.Load(), "neither withdrawn call was sent")
 	for _, key := range []string{"withdrawn", "expired"} {
 		lockKey, _ := redisKeys(lk.set.namespace, key)
@@ -158,7 +161,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 		for _, ev := range rec.acquires {
 			results[ev.Result]++
 		}
-		assert.Equal(t, map[obs.AcquireResult]int{obs.AcquireAcquired: 1 + maxInFlight, obs.AcquireError: 2}, results) // warm-up and first
+		assert.Equal(t, map[obs.AcquireResult]int{obs.AcquireAcquired: 1 + groupcommit.MaxInFlight, obs.AcquireError: 2}, results) // warm-up and first
 	})
 }
 
@@ -168,15 +171,14 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
-	waitPipe(t, lk, maxInFlight, 1) // first in the queue: it will send the next pipeline
+	waitPipe(t, lk, groupcommit.MaxInFlight, 1) // first in the queue: it will send the next pipeline
 	gone, cancel := context.WithCancel(ctx)
 	abandoned := acquireAsync(gone, lk, "abandoned")
-	waitPipe(t, lk, maxInFlight, 2)
+	waitPipe(t, lk, groupcommit.MaxInFlight, 2)
 	<-first[0] // the leader's pipeline, with the other call, is now in flight
 	require.Eventually(t, func() bool {
-		lk.lanes.one.mu.Lock()
-		defer lk.lanes.one.mu.Unlock()
-		return len(lk.lanes.one.queue) == 0
+		_, queued := lane(lk).Load()
+		return queued == 0
 	}, 10*time.Second, time.Millisecond)
 	cancel()
 	r := <-abandoned
@@ -236,14 +238,14 @@ func TestGroupCommitNearDeadlineDoesNotFailItsNeighbours(t *testing.T) {
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
-	waitPipe(t, lk, maxInFlight, 1)
+	waitPipe(t, lk, groupcommit.MaxInFlight, 1)
 	short := acquireAsync(ctx, lk, "short", WithAcquireTimeout(600*time.Millisecond))
-	waitPipe(t, lk, maxInFlight, 2)
+	waitPipe(t, lk, groupcommit.MaxInFlight, 2)
 	var others []<-chan acquired
 	for i := range 5 {
 		others = append(others, acquireAsync(ctx, lk, "other"+strconv.Itoa(i)))
 	}
-	waitPipe(t, lk, maxInFlight, 7)
+	waitPipe(t, lk, groupcommit.MaxInFlight, 7)
 
 	requireAcquired(t, append(first, leader))
 	requireAcquired(t, others) // sent with "short", which runs out of time in flight
@@ -256,19 +258,19 @@ func TestGroupCommitLanePerClusterMaster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	lk := newLocker(t, cluster.Client(t))
 	ctx := testCtx(t)
-	byMaster := map[string]*groupCommit{}
+	byMaster := map[string]*groupcommit.Lane{}
 	for i := range 60 {
 		lockKey, _ := redisKeys(lk.set.namespace, strconv.Itoa(i))
 		master, err := cluster.Client(t).MasterForKey(ctx, lockKey)
 		require.NoError(t, err)
-		g := lk.lanes.forKey(ctx, lockKey)
+		g := lk.lanes.ForKey(ctx, lockKey)
 		if prev, ok := byMaster[master.Options().Addr]; ok {
 			assert.Same(t, prev, g, "one lane per master")
 		}
 		byMaster[master.Options().Addr] = g
 	}
 	require.Len(t, byMaster, 3)
-	lanes := map[*groupCommit]bool{}
+	lanes := map[*groupcommit.Lane]bool{}
 	for _, g := range byMaster {
 		lanes[g] = true
 	}
@@ -299,14 +301,13 @@ func TestGroupCommitSurvivesAPanickingSend(t *testing.T) {
 	c.AddHook(hook)
 	lk := newLocker(t, c)
 	ctx := testCtx(t)
-	for range maxInFlight + 1 { // more than the pipeline slots a leaked one would take
+	for range groupcommit.MaxInFlight + 1 { // more than the pipeline slots a leaked one would take
 		hook.armed.Store(true)
 		assert.Panics(t, func() { _, _ = lk.Acquire(ctx, "k") })
 	}
 	l, err := lk.Acquire(ctx, "other")
 	require.NoError(t, err, "the Locker still works")
 	require.NoError(t, l.Release(ctx))
-	lk.lanes.one.mu.Lock()
-	defer lk.lanes.one.mu.Unlock()
-	assert.Zero(t, lk.lanes.one.inFlight)
+	inFlight, _ := lane(lk).Load()
+	assert.Zero(t, inFlight)
 }

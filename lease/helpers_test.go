@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -83,7 +84,7 @@ func (r *recorder) hooks() hooks {
 		},
 		onRenewal: func(_ context.Context, e renewalEvent) { r.add(func() { r.renewals = append(r.renewals, e) }) },
 		onLoss: func(_ context.Context, e lossEvent) {
-			at := now()
+			at := clock.Now()
 			r.add(func() { r.losses, r.lostAt = append(r.losses, e), append(r.lostAt, at) })
 		},
 		onCommit:  func(_ context.Context, e commitEvent) { r.add(func() { r.commits = append(r.commits, e) }) },
@@ -181,21 +182,6 @@ func (h *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-// isScript reports whether cmd runs script s (by EVALSHA or EVAL).
-func isScript(cmd redis.Cmder, s *script) bool {
-	args := cmd.Args()
-	if len(args) < 2 {
-		return false
-	}
-	switch cmd.Name() {
-	case "evalsha":
-		return args[1] == s.sha
-	case "eval":
-		return args[1] == s.src
-	}
-	return false
-}
-
 // errTimeout stands for a reply that never came.
 var errTimeout = fmt.Errorf("read tcp 127.0.0.1: i/o timeout: %w", os.ErrDeadlineExceeded)
 
@@ -216,8 +202,8 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 
 // ownerOf and fenceKeyOf read a lease's owner token and fence key from its
 // renewal call (EVALSHA sha 2 lock fence owner ttl retention).
-func ownerOf(l *Lease) string    { return l.renew.args[5].(string) }
-func fenceKeyOf(l *Lease) string { return l.renew.args[4].(string) }
+func ownerOf(l *Lease) string    { return l.renew.Args()[5].(string) }
+func fenceKeyOf(l *Lease) string { return l.renew.Args()[4].(string) }
 
 // recordFence reads the fence of a key's fence record
 // ("<fence>/<ended>...~<contended>...", scripts/record.lua).

@@ -2,6 +2,8 @@ package lease
 
 import (
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/script"
 
 	"context"
 	"sync/atomic"
@@ -23,8 +25,8 @@ type Lease struct {
 	set       *settings
 	key       string
 	lockKey   string
-	renew     scriptCall // built once: the renewal and the release send these (they hold the owner token)
-	release   scriptCall
+	renew     script.Call // built once: the renewal and the release send these (they hold the owner token)
+	release   script.Call
 	fence     fence.Token
 	sentAt    time.Duration // when the acquire that took it was sent
 	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
@@ -67,7 +69,7 @@ func (l *Lease) Remaining() time.Duration {
 	if state(l.state.Load()) != stateActive {
 		return 0
 	}
-	left := time.Duration(l.cancelAt.Load()) - now()
+	left := time.Duration(l.cancelAt.Load()) - clock.Now()
 	if left <= 0 {
 		l.locker.sched.expire(l)
 		return 0
@@ -80,7 +82,7 @@ func (l *Lease) Remaining() time.Duration {
 // once, even if the scheduler has not come to it yet: it ends the lease
 // itself (the context is cancelled before Err returns).
 func (l *Lease) Err() error {
-	if state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= now() {
+	if state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= clock.Now() {
 		l.locker.sched.expire(l)
 	}
 	switch state(l.state.Load()) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -25,7 +26,7 @@ type Locker struct {
 type shared struct {
 	client  redis.UniversalClient
 	sched   *scheduler
-	lanes   *lanes // group commits of acquires and releases
+	lanes   *groupcommit.Lanes // group commits of acquires and releases
 	pending pendingReleases
 
 	mu        sync.Mutex // guards closing and the Add side of bg
@@ -58,7 +59,7 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	if err != nil {
 		panic(err.Error())
 	}
-	lk := &Locker{shared: &shared{client: client, lanes: newLanes(client)}, cfg: cfg, set: set}
+	lk := &Locker{shared: &shared{client: client, lanes: groupcommit.NewLanes(client, maxBatch)}, cfg: cfg, set: set}
 	lk.sched = newScheduler(lk)
 	return lk
 }
@@ -108,7 +109,7 @@ func (lk *Locker) Close() error {
 		lk.mu.Unlock()
 		lk.sched.close()
 		lk.bg.Wait()
-		lk.lanes.close()
+		lk.lanes.Close()
 	})
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -192,22 +193,12 @@ func TestPastTheCancelPointNothingCommits(t *testing.T) {
 	require.NoError(t, err)
 	// As if the scheduler were late: move the cancel point into the past
 	// without telling it.
-	l.cancelAt.Store(int64(now() - time.Millisecond))
+	l.cancelAt.Store(int64(clock.Now() - time.Millisecond))
 	require.ErrorIs(t, l.Err(), ErrLost)
 	assert.Zero(t, l.Remaining())
 	err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran past the cancel point"); return nil })
 	require.ErrorIs(t, err, ErrLost, "past the cancel point the lease counts as lost")
 	_ = l.Release(ctx)
-}
-
-func TestClockFollowsElapsedTime(t *testing.T) {
-	start, wall := now(), time.Now()
-	time.Sleep(20 * time.Millisecond)
-	elapsed, wallElapsed := now()-start, time.Since(wall)
-	assert.GreaterOrEqual(t, elapsed, 20*time.Millisecond)
-	assert.InDelta(t, float64(wallElapsed), float64(elapsed), float64(5*time.Millisecond))
-	at := now() + time.Second
-	assert.WithinDuration(t, time.Now().Add(time.Second), wallTime(at), 5*time.Millisecond)
 }
 
 // slowLog is a log handler stuck for a second per record, like a blocked
@@ -249,7 +240,7 @@ func TestReleasePastTheCancelPointIsALoss(t *testing.T) {
 	lk := newLocker(t, srv.Client(t), rec.withHooks())
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
-	l.cancelAt.Store(int64(now() - time.Millisecond)) // as if the scheduler were late
+	l.cancelAt.Store(int64(clock.Now() - time.Millisecond)) // as if the scheduler were late
 	require.ErrorIs(t, l.Err(), ErrLost)
 	require.NoError(t, l.Release(ctx))
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLost)

@@ -1,7 +1,10 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 
 	"context"
 	"fmt"
@@ -66,7 +69,7 @@ func (l *Lease) end() releaseEvent {
 	if newly {
 		reportLoss(l)
 	}
-	at := now()
+	at := clock.Now()
 	l.cancel(ErrReleased)
 	ev := releaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
@@ -95,16 +98,16 @@ func (l *Lease) deleteKey(ctx context.Context, ev releaseEvent) error {
 // through the group commit, bounded by the release timeout and detached from
 // ctx's cancellation: the key must be freed even when the caller has gone.
 // It returns 1 when deleted, 0 when the key was gone or held by another.
-func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string, release scriptCall) (int64, error) {
+func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string, release script.Call) (int64, error) {
 	// ctx gives the call its values; the wait ends only at the deadline.
-	c := &call{scriptCall: release, ctx: ctx, deadline: now() + set.releaseTimeout}
-	switch lk.lanes.forKey(ctx, lockKey).do(context.Background(), c) {
-	case callNotSent:
+	c := &groupcommit.Call{Script: release, Ctx: ctx, Deadline: clock.Now() + set.releaseTimeout}
+	switch lk.lanes.ForKey(ctx, lockKey).Do(context.Background(), c) {
+	case groupcommit.NotSent:
 		return 0, fmt.Errorf("release timeout %v passed before the release could be sent", set.releaseTimeout)
-	case callAbandoned:
+	case groupcommit.Abandoned:
 		return 0, fmt.Errorf("no reply to the release within the release timeout %v", set.releaseTimeout)
 	}
-	return c.cmd.Int64()
+	return c.Cmd().Int64()
 }
 
 // pendingReleases counts the asynchronous releases in flight per lock key,

@@ -1,7 +1,9 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 
 	"context"
 )
@@ -14,16 +16,16 @@ import (
 // whether its reply is in or not, and a reply that comes later does not
 // count for it (renewed).
 func (lk *Locker) renew(batch []*Lease) {
-	sentAt := now()
+	sentAt := clock.Now()
 	deadline := sentAt + batch[0].set.renewalTimeout
-	calls := make([]scriptCall, len(batch))
+	calls := make([]script.Call, len(batch))
 	for i, l := range batch {
 		calls[i] = l.renew
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), wallTime(deadline))
-	cmds := runPipelined(ctx, lk.client, calls)
+	ctx, cancel := context.WithDeadline(context.Background(), clock.WallTime(deadline))
+	cmds := script.RunPipelined(ctx, lk.client, calls)
 	cancel()
-	rtt := now() - sentAt
+	rtt := clock.Now() - sentAt
 
 	results := make([]obs.RenewalResult, len(batch))
 	errs := make([]error, len(batch))

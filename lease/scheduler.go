@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/obs"
 
 	"cmp"
@@ -20,9 +21,10 @@ import (
 // (expire).
 const schedulerPoll = 50 * time.Millisecond
 
-// maxBatch bounds the commands of one renewal pipeline: large enough that
-// 100k leases need a few hundred round trips per TTL/3, small enough that one
-// slow batch does not hold a connection for long.
+// maxBatch bounds the commands of one pipeline, of renewals or of the group
+// commit's acquires and releases: large enough that 100k leases need a few
+// hundred round trips per TTL/3, small enough that one slow batch does not
+// hold a connection for long.
 const maxBatch = 1000
 
 // scheduler renews every lease of one Locker and enforces their cancel
@@ -112,7 +114,7 @@ func (s *scheduler) queueRenewalLocked(l *Lease) {
 func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost, newly bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t := now(); state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= t {
+	if t := clock.Now(); state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= t {
 		newly = s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
 	}
 	if state(l.state.Load()) == stateLost {
@@ -130,7 +132,7 @@ func (s *scheduler) remove(l *Lease) (lostAt time.Duration, wasLost, newly bool)
 // shows at once and no renewal applied later can contradict.
 func (s *scheduler) expire(l *Lease) {
 	s.mu.Lock()
-	t := now()
+	t := clock.Now()
 	newly := time.Duration(l.cancelAt.Load()) <= t && s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
 	s.mu.Unlock()
 	if newly {
@@ -177,7 +179,7 @@ func (s *scheduler) run() {
 				}
 			}()
 		}
-		timer.Reset(next - now())
+		timer.Reset(next - clock.Now())
 		select {
 		case <-timer.C:
 		case <-s.wake:
@@ -192,7 +194,7 @@ func (s *scheduler) run() {
 func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t := now()
+	t := clock.Now()
 	for l := s.dlQ.next(); l != nil && time.Duration(l.cancelAt.Load()) <= t; l = s.dlQ.next() {
 		s.loseLocked(l, &LostError{Reason: l.deadlineReason(t)}, t)
 		lost = append(lost, l)
@@ -240,7 +242,7 @@ func chunks(batch []*Lease) [][]*Lease {
 // loss already, and LOST is final.
 func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.RenewalResult, errs []error) (lost []*Lease) {
 	s.mu.Lock()
-	t := now()
+	t := clock.Now()
 	for i, l := range batch {
 		if state(l.state.Load()) != stateActive {
 			results[i] = ""
@@ -282,7 +284,7 @@ func (s *scheduler) close() {
 	s.mu.Lock()
 	s.closed = true
 	var lost []*Lease
-	t := now()
+	t := clock.Now()
 	for l := s.dlQ.next(); l != nil; l = s.dlQ.next() {
 		s.loseLocked(l, &LostError{Reason: LossClosed}, t)
 		lost = append(lost, l)

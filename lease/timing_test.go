@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/suspend"
@@ -101,7 +103,7 @@ func TestANearDeadlineLeaseDoesNotFailItsRenewalBatch(t *testing.T) {
 	}
 	near := batch[0]
 	lk.sched.mu.Lock()
-	near.cancelAt.Store(int64(now() + 20*time.Millisecond))
+	near.cancelAt.Store(int64(clock.Now() + 20*time.Millisecond))
 	lk.sched.dlQ.fix(near)
 	lk.sched.mu.Unlock()
 	lk.sched.signal()
@@ -131,7 +133,7 @@ func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
 
 	time.Sleep(100 * time.Millisecond)
 	takeRenewals(lk, l)
-	sentAt := now() // a renewal leaves...
+	sentAt := clock.Now() // a renewal leaves...
 	suspend.Emulate(lk.set.cancelAfter() - 50*time.Millisecond)
 	require.ErrorIs(t, l.Err(), ErrLost, "past the cancel point") // ...and its reply comes after it
 	lk.sched.renewed([]*Lease{l}, sentAt, []obs.RenewalResult{obs.RenewalRenewed}, []error{nil})
@@ -213,11 +215,11 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 
 	require.NoError(t, srv.Pause())
 	t.Cleanup(func() { _ = srv.Resume() })
-	g := lk.lanes.one
+	g := lane(lk)
 	for _, k := range []string{"x", "y"} { // two pipelines in flight, ending in 100ms
 		go func() { _, _ = lk.Acquire(ctx, k, WithAcquireTimeout(100*time.Millisecond)) }()
 	}
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.inFlight == maxInFlight })
+	waitFor(t, func() bool { n, _ := g.Load(); return n == groupcommit.MaxInFlight })
 	type result struct {
 		err  error
 		took time.Duration
@@ -231,9 +233,9 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 		}
 		done <- result{err, time.Since(start)}
 	}()
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 1 })
+	waitFor(t, func() bool { _, q := g.Load(); return q == 1 })
 	held.ReleaseAsync(ctx) // queued behind the acquire, with a 3s timeout
-	waitFor(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 2 })
+	waitFor(t, func() bool { _, q := g.Load(); return q == 2 })
 	time.AfterFunc(1500*time.Millisecond, func() { _ = srv.Resume() })
 
 	r := <-done

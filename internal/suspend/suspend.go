@@ -5,9 +5,9 @@
 // but not CLOCK_BOOTTIME, which the lease package measures validity with:
 // on resume, every lease deadline has passed by the boot clock while every
 // Go timer still waits for the time it was set to. Emulate adds d to the
-// lease package's clock without moving Go's, which is what a process sees
-// after a suspend of d. Nothing outside tests and the harness calls it, so
-// in production the offset stays zero (one atomic load per reading).
+// lease clock (package clock) without moving Go's, which is what a process
+// sees after a suspend of d. Nothing outside tests and the harness calls it,
+// so in production the offset stays zero (one atomic load per reading).
 package suspend
 
 import (

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package lease
+package clock
 
 import "time"
 

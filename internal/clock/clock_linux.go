@@ -1,4 +1,4 @@
-package lease
+package clock
 
 import (
 	"sync/atomic"

@@ -1,4 +1,4 @@
-package lease
+package groupcommit
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+type ctxKey struct{}
 
 func TestDeadlinesShareATimerPerMillisecond(t *testing.T) {
 	var w deadlines

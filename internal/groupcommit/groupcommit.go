@@ -1,4 +1,4 @@
-package lease
+package groupcommit
 
 import (
 	"context"
@@ -8,24 +8,27 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
-// groupCommit sends the acquires and releases of one Locker (on Cluster: of
+// Lane sends the acquires and releases of one Locker (on Cluster: of
 // one master) in shared pipelines, so that many requests locking at once
 // cost Redis (and the client) a few round trips rather than one each, while
 // a lone request pays nothing for it:
 //
-//   - fewer than maxInFlight pipelines in flight: the caller sends its own
+//   - fewer than MaxInFlight pipelines in flight: the caller sends its own
 //     call at once, on its own goroutine (no hand-off, no timer, no added
 //     latency);
 //   - otherwise the call queues; when a pipeline's replies are in, the
-//     queued calls (up to maxBatch) leave together in the next pipeline,
-//     sent by the first queued caller (who is waiting anyway), so there is
-//     no goroutine of its own.
+//     queued calls (up to maxBatch, see NewLanes) leave together in the
+//     next pipeline, sent by the first queued caller (who is waiting
+//     anyway), so there is no goroutine of its own.
 //
-// maxInFlight is 2, not 1: a request's acquire must not wait behind the
-// background release of the request before it (ReleaseAsync), and while one
-// pipeline is on the wire the next one fills.
+// MaxInFlight is 2, not 1: a request's acquire must not wait behind the
+// background release of the request before it (Lease.ReleaseAsync), and
+// while one pipeline is on the wire the next one fills.
 //
 // This is group commit as databases do it for their log: the batch size
 // adapts to the load, because the batch is whatever arrived during one round
@@ -36,52 +39,67 @@ import (
 // latest of its calls' deadlines (a caller with a near deadline must not
 // turn its neighbours' calls unknown). Each caller waits only until its own
 // deadline or its context's end: a call still queued then is withdrawn
-// (never sent), one in another caller's pipeline is abandoned (ErrUnknown
-// for an acquire). The caller sending a pipeline waits for it, up to the
-// pipeline's deadline.
-type groupCommit struct {
+// (never sent), one in another caller's pipeline is abandoned
+// (lease.ErrUnknown for an acquire). The caller sending a pipeline waits
+// for it, up to the pipeline's deadline.
+type Lane struct {
 	client    redis.UniversalClient
 	deadlines *deadlines
-	lanes     *lanes // runs the pipelines a leader may stop waiting for
+	lanes     *Lanes // runs the pipelines a leader may stop waiting for
 	mu        sync.Mutex
-	inFlight  int     // pipelines in flight, at most maxInFlight
-	queue     []*call // waiting for the next pipeline
+	inFlight  int     // pipelines in flight, at most MaxInFlight
+	queue     []*Call // waiting for the next pipeline
 }
 
-const maxInFlight = 2
+// MaxInFlight is how many pipelines a Lane has in flight at most.
+const MaxInFlight = 2
 
-// call is one script call through groupCommit.
-type call struct {
-	scriptCall
-	ctx      context.Context // the caller's: values (traces) for go-redis hooks
-	deadline time.Duration   // instant after which its reply is useless
+// Call is one script call through a Lane. The caller sets Script, Ctx and
+// Deadline; Do sets the rest.
+type Call struct {
+	Script   script.Call
+	Ctx      context.Context // the caller's: values (traces) for go-redis hooks
+	Deadline time.Duration   // instant (package clock) after which its reply is useless
 	bound    deadlineCtx     // the round trip's context, when this call leads a pipeline
 
-	// Set before ready is signalled (or before do returns to the leader).
+	// Set before ready is signalled (or before Do returns to the leader).
 	cmd    *redis.Cmd
 	sent   bool          // it may have reached Redis
 	sentAt time.Duration // when its pipeline was sent
 
 	ready chan struct{} // signalled once: answered, or lead is set
-	lead  []*call       // guarded by groupCommit.mu: the batch this caller must send
-	self  [1]*call      // a batch of this call alone, without an allocation
+	lead  []*Call       // guarded by Lane.mu: the batch this caller must send
+	self  [1]*Call      // a batch of this call alone, without an allocation
 }
 
-// callOutcome says what became of a call.
-type callOutcome int
+// Cmd is the call's command, holding its reply (or its error), once Do has
+// answered it.
+func (c *Call) Cmd() *redis.Cmd { return c.cmd }
+
+// SentAt is the instant the call's pipeline was sent.
+func (c *Call) SentAt() time.Duration { return c.sentAt }
+
+// Outcome says what became of a call.
+type Outcome int
 
 const (
-	callAnswered  callOutcome = iota // cmd holds its reply (or its error)
-	callNotSent                      // withdrawn or expired before any pipeline took it
-	callAbandoned                    // in flight when the caller stopped waiting: it may have run
+	Answered  Outcome = iota // Cmd holds its reply (or its error)
+	NotSent                  // withdrawn or expired before any pipeline took it
+	Abandoned                // in flight when the caller stopped waiting: it may have run
 )
 
-// do runs c in the next shared pipeline; see groupCommit for how long it
-// waits.
-func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
+// Load returns the pipelines in flight and the calls queued behind them.
+func (g *Lane) Load() (inFlight, queued int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.inFlight, len(g.queue)
+}
+
+// Do runs c in the next shared pipeline; see Lane for how long it waits.
+func (g *Lane) Do(ctx context.Context, c *Call) Outcome {
 	c.self[0] = c
 	g.mu.Lock()
-	if g.inFlight < maxInFlight {
+	if g.inFlight < MaxInFlight {
 		g.inFlight++
 		g.mu.Unlock()
 		return g.send(ctx, c.self[:])
@@ -95,7 +113,7 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 		if out, done := g.stopWaiting(c); done {
 			return out
 		}
-	case <-g.deadlines.done(wallTime(c.deadline)):
+	case <-g.deadlines.done(clock.WallTime(c.Deadline)):
 		if out, done := g.stopWaiting(c); done {
 			return out
 		}
@@ -109,12 +127,12 @@ func (g *groupCommit) do(ctx context.Context, c *call) callOutcome {
 // stopWaiting withdraws a queued call or abandons one in flight. A call
 // that was just made leader cannot stop: it waits for its ready signal and
 // sends (done is false).
-func (g *groupCommit) stopWaiting(c *call) (out callOutcome, done bool) {
+func (g *Lane) stopWaiting(c *Call) (out Outcome, done bool) {
 	g.mu.Lock()
 	if i := slices.Index(g.queue, c); i >= 0 {
 		g.queue = slices.Delete(g.queue, i, i+1)
 		g.mu.Unlock()
-		return callNotSent, true
+		return NotSent, true
 	}
 	leading := c.lead != nil
 	g.mu.Unlock()
@@ -126,12 +144,13 @@ func (g *groupCommit) stopWaiting(c *call) (out callOutcome, done bool) {
 	case <-c.ready: // answered after all
 		return 0, false
 	default:
-		return callAbandoned, true
+		return Abandoned, true
 	}
 }
 
 // errSendPanicked answers the calls of a pipeline whose send panicked (in a
-// go-redis hook, say): they may have been sent.
+// go-redis hook, say): they may have been sent. It reaches lease's callers
+// as the error of their acquire or release, so it speaks as lease.
 var errSendPanicked = errors.New("lease: sending the pipeline panicked")
 
 // send sends batch (whose first call is the caller's own) as one pipeline,
@@ -144,19 +163,19 @@ var errSendPanicked = errors.New("lease: sending the pipeline panicked")
 // acquire, say), the pipeline goes on a goroutine of its own, so that the
 // caller stops waiting at its own deadline or when its context ends, like
 // every other caller; its call is then abandoned (it may have run).
-func (g *groupCommit) send(ctx context.Context, batch []*call) callOutcome {
+func (g *Lane) send(ctx context.Context, batch []*Call) Outcome {
 	own := batch[0]
-	inline := func() callOutcome {
+	inline := func() Outcome {
 		defer g.handOff(batch)
 		g.exec(batch)
 		return own.outcome()
 	}
-	if !slices.ContainsFunc(batch[1:], func(c *call) bool { return c.deadline > own.deadline }) {
+	if !slices.ContainsFunc(batch[1:], func(c *Call) bool { return c.Deadline > own.Deadline }) {
 		return inline()
 	}
 	// Made leader after its own deadline: exec, which reads the clock
 	// later, drops the call unsent.
-	late := own.deadline <= now()
+	late := own.Deadline <= clock.Now()
 	done := make(chan struct{})
 	var panicked any // set before done is closed
 	if !g.lanes.detach(func() {
@@ -168,12 +187,12 @@ func (g *groupCommit) send(ctx context.Context, batch []*call) callOutcome {
 		return inline() // Close has begun: nothing may outlive its wait
 	}
 	if late {
-		return callNotSent
+		return NotSent
 	}
 	select {
 	case <-done:
 	case <-ctx.Done():
-	case <-g.deadlines.done(wallTime(own.deadline)):
+	case <-g.deadlines.done(clock.WallTime(own.Deadline)):
 	}
 	select {
 	case <-done:
@@ -182,58 +201,58 @@ func (g *groupCommit) send(ctx context.Context, batch []*call) callOutcome {
 		}
 		return own.outcome()
 	default:
-		own.ready = done // settled waits for the pipeline
-		return callAbandoned
+		own.ready = done // Settled waits for the pipeline
+		return Abandoned
 	}
 }
 
 // outcome is what became of a call whose pipeline is over.
-func (c *call) outcome() callOutcome {
+func (c *Call) outcome() Outcome {
 	if !c.sent {
-		return callNotSent
+		return NotSent
 	}
-	return callAnswered
+	return Answered
 }
 
-func (g *groupCommit) exec(batch []*call) {
-	t := now()
+func (g *Lane) exec(batch []*Call) {
+	t := clock.Now()
 	live := batch
-	if slices.ContainsFunc(batch, func(c *call) bool { return c.deadline <= t }) {
-		live = slices.DeleteFunc(slices.Clone(batch), func(c *call) bool { return c.deadline <= t })
+	if slices.ContainsFunc(batch, func(c *Call) bool { return c.Deadline <= t }) {
+		live = slices.DeleteFunc(slices.Clone(batch), func(c *Call) bool { return c.Deadline <= t })
 	}
 	if len(live) == 0 {
 		return
 	}
-	deadline := live[0].deadline
+	deadline := live[0].Deadline
 	for _, c := range live[1:] {
-		deadline = max(deadline, c.deadline)
+		deadline = max(deadline, c.Deadline)
 	}
 	// A lone call keeps its caller's values (traces, for go-redis hooks); a
 	// shared pipeline carries no one request's. No caller's cancellation
 	// either way: the deadline bounds the round trip.
 	ctx := context.Background()
 	if len(live) == 1 && live[0] == batch[0] {
-		ctx = live[0].ctx
+		ctx = live[0].Ctx
 	}
-	ctx = g.deadlines.bound(&live[0].bound, ctx, wallTime(deadline))
-	sentAt := now()
+	ctx = g.deadlines.bound(&live[0].bound, ctx, clock.WallTime(deadline))
+	sentAt := clock.Now()
 	for _, c := range live {
 		c.sent, c.sentAt = true, sentAt
 	}
 	if len(live) == 1 {
-		live[0].cmd = runOne(ctx, g.client, live[0].scriptCall)
+		live[0].cmd = script.RunOne(ctx, g.client, live[0].Script)
 		return
 	}
-	calls := make([]scriptCall, len(live))
+	calls := make([]script.Call, len(live))
 	for i, c := range live {
-		calls[i] = c.scriptCall
+		calls[i] = c.Script
 	}
-	for i, cmd := range runPipelined(ctx, g.client, calls) {
+	for i, cmd := range script.RunPipelined(ctx, g.client, calls) {
 		live[i].cmd = cmd
 	}
 }
 
-func (g *groupCommit) handOff(batch []*call) {
+func (g *Lane) handOff(batch []*Call) {
 	for _, c := range batch {
 		if c.sent && c.cmd == nil { // exec panicked
 			c.cmd = redis.NewCmd(context.Background())
@@ -242,7 +261,7 @@ func (g *groupCommit) handOff(batch []*call) {
 	}
 	g.mu.Lock()
 	next := g.queue
-	if len(next) > maxBatch {
+	if maxBatch := g.lanes.maxBatch; len(next) > maxBatch {
 		next, g.queue = next[:maxBatch:maxBatch], slices.Clone(next[maxBatch:])
 	} else {
 		g.queue = nil
@@ -261,35 +280,39 @@ func (g *groupCommit) handOff(batch []*call) {
 	}
 }
 
-// settled waits until an abandoned call's pipeline is over (its reply or its
+// Settled waits until an abandoned call's pipeline is over (its reply or its
 // error is in), so that a clean-up sent next cannot overtake it on another
 // connection. The pipeline's deadline bounds the wait. (A follower's ready
 // is signalled by handOff; an abandoned leader's is closed by send.)
-func (c *call) settled() { <-c.ready }
+func (c *Call) Settled() { <-c.ready }
 
-// lanes gives each lock key its group commit: the Locker's one, or on
+// Lanes gives each lock key its group commit (Lane): the Locker's one, or on
 // Cluster the one of the key's master, so that a slow or failing-over master
 // holds up only the calls for its own keys (a Cluster pipeline waits for
 // every node it touches).
-type lanes struct {
+type Lanes struct {
 	client    redis.UniversalClient
 	cluster   *redis.ClusterClient // nil unless client is one
+	maxBatch  int                  // calls in one shared pipeline, at most
 	deadlines deadlines
 	closing   bool           // guarded by mu
 	detached  sync.WaitGroup // pipelines on goroutines of their own (detach); Close waits for them
-	one       *groupCommit   // a single node or Sentinel; on Cluster, keys whose master is unknown
+	one       *Lane          // a single node or Sentinel; on Cluster, keys whose master is unknown
 	mu        sync.Mutex
-	byMaster  map[string]*groupCommit // on Cluster, by master address
+	byMaster  map[string]*Lane // on Cluster, by master address
 }
 
-func newLanes(client redis.UniversalClient) *lanes {
-	ls := &lanes{client: client}
+// NewLanes returns the lanes of client, whose shared pipelines carry at most
+// maxBatch calls each.
+func NewLanes(client redis.UniversalClient, maxBatch int) *Lanes {
+	ls := &Lanes{client: client, maxBatch: maxBatch}
 	ls.cluster, _ = client.(*redis.ClusterClient)
-	ls.one = &groupCommit{client: client, deadlines: &ls.deadlines, lanes: ls}
+	ls.one = &Lane{client: client, deadlines: &ls.deadlines, lanes: ls}
 	return ls
 }
 
-func (ls *lanes) forKey(ctx context.Context, lockKey string) *groupCommit {
+// ForKey returns the lane of lockKey.
+func (ls *Lanes) ForKey(ctx context.Context, lockKey string) *Lane {
 	if ls.cluster == nil {
 		return ls.one
 	}
@@ -303,17 +326,17 @@ func (ls *lanes) forKey(ctx context.Context, lockKey string) *groupCommit {
 	g := ls.byMaster[addr]
 	if g == nil {
 		if ls.byMaster == nil {
-			ls.byMaster = make(map[string]*groupCommit)
+			ls.byMaster = make(map[string]*Lane)
 		}
-		g = &groupCommit{client: ls.client, deadlines: &ls.deadlines, lanes: ls}
+		g = &Lane{client: ls.client, deadlines: &ls.deadlines, lanes: ls}
 		ls.byMaster[addr] = g
 	}
 	return g
 }
 
-// detach runs f on a goroutine of its own that close waits for, and reports
-// false, running nothing, once close has begun.
-func (ls *lanes) detach(f func()) bool {
+// detach runs f on a goroutine of its own that Close waits for, and reports
+// false, running nothing, once Close has begun.
+func (ls *Lanes) detach(f func()) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.closing {
@@ -327,8 +350,8 @@ func (ls *lanes) detach(f func()) bool {
 	return true
 }
 
-// close waits for the detached pipelines; none starts after it began.
-func (ls *lanes) close() {
+// Close waits for the detached pipelines; none starts after it began.
+func (ls *Lanes) Close() {
 	ls.mu.Lock()
 	ls.closing = true
 	ls.mu.Unlock()
