@@ -1,6 +1,6 @@
 // Package fence is the resource side of lockwatch: the fencing token, its
-// wire form, and stores that check a write's token and make the write in one
-// atomic step.
+// text form (Parse, Token.String), and stores that check a write's token and
+// make the write in one atomic step.
 //
 // A lease alone cannot stop a holder that paused past its TTL from writing
 // after another holder took over. The fence can: every lease carries a token
@@ -18,15 +18,16 @@
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
 // and writes them in one Lua script; it works on a single node, Sentinel and
-// Cluster alike. Two stores write rows of an SQL table, with the row's mark
-// in a column of its own and the check in the statement that writes, and
-// implement Table, so code written against it runs on either database:
+// Cluster alike. Two constructors return a Table, which writes rows of an
+// SQL table, with the row's mark in a column of its own (TableConfig) and
+// the check in the statement that writes, so code written against Table
+// runs on either database:
 //
-//   - PostgresTable, for PostgreSQL: the check is the UPDATE's (or the
+//   - NewPostgresTable, for PostgreSQL: the check is the UPDATE's (or the
 //     INSERT ... ON CONFLICT's) WHERE clause, re-evaluated by READ
 //     COMMITTED on the committed row; the stricter levels fail the later
 //     of two conflicting writes instead.
-//   - MySQLTable, for MySQL and MariaDB (InnoDB): the check is the
+//   - NewMySQLTable, for MySQL and MariaDB (InnoDB): the check is the
 //     UPDATE's WHERE clause, or is inside each assignment of INSERT ... ON
 //     DUPLICATE KEY UPDATE; both lock the row and compare with its latest
 //     committed mark at every isolation level. It assumes the key column
@@ -45,7 +46,8 @@
 // (RedisStore.Admit), which lets the several requests of one lease through
 // and stops an older lease's.
 //
-// Every check is recorded through the telemetry package: the fence.check
+// Every check is recorded through the telemetry package (WithTelemetry,
+// TableConfig.Telemetry; the global providers by default): the fence.check
 // span, lockwatch.fence.checks by result and lockwatch.fence.rejections,
 // whose exemplars lead to the trace of the write that came late. A store
 // that fails (Redis or the database erring) returns the error wrapped; that

@@ -59,54 +59,56 @@ func ExampleRedisStore_Admit() {
 	// true
 }
 
-// The statements a PostgresTable runs: the token check is part of the write.
-func ExamplePostgresTable_UpdateStatement() {
-	docs, err := fence.NewPostgresTable(fence.SQLConfig{
+// A table whose rows carry the mark of the lock key that protects them. A
+// write joins the caller's transaction: pass the *sql.Tx as the DB.
+func ExampleNewPostgresTable() {
+	docs, err := fence.NewPostgresTable(fence.TableConfig{
 		Table:       "docs",
 		KeyColumn:   "id",
 		FenceColumn: "last_fence",
 		Columns:     []string{"title", "body"},
 	})
 	if err != nil {
-		panic(err)
+		panic(err) // the configuration is wrong: no retry fixes it
 	}
-	fmt.Println(docs.UpdateStatement())
-	fmt.Println(docs.UpsertStatement())
-	// Output:
-	// UPDATE "docs" SET "title" = $1, "body" = $2, "last_fence" = $3::bigint WHERE "id" = $4 AND "last_fence" < $3::bigint
-	// INSERT INTO "docs" AS "fenced" ("id", "title", "body", "last_fence") VALUES ($1, $2, $3, $4::bigint) ON CONFLICT ("id") DO UPDATE SET "title" = EXCLUDED."title", "body" = EXCLUDED."body", "last_fence" = EXCLUDED."last_fence" WHERE "fenced"."last_fence" < EXCLUDED."last_fence"::bigint
+	publish := func(ctx context.Context, db *sql.DB, id string, token fence.Token, title, body string) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback() }()
+		if err := docs.Upsert(ctx, tx, id, token, title, body); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	_ = publish
 }
 
-// The statements a MySQLTable runs: the mark is assigned last, so that every
-// comparison in the upsert reads the mark from before the write.
-func ExampleMySQLTable_UpdateStatement() {
-	docs, err := fence.NewMySQLTable(fence.SQLConfig{
-		Table:       "docs",
+// Names are checked when the table is made, and never reach a statement
+// unless they are plain identifiers.
+func ExampleNewMySQLTable() {
+	_, err := fence.NewMySQLTable(fence.TableConfig{
+		Table:       "docs; DROP TABLE docs",
 		KeyColumn:   "id",
 		FenceColumn: "last_fence",
-		Columns:     []string{"title"},
 	})
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(docs.UpdateStatement())
-	fmt.Println(docs.UpsertStatement())
+	fmt.Println(err)
 	// Output:
-	// UPDATE `docs` SET `title` = ?, `last_fence` = ? WHERE `id` = ? AND `last_fence` < ?
-	// INSERT INTO `docs` (`id`, `title`, `last_fence`) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE `title` = IF(`last_fence` < ?, ?, `title`), `last_fence` = IF(`last_fence` < ?, ?, `last_fence`)
+	// fence: TableConfig.Table: "docs; DROP TABLE docs" is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 64 bytes)
 }
 
 // Writing a row under a lease: the token comes with the lease's context
 // (or a request's Fencing-Token header), and a stale one is the fence
-// working, not a failure to retry. The same code writes through a
-// PostgresTable (db with a PostgreSQL driver, such as
-// github.com/jackc/pgx/v5/stdlib) or a MySQLTable (with
+// working, not a failure to retry. The same code writes through the Table
+// of NewPostgresTable (db with a PostgreSQL driver, such as
+// github.com/jackc/pgx/v5/stdlib) or of NewMySQLTable (with
 // github.com/go-sql-driver/mysql).
 func ExampleTable() {
 	update := func(ctx context.Context, db *sql.DB, docs fence.Table, id, title, body string) error {
 		token, ok := fence.FromContext(ctx)
 		if !ok {
-			return fence.ErrMissing
+			return fmt.Errorf("no lease token to write %s with", id)
 		}
 		err := docs.Update(ctx, db, id, token, title, body)
 		if errors.Is(err, fence.ErrStale) {

@@ -19,7 +19,7 @@ func FuzzRedisKey(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1])
 	}
-	s := &RedisStore{prefix: DefaultNamespace + ":" + "ledger" + ":"}
+	s := &RedisStore{prefix: defaultNamespace + ":" + "ledger" + ":"}
 	want := len(s.prefix) + 2 + 32
 	f.Fuzz(func(t *testing.T, a, b string) {
 		ka, kb := s.redisKey(a), s.redisKey(b)

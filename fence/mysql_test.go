@@ -7,21 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/mysqltest"
 )
-
-func TestMySQLStatements(t *testing.T) {
-	tbl, err := fence.NewMySQLTable(fence.SQLConfig{Table: "app.docs", KeyColumn: "id", FenceColumn: "last_fence",
-		Columns: []string{"title", "body"}})
-	require.NoError(t, err)
-	assert.Equal(t, "UPDATE `app`.`docs` SET `title` = ?, `body` = ?, `last_fence` = ? WHERE `id` = ? AND `last_fence` < ?",
-		tbl.UpdateStatement())
-	assert.Equal(t, "INSERT INTO `app`.`docs` (`id`, `title`, `body`, `last_fence`) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE "+
-		"`title` = IF(`last_fence` < ?, ?, `title`), `body` = IF(`last_fence` < ?, ?, `body`), "+
-		"`last_fence` = IF(`last_fence` < ?, ?, `last_fence`)",
-		tbl.UpsertStatement(), "the mark is assigned last: every comparison sees the old one")
-}
 
 // TestMySQLSnapshot: in a REPEATABLE READ transaction whose snapshot
 // predates a newer write, the write compares with the newest mark (InnoDB's

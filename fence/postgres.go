@@ -1,14 +1,41 @@
 package fence
 
 import (
-	"context"
 	"strconv"
 	"strings"
 )
 
-// PostgresTable makes fenced writes to the rows of one PostgreSQL table:
-// each statement sets the row's columns and its mark to the write's token
-// only where the row's mark is below the token.
+// NewPostgresTable returns a Table for the rows of one PostgreSQL table,
+// having validated cfg and built its statements once. Update runs
+//
+//	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1::bigint WHERE "key" = $n+2 AND "fence" < $n+1::bigint
+//
+// and Upsert
+//
+//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2::bigint)
+//	ON CONFLICT ("key") DO UPDATE SET "c1" = EXCLUDED."c1", ..., "fence" = EXCLUDED."fence"
+//	WHERE "fenced"."fence" < EXCLUDED."fence"::bigint
+//
+// so the check is the WHERE clause of the statement that writes. Under READ
+// COMMITTED, PostgreSQL re-evaluates it on the committed row it locks: of
+// two writes with one token exactly one matches. Under REPEATABLE READ or
+// SERIALIZABLE the later of two conflicting writes fails with a
+// serialization failure instead, which the caller retries as usual. The
+// token is cast to bigint, so a FenceColumn of another type fails the
+// statements rather than compare wrongly. For Upsert, KeyColumn needs a
+// unique constraint (ON CONFLICT).
+//
+// The Table is safe for concurrent use.
+func NewPostgresTable(cfg TableConfig) (Table, error) {
+	t, err := newSQLTable(postgres, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// postgres is PostgreSQL's dialect. NewPostgresTable says what its
+// statements guarantee; this says why.
 //
 // The check is the statement's own WHERE clause, never a SELECT of the mark
 // before the write. Between such a SELECT and the UPDATE another holder can
@@ -19,12 +46,9 @@ import (
 // In the statement, PostgreSQL evaluates the condition on the row it locks
 // for the write: when a concurrent transaction changed the row first, READ
 // COMMITTED re-evaluates the WHERE clause against the committed new
-// version, so of two writes with one token exactly one matches, and no write
-// lands on a row whose mark it has not compared with. Under REPEATABLE READ
-// or SERIALIZABLE the later writer gets a serialization failure instead,
-// which the caller retries as usual. INSERT ... ON CONFLICT DO UPDATE ...
-// WHERE locks the conflicting row and evaluates its WHERE clause the same
-// way.
+// version, so no write lands on a row whose mark it has not compared with.
+// INSERT ... ON CONFLICT DO UPDATE ... WHERE locks the conflicting row and
+// evaluates its WHERE clause the same way.
 //
 // Unlike go-redis (see RedisStore.Write), database/sql does not re-send a
 // statement that may have reached the server, so a write cannot come back
@@ -35,16 +59,7 @@ import (
 // byte sent). A caller that repeats a write after an error, say a lost reply
 // to COMMIT, makes a new write: stale if the first took effect.
 //
-// Every write with a valid token and the right number of values records a
-// fence check (accepted or rejected); a database error or a missing row is
-// traced on the fence.check span but not counted.
-//
-// A PostgresTable is safe for concurrent use.
-type PostgresTable struct{ t sqlTable }
-
-var _ Table = (*PostgresTable)(nil)
-
-// postgres quotes with double quotes; PostgreSQL silently truncates names
+// Identifiers are in double quotes; PostgreSQL silently truncates names
 // longer than NAMEDATALEN-1 bytes, which could make two configured names
 // one.
 var postgres = &dialect{
@@ -57,16 +72,6 @@ var postgres = &dialect{
 	upsertArgs: func(key any, token int64, values []any) []any {
 		return append(append(append(make([]any, 0, len(values)+2), key), values...), token)
 	},
-}
-
-// NewPostgresTable validates cfg and builds the statements once.
-// WithTelemetry applies; WithNamespace does not (it is for Redis keys).
-func NewPostgresTable(cfg SQLConfig, opts ...Option) (*PostgresTable, error) {
-	t, err := newSQLTable(postgres, cfg, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &PostgresTable{t}, nil
 }
 
 func postgresStatements(table, key, fence string, cols []string) (update, upsert, mark string) {
@@ -107,32 +112,4 @@ func postgresStatements(table, key, fence string, cols []string) (update, upsert
 	p.WriteString(fence + " = EXCLUDED." + fence + ` WHERE "fenced".` + fence + " < EXCLUDED." + fence + "::bigint")
 
 	return u.String(), p.String(), "SELECT " + fence + " FROM " + table + " WHERE " + key + " = $1"
-}
-
-// UpdateStatement returns the statement Update runs, with parameters
-// $1..$n the Columns' values, $n+1 the token and $n+2 the key:
-//
-//	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1::bigint WHERE "key" = $n+2 AND "fence" < $n+1::bigint
-//
-// One row affected: written. None: stale, or no such row.
-func (t *PostgresTable) UpdateStatement() string { return t.t.update }
-
-// UpsertStatement returns the statement Upsert runs, with parameters $1 the
-// key, $2..$n+1 the Columns' values and $n+2 the token:
-//
-//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2::bigint)
-//	ON CONFLICT ("key") DO UPDATE SET "c1" = EXCLUDED."c1", ..., "fence" = EXCLUDED."fence"
-//	WHERE "fenced"."fence" < EXCLUDED."fence"::bigint
-//
-// One row affected: inserted or updated. None: stale.
-func (t *PostgresTable) UpsertStatement() string { return t.t.upsert }
-
-// Update is Table.Update, by UpdateStatement.
-func (t *PostgresTable) Update(ctx context.Context, db DB, key any, token Token, values ...any) error {
-	return t.t.write(ctx, db, key, token, values)
-}
-
-// Upsert is Table.Upsert, by UpsertStatement.
-func (t *PostgresTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
-	return t.t.put(ctx, db, key, token, values)
 }

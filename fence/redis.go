@@ -51,7 +51,7 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 	if err := validName("namespace", c.namespace); err != nil {
 		panic("fence: NewRedisStore: " + err.Error())
 	}
-	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", tel: c.tel}
+	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", tel: recorder(c.tel)}
 }
 
 // Write stores value under key if token is greater than the key's

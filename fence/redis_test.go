@@ -275,7 +275,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	keys, err = client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
-	assert.Regexp(t, `^lockwatch:fence:ledger:\{[0-9a-f]{32}\}$`, keys[0], "DefaultNamespace")
+	assert.Regexp(t, `^lockwatch:fence:ledger:\{[0-9a-f]{32}\}$`, keys[0], "the default namespace, lockwatch:fence")
 }
 
 func TestNewRedisStorePanics(t *testing.T) {

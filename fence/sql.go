@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/lockwatch/lockwatch/telemetry"
+
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -15,12 +17,12 @@ import (
 var ErrNotFound = errors.New("fence: no such row")
 
 // Table makes fenced writes to the rows of one SQL table: the token check is
-// part of the statement that writes, never a read before it. PostgresTable
-// and MySQLTable implement it, with the same results: nil when written, a
-// *StaleError (errors.Is ErrStale) when the token is at or below the row's
-// mark, ErrNotFound when Update finds no row, and any other error the
-// database's, wrapped. Code that writes through a Table works on either
-// database.
+// part of the statement that writes, never a read before it.
+// NewPostgresTable and NewMySQLTable return one, with the same results: nil
+// when written, a *StaleError (errors.Is ErrStale) when the token is at or
+// below the row's mark, ErrNotFound when Update finds no row, and any other
+// error the database's, wrapped. Code that writes through a Table works on
+// either database.
 type Table interface {
 	// Update sets the Columns of key's row to values and its mark to
 	// token, if token is greater than the row's mark, in one statement.
@@ -42,7 +44,7 @@ type Table interface {
 	Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error
 }
 
-// SQLConfig describes a table whose rows are fenced: each row carries the
+// TableConfig describes a table whose rows are fenced: each row carries the
 // high-water mark of the lock key that protects it. Identifiers must match
 // [A-Za-z_][A-Za-z0-9_]*, at most 63 bytes for PostgreSQL (NAMEDATALEN-1)
 // and 64 for MySQL and MariaDB; they are quoted in the statements, so they
@@ -50,7 +52,7 @@ type Table interface {
 // table created as CREATE TABLE Orders is named orders); in MySQL column
 // names are never case-sensitive and table names are where the server's
 // lower_case_table_names says so.
-type SQLConfig struct {
+type TableConfig struct {
 	// Table is the table name, optionally qualified: schema.table in
 	// PostgreSQL, database.table in MySQL. Required.
 	Table string
@@ -68,6 +70,13 @@ type SQLConfig struct {
 	// Resource is the resource attribute of the fence metrics: a bounded
 	// name. Default: Table.
 	Resource string
+	// Telemetry is where the table's fence checks are recorded, as
+	// WithTelemetry says for a RedisStore: every write with a valid token
+	// and the right number of values is one check, accepted or rejected; a
+	// database error or a missing row is traced on the fence.check span
+	// but not counted. Default (nil): telemetry.New(), which records to
+	// the global OpenTelemetry providers.
+	Telemetry *telemetry.Telemetry
 }
 
 // DB is what a Table needs of a database handle: *sql.DB, *sql.Tx and
@@ -92,12 +101,13 @@ type dialect struct {
 	updateArgs, upsertArgs func(key any, token int64, values []any) []any
 }
 
-// identifier is what SQLConfig accepts for a name: no quoting, escaping or
-// case folding to get wrong, and nothing that could change the statement.
+// identifier is what TableConfig accepts for a name: no quoting, escaping
+// or case folding to get wrong, and nothing that could change the statement.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// sqlTable is the part of PostgresTable and MySQLTable that does not depend
-// on the database.
+// sqlTable is the Table of both constructors: the dialect decides the
+// statements, everything else (validation, reading the results, recording
+// the checks) is shared. It is safe for concurrent use.
 type sqlTable struct {
 	d        *dialect
 	table    string // as configured, for messages
@@ -109,31 +119,33 @@ type sqlTable struct {
 	tel      *obs.Recorder
 }
 
+var _ Table = (*sqlTable)(nil)
+
 // newSQLTable validates cfg and builds the statements once.
-func newSQLTable(d *dialect, cfg SQLConfig, opts []Option) (sqlTable, error) {
+func newSQLTable(d *dialect, cfg TableConfig) (*sqlTable, error) {
 	table, err := d.quoteTable(cfg.Table)
 	if err != nil {
-		return sqlTable{}, err
+		return nil, err
 	}
 	key, err := d.quoteColumn("KeyColumn", cfg.KeyColumn)
 	if err != nil {
-		return sqlTable{}, err
+		return nil, err
 	}
 	fence, err := d.quoteColumn("FenceColumn", cfg.FenceColumn)
 	if err != nil {
-		return sqlTable{}, err
+		return nil, err
 	}
 	if cfg.KeyColumn == cfg.FenceColumn {
-		return sqlTable{}, fmt.Errorf("fence: SQLConfig: KeyColumn and FenceColumn are both %q", cfg.KeyColumn)
+		return nil, fmt.Errorf("fence: TableConfig: KeyColumn and FenceColumn are both %q", cfg.KeyColumn)
 	}
 	seen := map[string]bool{cfg.KeyColumn: true, cfg.FenceColumn: true}
 	cols := make([]string, len(cfg.Columns))
 	for i, c := range cfg.Columns {
 		if cols[i], err = d.quoteColumn(fmt.Sprintf("Columns[%d]", i), c); err != nil {
-			return sqlTable{}, err
+			return nil, err
 		}
 		if seen[c] {
-			return sqlTable{}, fmt.Errorf("fence: SQLConfig: Columns[%d] %q repeats a column (or KeyColumn or FenceColumn)", i, c)
+			return nil, fmt.Errorf("fence: TableConfig: Columns[%d] %q repeats a column (or KeyColumn or FenceColumn)", i, c)
 		}
 		seen[c] = true
 	}
@@ -142,8 +154,7 @@ func newSQLTable(d *dialect, cfg SQLConfig, opts []Option) (sqlTable, error) {
 		resource = cfg.Table
 	}
 	update, upsert, mark := d.statements(table, key, fence, cols)
-	c := newStoreConfig(opts)
-	return sqlTable{
+	return &sqlTable{
 		d:        d,
 		table:    cfg.Table,
 		resource: resource,
@@ -151,13 +162,13 @@ func newSQLTable(d *dialect, cfg SQLConfig, opts []Option) (sqlTable, error) {
 		update:   update,
 		upsert:   upsert,
 		mark:     mark,
-		tel:      c.tel,
+		tel:      recorder(cfg.Telemetry),
 	}, nil
 }
 
 func (d *dialect) quoteColumn(field, name string) (string, error) {
 	if len(name) > d.maxIdentifier || !identifier.MatchString(name) {
-		return "", fmt.Errorf("fence: SQLConfig.%s: %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", field, name, d.maxIdentifier)
+		return "", fmt.Errorf("fence: TableConfig.%s: %q is not an identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d bytes)", field, name, d.maxIdentifier)
 	}
 	return d.quote + name + d.quote, nil
 }
@@ -174,11 +185,11 @@ func (d *dialect) quoteTable(name string) (string, error) {
 			return s + "." + t, nil
 		}
 	}
-	return "", fmt.Errorf("fence: SQLConfig.Table: %q is not an identifier or qualifier.identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d bytes each)", name, d.maxIdentifier)
+	return "", fmt.Errorf("fence: TableConfig.Table: %q is not an identifier or qualifier.identifier ([A-Za-z_][A-Za-z0-9_]*, at most %d bytes each)", name, d.maxIdentifier)
 }
 
-// write runs Update's statement; see PostgresTable.Update.
-func (t *sqlTable) write(ctx context.Context, db DB, key any, token Token, values []any) error {
+// Update is Table.Update, by the dialect's UPDATE.
+func (t *sqlTable) Update(ctx context.Context, db DB, key any, token Token, values ...any) error {
 	if err := t.valid("update", token, values); err != nil {
 		return err
 	}
@@ -205,11 +216,11 @@ func (t *sqlTable) write(ctx context.Context, db DB, key any, token Token, value
 	return &StaleError{Resource: t.resource, Token: token, HighWater: mark}
 }
 
-// put runs Upsert's statement; see PostgresTable.Upsert. Any affected row
-// is a write: PostgreSQL reports 1 for an insert or an update, MySQL 1 for
-// an insert and 2 for an update; both report 0 when the existing row was
-// left as it was, which only a stale token does.
-func (t *sqlTable) put(ctx context.Context, db DB, key any, token Token, values []any) error {
+// Upsert is Table.Upsert, by the dialect's upsert. Any affected row is a
+// write: PostgreSQL reports 1 for an insert or an update, MySQL 1 for an
+// insert and 2 for an update; both report 0 when the existing row was left
+// as it was, which only a stale token does.
+func (t *sqlTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
 	if err := t.valid("upsert", token, values); err != nil {
 		return err
 	}

@@ -19,12 +19,12 @@ import (
 )
 
 // sqlBackend is one database the fenced-table suite runs on: the same
-// tests, through fence.Table, against PostgresTable and MySQLTable.
+// tests, through fence.Table, against NewPostgresTable and NewMySQLTable.
 type sqlBackend struct {
 	name string
 	// open returns a handle on a database (or schema) of the test's own.
 	open     func(testing.TB) *sql.DB
-	newTable func(fence.SQLConfig, ...fence.Option) (fence.Table, error)
+	newTable func(fence.TableConfig) (fence.Table, error)
 	// param is the placeholder of the tests' own queries.
 	param string
 	// quote is the identifier quote of the tests' own DDL.
@@ -42,22 +42,18 @@ type sqlBackend struct {
 
 var sqlBackends = []sqlBackend{
 	{
-		name: "postgres",
-		open: pgtest.Open,
-		newTable: func(cfg fence.SQLConfig, opts ...fence.Option) (fence.Table, error) {
-			return fence.NewPostgresTable(cfg, opts...)
-		},
-		param: "$1", quote: `"`, textKey: "text", maxIdentifier: 63,
+		name:     "postgres",
+		open:     pgtest.Open,
+		newTable: fence.NewPostgresTable,
+		param:    "$1", quote: `"`, textKey: "text", maxIdentifier: 63,
 		qualifier:    "SELECT current_schema()",
 		missingTable: `relation "nowhere" does not exist`,
 	},
 	{
-		name: "mysql",
-		open: mysqltest.Open,
-		newTable: func(cfg fence.SQLConfig, opts ...fence.Option) (fence.Table, error) {
-			return fence.NewMySQLTable(cfg, opts...)
-		},
-		param: "?", quote: "`", textKey: "varchar(64)", maxIdentifier: 64,
+		name:     "mysql",
+		open:     mysqltest.Open,
+		newTable: fence.NewMySQLTable,
+		param:    "?", quote: "`", textKey: "varchar(64)", maxIdentifier: 64,
 		qualifier:    "SELECT DATABASE()",
 		missingTable: "nowhere' doesn't exist",
 	},
@@ -86,8 +82,8 @@ func (b sqlBackend) docsTable(t *testing.T, db *sql.DB, h harness) fence.Table {
 		body  text,
 		fence bigint NOT NULL)`)
 	require.NoError(t, err)
-	tbl, err := b.newTable(fence.SQLConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence",
-		Columns: []string{"title", "body"}}, fence.WithTelemetry(h.Tel))
+	tbl, err := b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence",
+		Columns: []string{"title", "body"}, Telemetry: h.Tel})
 	require.NoError(t, err)
 	return tbl
 }
@@ -258,8 +254,8 @@ func TestTableExotic(t *testing.T) {
 		require.NoError(t, db.QueryRowContext(ctx, b.qualifier).Scan(&qualifier))
 		_, err := db.ExecContext(ctx, b.sql(`CREATE TABLE excluded ("user" int PRIMARY KEY, "order" text, "Select" bigint NOT NULL)`))
 		require.NoError(t, err)
-		tbl, err := b.newTable(fence.SQLConfig{Table: qualifier + ".excluded", KeyColumn: "user", FenceColumn: "Select",
-			Columns: []string{"order"}, Resource: "orders"}, fence.WithTelemetry(newHarness(t).Tel))
+		tbl, err := b.newTable(fence.TableConfig{Table: qualifier + ".excluded", KeyColumn: "user", FenceColumn: "Select",
+			Columns: []string{"order"}, Resource: "orders", Telemetry: newHarness(t).Tel})
 		require.NoError(t, err)
 		require.NoError(t, tbl.Upsert(ctx, db, 1, 5, "first"))
 		require.NoError(t, tbl.Upsert(ctx, db, 1, 6, "second"))
@@ -272,8 +268,8 @@ func TestTableExotic(t *testing.T) {
 		assert.EqualValues(t, 7, mark)
 
 		// No Columns: the statements only advance the mark.
-		only, err := b.newTable(fence.SQLConfig{Table: "excluded", KeyColumn: "user", FenceColumn: "Select"},
-			fence.WithTelemetry(newHarness(t).Tel))
+		only, err := b.newTable(fence.TableConfig{Table: "excluded", KeyColumn: "user", FenceColumn: "Select",
+			Telemetry: newHarness(t).Tel})
 		require.NoError(t, err)
 		require.NoError(t, only.Update(ctx, db, 1, 8))
 		stale(t, only.Upsert(ctx, db, 1, 8), 8, 8)
@@ -285,8 +281,8 @@ func TestTableArgumentErrors(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b sqlBackend) {
 		ctx := testCtx(t)
 		h := newHarness(t)
-		tbl, err := b.newTable(fence.SQLConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence",
-			Columns: []string{"title", "body"}}, fence.WithTelemetry(h.Tel))
+		tbl, err := b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence",
+			Columns: []string{"title", "body"}, Telemetry: h.Tel})
 		require.NoError(t, err)
 		var db fence.DB // never reached: the errors come first
 		assert.ErrorContains(t, tbl.Update(ctx, db, "a", 1, "one"), "1 values for 2 columns")
@@ -305,7 +301,7 @@ func TestTableDatabaseError(t *testing.T) {
 		ctx := testCtx(t)
 		h := newHarness(t)
 		db := b.open(t)
-		tbl, err := b.newTable(fence.SQLConfig{Table: "nowhere", KeyColumn: "id", FenceColumn: "fence"}, fence.WithTelemetry(h.Tel))
+		tbl, err := b.newTable(fence.TableConfig{Table: "nowhere", KeyColumn: "id", FenceColumn: "fence", Telemetry: h.Tel})
 		require.NoError(t, err)
 		for _, err := range []error{tbl.Update(ctx, db, "a", 1), tbl.Upsert(ctx, db, "a", 1)} {
 			require.Error(t, err)
@@ -324,31 +320,31 @@ func TestTableDatabaseError(t *testing.T) {
 
 func TestTableConfigValidation(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b sqlBackend) {
-		good := fence.SQLConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", Columns: []string{"title"}}
+		good := fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", Columns: []string{"title"}}
 		_, err := b.newTable(good)
 		require.NoError(t, err)
-		for name, mutate := range map[string]func(*fence.SQLConfig){
-			"empty table":          func(c *fence.SQLConfig) { c.Table = "" },
-			"injection":            func(c *fence.SQLConfig) { c.Table = "docs; DROP TABLE docs" },
-			"quote":                func(c *fence.SQLConfig) { c.Table = `do"cs` },
-			"backtick":             func(c *fence.SQLConfig) { c.Table = "do`cs" },
-			"leading digit":        func(c *fence.SQLConfig) { c.Table = "1docs" },
-			"three parts":          func(c *fence.SQLConfig) { c.Table = "db.public.docs" },
-			"empty schema":         func(c *fence.SQLConfig) { c.Table = ".docs" },
-			"empty table part":     func(c *fence.SQLConfig) { c.Table = "public." },
-			"too long":             func(c *fence.SQLConfig) { c.Table = strings.Repeat("t", b.maxIdentifier+1) },
-			"long identifier":      func(c *fence.SQLConfig) { c.KeyColumn = strings.Repeat("x", b.maxIdentifier+1) },
-			"non-ASCII":            func(c *fence.SQLConfig) { c.KeyColumn = "clé" },
-			"empty key":            func(c *fence.SQLConfig) { c.KeyColumn = "" },
-			"empty fence":          func(c *fence.SQLConfig) { c.FenceColumn = "" },
-			"fence is key":         func(c *fence.SQLConfig) { c.FenceColumn = "id" },
-			"space":                func(c *fence.SQLConfig) { c.FenceColumn = "last fence" },
-			"column repeats":       func(c *fence.SQLConfig) { c.Columns = []string{"title", "title"} },
-			"column is key":        func(c *fence.SQLConfig) { c.Columns = []string{"id"} },
-			"column is fence":      func(c *fence.SQLConfig) { c.Columns = []string{"fence"} },
-			"qualified column":     func(c *fence.SQLConfig) { c.Columns = []string{"docs.title"} },
-			"empty column":         func(c *fence.SQLConfig) { c.Columns = []string{""} },
-			"parenthesised column": func(c *fence.SQLConfig) { c.Columns = []string{"title)"} },
+		for name, mutate := range map[string]func(*fence.TableConfig){
+			"empty table":          func(c *fence.TableConfig) { c.Table = "" },
+			"injection":            func(c *fence.TableConfig) { c.Table = "docs; DROP TABLE docs" },
+			"quote":                func(c *fence.TableConfig) { c.Table = `do"cs` },
+			"backtick":             func(c *fence.TableConfig) { c.Table = "do`cs" },
+			"leading digit":        func(c *fence.TableConfig) { c.Table = "1docs" },
+			"three parts":          func(c *fence.TableConfig) { c.Table = "db.public.docs" },
+			"empty schema":         func(c *fence.TableConfig) { c.Table = ".docs" },
+			"empty table part":     func(c *fence.TableConfig) { c.Table = "public." },
+			"too long":             func(c *fence.TableConfig) { c.Table = strings.Repeat("t", b.maxIdentifier+1) },
+			"long identifier":      func(c *fence.TableConfig) { c.KeyColumn = strings.Repeat("x", b.maxIdentifier+1) },
+			"non-ASCII":            func(c *fence.TableConfig) { c.KeyColumn = "clé" },
+			"empty key":            func(c *fence.TableConfig) { c.KeyColumn = "" },
+			"empty fence":          func(c *fence.TableConfig) { c.FenceColumn = "" },
+			"fence is key":         func(c *fence.TableConfig) { c.FenceColumn = "id" },
+			"space":                func(c *fence.TableConfig) { c.FenceColumn = "last fence" },
+			"column repeats":       func(c *fence.TableConfig) { c.Columns = []string{"title", "title"} },
+			"column is key":        func(c *fence.TableConfig) { c.Columns = []string{"id"} },
+			"column is fence":      func(c *fence.TableConfig) { c.Columns = []string{"fence"} },
+			"qualified column":     func(c *fence.TableConfig) { c.Columns = []string{"docs.title"} },
+			"empty column":         func(c *fence.TableConfig) { c.Columns = []string{""} },
+			"parenthesised column": func(c *fence.TableConfig) { c.Columns = []string{"title)"} },
 		} {
 			cfg := good
 			mutate(&cfg)
@@ -356,7 +352,7 @@ func TestTableConfigValidation(t *testing.T) {
 			assert.Error(t, err, name)
 			assert.Nil(t, tbl, name)
 			if err != nil {
-				assert.Contains(t, err.Error(), "fence: SQLConfig", name)
+				assert.Contains(t, err.Error(), "fence: TableConfig", name)
 			}
 		}
 		for _, table := range []string{"_t", "T9", "public.docs", "Public_2.Docs_3", strings.Repeat("a", b.maxIdentifier)} {

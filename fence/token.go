@@ -11,19 +11,10 @@ import (
 // (lease.Lease.Fence). Tokens minted by lockwatch stay below 2^53.
 type Token int64
 
-// Header is the HTTP header, and MetadataKey the gRPC metadata key, that
-// carry a token to the resource.
-const (
-	Header      = "Fencing-Token"
-	MetadataKey = "fencing-token"
-)
-
 // Errors of the resource side, for errors.Is.
 var (
 	// ErrMalformed: a token that is not a single positive decimal int64.
 	ErrMalformed = errors.New("fence: malformed token")
-	// ErrMissing: no token where one is required.
-	ErrMissing = errors.New("fence: missing token")
 	// ErrStale: a write whose token is older than (or, for the stores'
 	// writes, equal to) one the resource already accepted from another
 	// write. *StaleError has the high-water mark.
@@ -45,7 +36,8 @@ func (e *StaleError) Error() string {
 // Unwrap makes errors.Is(err, ErrStale) hold.
 func (e *StaleError) Unwrap() error { return ErrStale }
 
-// String formats the token as the header and metadata carry it.
+// String formats the token in the canonical form Parse reads: the form it
+// travels in between services.
 func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
 
 // Parse reads one token in its canonical form: decimal digits only, no sign,
@@ -71,20 +63,6 @@ func Parse(s string) (Token, error) {
 		return 0, fmt.Errorf("%w: %q overflows int64", ErrMalformed, s)
 	}
 	return Token(n), nil
-}
-
-// ParseValues reads the token from all the values a header or metadata key
-// carried: exactly one value, in Parse's form. None is ErrMissing; several
-// are ErrMalformed (a proxy that appends a second value must not get to
-// choose which one counts).
-func ParseValues(values []string) (Token, error) {
-	switch len(values) {
-	case 0:
-		return 0, ErrMissing
-	case 1:
-		return Parse(values[0])
-	}
-	return 0, fmt.Errorf("%w: %d values, want one", ErrMalformed, len(values))
 }
 
 type ctxKey struct{}

@@ -26,16 +26,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestParseValues(t *testing.T) {
-	_, err := ParseValues(nil)
-	require.ErrorIs(t, err, ErrMissing)
-	_, err = ParseValues([]string{"41", "42"})
-	require.ErrorIs(t, err, ErrMalformed)
-	got, err := ParseValues([]string{"42"})
-	require.NoError(t, err)
-	assert.Equal(t, Token(42), got)
-}
-
 func TestContext(t *testing.T) {
 	_, ok := FromContext(context.Background())
 	assert.False(t, ok)

@@ -42,7 +42,7 @@ func (rt roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 		return rt.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context()) // a RoundTripper must not change the caller's request
-	r.Header.Set(fence.Header, tok.String())
+	r.Header.Set(tokenHeader, tok.String())
 	return rt.next.RoundTrip(r)
 }
 
@@ -69,6 +69,6 @@ func withOutgoingToken(ctx context.Context) context.Context {
 	}
 	md, _ := metadata.FromOutgoingContext(ctx)
 	md = md.Copy()
-	md.Set(fence.MetadataKey, tok.String())
+	md.Set(tokenMetadata, tok.String())
 	return metadata.NewOutgoingContext(ctx, md)
 }

@@ -29,7 +29,7 @@ func TestTokenPropagation(t *testing.T) {
 
 	headers := make(chan []string, 2)
 	url, _ := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		headers <- r.Header.Values(fence.Header)
+		headers <- r.Header.Values(tokenHeader)
 	}))
 	client := &http.Client{Transport: RoundTripper(&http.Transport{})}
 	t.Cleanup(client.CloseIdleConnections)
@@ -43,13 +43,13 @@ func TestTokenPropagation(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, c.want, <-headers)
-		assert.Empty(t, req.Header.Values(fence.Header), "the caller's request is not modified")
+		assert.Empty(t, req.Header.Values(tokenHeader), "the caller's request is not modified")
 	}
 
 	got := make(chan []string, 2)
 	record := func(ctx context.Context) {
 		md, _ := metadata.FromIncomingContext(ctx)
-		got <- md.Get(fence.MetadataKey)
+		got <- md.Get(tokenMetadata)
 	}
 	grpcClient := serveGRPC(t, &health{
 		check: func(ctx context.Context) error { record(ctx); return nil },
@@ -60,7 +60,7 @@ func TestTokenPropagation(t *testing.T) {
 	}, nil, grpc.WithChainUnaryInterceptor(UnaryClientInterceptor()), grpc.WithChainStreamInterceptor(StreamClientInterceptor()))
 
 	// A token already in the metadata is replaced, not doubled.
-	callCtx := metadata.AppendToOutgoingContext(l.Context(), fence.MetadataKey, "1")
+	callCtx := metadata.AppendToOutgoingContext(l.Context(), tokenMetadata, "1")
 	_, err = grpcClient.Check(callCtx, &grpc_health_v1.HealthCheckRequest{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{want}, <-got)

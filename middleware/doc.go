@@ -45,5 +45,11 @@
 // through one lock table: give every entry point that writes a resource the
 // same Guard. Two Guards, or several processes, do not exclude each other;
 // such a resource fences at the write (fence.RedisStore.Write,
-// fence.PostgresTable).
+// a fence.Table).
+//
+// On the wire, for clients in any language, a token is the decimal digits
+// of a positive int64 with no sign, spaces or leading zeros (fence.Parse),
+// in exactly one value of the HTTP header Fencing-Token or of the gRPC
+// metadata key fencing-token. No value is a missing token; several values,
+// or any other form, a malformed one.
 package middleware

@@ -127,7 +127,7 @@ func ExampleGuard() {
 
 	send := func(method, path string, token fence.Token) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		req.Header.Set(fence.Header, token.String())
+		req.Header.Set("Fencing-Token", token.String())
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			fmt.Println(err)
@@ -137,7 +137,7 @@ func ExampleGuard() {
 		fmt.Println(method, path, token, resp.StatusCode)
 	}
 	call := func(token fence.Token) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, token.String())
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "fencing-token", token.String())
 		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "7"})
 		fmt.Println("Check 7", token, status.Code(err))
 	}

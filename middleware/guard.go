@@ -36,7 +36,7 @@ import (
 //     memory.
 //
 // Such resources must fence at the write itself (fence.RedisStore.Write,
-// fence.PostgresTable), where the check and the write are one atomic step; a
+// a fence.Table), where the check and the write are one atomic step; a
 // guard in front of them only rejects stale requests early.
 //
 // Answers:
@@ -77,7 +77,7 @@ func (g *Guard) HTTP(key KeyFunc) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, unlock, err := g.admit(r.Context(), key(r), r.Header.Values(fence.Header))
+			ctx, unlock, err := g.admit(r.Context(), key(r), r.Header.Values(tokenHeader))
 			if err != nil {
 				g.cfg.errorWriter(w, r, fenceRefusal(err).problem("", err))
 				return
@@ -122,7 +122,7 @@ func (g *Guard) StreamServerInterceptor(key StreamKeyFunc) grpc.StreamServerInte
 
 func incoming(ctx context.Context) []string {
 	md, _ := metadata.FromIncomingContext(ctx)
-	return md.Get(fence.MetadataKey)
+	return md.Get(tokenMetadata)
 }
 
 // admit parses the token values, locks key and has the store admit the
@@ -132,9 +132,9 @@ func (g *Guard) admit(ctx context.Context, key string, values []string) (context
 	if key == "" {
 		return ctx, noop, nil
 	}
-	tok, err := fence.ParseValues(values)
+	tok, err := parseValues(values)
 	switch {
-	case errors.Is(err, fence.ErrMissing) && g.cfg.allowNoFence:
+	case errors.Is(err, errMissing) && g.cfg.allowNoFence:
 		return ctx, noop, nil
 	case err != nil:
 		return ctx, nil, err

@@ -40,7 +40,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 		req, err := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
 		require.NoError(t, err)
 		for _, v := range values {
-			req.Header.Add(fence.Header, v)
+			req.Header.Add(tokenHeader, v)
 		}
 		resp, err := client.Do(req)
 		require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 	call := func(values ...string) error {
 		ctx := context.Background()
 		for _, v := range values {
-			ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataKey, v)
+			ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, v)
 		}
 		_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 		return err
@@ -139,7 +139,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		})
 	}
 	t.Run("stream", func(t *testing.T) {
-		stream, err := client.Watch(metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, "41"), &grpc_health_v1.HealthCheckRequest{})
+		stream, err := client.Watch(metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, "41"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err)
 		_, err = stream.Recv()
 		code, info, _ := details(t, err)
@@ -164,7 +164,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 			var bStarted atomic.Bool
 			arrived := make(chan struct{}, 2)
 			write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get(fence.Header) == "42" {
+				if r.Header.Get(tokenHeader) == "42" {
 					bStarted.Store(true)
 				}
 				book.ServeHTTP(w, r)
@@ -187,7 +187,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 				done := make(chan int, 1)
 				go func() {
 					req, _ := http.NewRequest(method, url+"/ledger/7", body)
-					req.Header.Set(fence.Header, token)
+					req.Header.Set(tokenHeader, token)
 					resp, err := client.Do(req)
 					if err != nil {
 						done <- -1
@@ -215,7 +215,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 			case "gRPC method":
 				done := make(chan int, 1)
 				go func() {
-					ctx := metadata.AppendToOutgoingContext(context.Background(), fence.MetadataKey, "42")
+					ctx := metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, "42")
 					_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 					done <- int(status.Code(err))
 				}()

@@ -95,7 +95,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 		t.Cleanup(s.release) // before the server's shutdown waits for A
 		put := func(ctx context.Context, token string) {
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPut, url+"/ledger/7", nil)
-			req.Header.Set(fence.Header, token)
+			req.Header.Set(tokenHeader, token)
 			if resp, err := client.Do(req); err == nil {
 				resp.Body.Close()
 			}
@@ -136,7 +136,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 			s.guard.UnaryServerInterceptor(func(context.Context, string, any) string { return "7" }))})
 		t.Cleanup(s.release)
 		check := func(ctx context.Context, token string) {
-			ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataKey, token)
+			ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, token)
 			_, _ = client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 		}
 		go check(context.Background(), "41")
@@ -181,7 +181,7 @@ func TestGuardWaitBound(t *testing.T) {
 	t.Cleanup(s.release)
 	put := func(token string) *http.Response {
 		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", strings.NewReader("value"))
-		req.Header.Set(fence.Header, token)
+		req.Header.Set(tokenHeader, token)
 		resp, err := client.Do(req)
 		require.NoError(t, err)
 		t.Cleanup(func() { resp.Body.Close() })
@@ -190,7 +190,7 @@ func TestGuardWaitBound(t *testing.T) {
 	aDone := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
-		req.Header.Set(fence.Header, "41")
+		req.Header.Set(tokenHeader, "41")
 		resp, err := client.Do(req)
 		if err != nil {
 			aDone <- -1
@@ -206,7 +206,7 @@ func TestGuardWaitBound(t *testing.T) {
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.Equal(t, ReasonFenceBusy, decodeProblem(t, resp).Reason)
 
-	ctx := metadata.AppendToOutgoingContext(testCtx(t), fence.MetadataKey, "43")
+	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, "43")
 	_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 	code, info, retry := details(t, err)
 	assert.Equal(t, codes.Unavailable, code)

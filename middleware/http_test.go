@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -190,11 +189,11 @@ func TestHTTPAnswers(t *testing.T) {
 				fmt.Fprint(w, fence)
 				return nil
 			})
-		}, WithFenceHeader(fence.Header))
+		}, WithFenceHeader(tokenHeader))
 		resp := post(t, c, url+"/reports/42")
 		body, _ := io.ReadAll(resp.Body)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
-		assert.Equal(t, string(body), resp.Header.Get(fence.Header))
+		assert.Equal(t, string(body), resp.Header.Get(tokenHeader))
 	})
 
 	t.Run("panic releases the lease", func(t *testing.T) {
@@ -265,11 +264,11 @@ func TestHTTPLostAnswerDropsTheHandlersHeaders(t *testing.T) {
 		w.Header().Set("Content-Length", "2")
 		w.Header().Set("Content-Encoding", "gzip")
 		<-r.Context().Done()
-	}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)), WithFenceHeader(fence.Header))
+	}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)), WithFenceHeader(tokenHeader))
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
-	assert.Empty(t, resp.Header.Get(fence.Header), "the lost lease's token is not advertised")
+	assert.Empty(t, resp.Header.Get(tokenHeader), "the lost lease's token is not advertised")
 	assert.Equal(t, ReasonLost, decodeProblem(t, resp).Reason, "the body decodes: no stale framing")
 }
 

@@ -94,7 +94,7 @@ func WithGRPCName(f func(fullMethod string) string) Option {
 func WithSyncRelease() Option { return optionFunc(func(c *config) { c.syncRelease = true }) }
 
 // WithFenceHeader makes the HTTP middleware expose the lease's fencing token
-// in the response header name (e.g. fence.Header). Default: not exposed.
+// in the response header name (e.g. "Fencing-Token"). Default: not exposed.
 func WithFenceHeader(name string) Option {
 	return optionFunc(func(c *config) { c.fenceHeader = name })
 }

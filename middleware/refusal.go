@@ -36,7 +36,7 @@ var (
 	refuseLost        = refusal{ReasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
 	refuseStale       = refusal{ReasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
 	refuseMalformed   = refusal{ReasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
-	refuseMissing     = refusal{ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + fence.Header + " header (gRPC: " + fence.MetadataKey + " metadata)", 0, false}
+	refuseMissing     = refusal{ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + tokenHeader + " header (gRPC: " + tokenMetadata + " metadata)", 0, false}
 	refuseBusy        = refusal{ReasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, "Resource busy", "an earlier request for this resource is still being handled; this one was not admitted", time.Second, false}
 	refuseFenceStore  = refusal{ReasonFenceStore, http.StatusServiceUnavailable, codes.Unavailable, "Fence unavailable", "the fence store did not answer", time.Second, false}
 )
@@ -64,7 +64,7 @@ func fenceRefusal(err error) refusal {
 		return refuseStale
 	case errors.Is(err, fence.ErrMalformed):
 		return refuseMalformed
-	case errors.Is(err, fence.ErrMissing):
+	case errors.Is(err, errMissing):
 		return refuseMissing
 	case errors.Is(err, errKeyBusy):
 		return refuseBusy

@@ -32,7 +32,7 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 		{lease.ErrClosed, acquireRefusal, ReasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{&fence.StaleError{Token: 41, HighWater: 42}, fenceRefusal, ReasonFenceStale, http.StatusConflict, codes.Aborted, 0},
 		{fmt.Errorf("%w: x", fence.ErrMalformed), fenceRefusal, ReasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, 0},
-		{fence.ErrMissing, fenceRefusal, ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, 0},
+		{errMissing, fenceRefusal, ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, 0},
 		{errKeyBusy, fenceRefusal, ReasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{errors.New("connection refused"), fenceRefusal, ReasonFenceStore, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{lease.ErrLost, func(error) refusal { return refuseLost }, ReasonLost, http.StatusServiceUnavailable, codes.Unavailable, time.Second},

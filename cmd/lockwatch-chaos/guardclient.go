@@ -20,7 +20,6 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/middleware"
 )
 
@@ -69,7 +68,7 @@ func (c *guardClient) write(ctx context.Context, o *op, midway func()) {
 		midway()
 		deadline.Reset(opTimeout)
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, fence.MetadataKey, strconv.FormatInt(o.Fence, 10), keyMetadata, o.Key)
+	ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, strconv.FormatInt(o.Fence, 10), keyMetadata, o.Key)
 	switch o.Via {
 	case viaPut, viaPost:
 		o.Outcome, o.Err = c.writeHTTP(ctx, o, hold)
@@ -110,7 +109,7 @@ func (c *guardClient) writeHTTP(ctx context.Context, o *op, hold func()) (outcom
 		body.CloseWithError(err)
 		return outUnknown, err.Error()
 	}
-	req.Header.Set(fence.Header, strconv.FormatInt(o.Fence, 10))
+	req.Header.Set(tokenHeader, strconv.FormatInt(o.Fence, 10))
 	resp, err := c.http.Do(req)
 	body.CloseWithError(errAnswered)
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -38,6 +39,11 @@ const (
 	// keyMetadata names the register a gRPC write is for: a stream's key
 	// must be known when it opens, before any message has been read.
 	keyMetadata = "register-key"
+
+	// The token's wire names, which the middleware's package doc gives to
+	// clients: the holders send it in them, as any client would.
+	tokenHeader   = "Fencing-Token"
+	tokenMetadata = "fencing-token"
 )
 
 // guardEntryPoints are the ways a holder can write the guarded register; it
@@ -151,7 +157,7 @@ func (s *guardServer) close() error {
 // serveHTTP applies the body as the value, with the token the request
 // carries (the register records it; it does not check it).
 func (g *guardedRegister) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	token, err := fence.ParseValues(r.Header.Values(fence.Header))
+	token, err := parseToken(r.Header.Values(tokenHeader))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -193,7 +199,7 @@ func (g *guardedRegister) streamWrite(_ any, stream grpc.ServerStream) error {
 
 func (g *guardedRegister) acceptRPC(ctx context.Context, value string) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	token, err := fence.ParseValues(md.Get(fence.MetadataKey))
+	token, err := parseToken(md.Get(tokenMetadata))
 	if err != nil {
 		return status.Error(codes.InvalidArgument, err.Error())
 	}
@@ -203,6 +209,15 @@ func (g *guardedRegister) acceptRPC(ctx context.Context, value string) error {
 	}
 	g.accept(key, token, value)
 	return nil
+}
+
+// parseToken reads the token a write carries, which with -unfenced no
+// Guard has checked: one value, in fence.Parse's form.
+func parseToken(values []string) (fence.Token, error) {
+	if len(values) != 1 {
+		return 0, fmt.Errorf("%d fencing token values, want one", len(values))
+	}
+	return fence.Parse(values[0])
 }
 
 func rpcKey(ctx context.Context) string {

@@ -16,7 +16,7 @@
 //     when it is promoted;
 //   - the fenced registers: one per lock key in a fence.RedisStore on a
 //     redis-server of its own that is never faulted, and one per key in a
-//     PostgreSQL table written through fence.PostgresTable (a schema of its own,
+//     PostgreSQL table written through a fence.Table (a schema of its own,
 //     dropped at the end; the server comes from -dsn or
 //     LOCKWATCH_POSTGRES_DSN);
 //   - the guarded register: one more per key, a map in this process that

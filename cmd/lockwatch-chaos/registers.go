@@ -93,7 +93,7 @@ type registers struct {
 	client   *redis.Client // the fence store's redis-server
 	store    *fence.RedisStore
 	db       *sql.DB
-	table    *fence.PostgresTable
+	table    fence.Table
 	guard    *guardClient
 }
 
@@ -112,9 +112,10 @@ func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetr
 		_ = gc.close()
 		return nil, err
 	}
-	table, err := fence.NewPostgresTable(fence.SQLConfig{
+	table, err := fence.NewPostgresTable(fence.TableConfig{
 		Table: "registers", KeyColumn: "key", FenceColumn: "fence", Columns: []string{"value"}, Resource: resourcePG,
-	}, fence.WithTelemetry(tel))
+		Telemetry: tel,
+	})
 	if err != nil {
 		_ = errors.Join(db.Close(), gc.close())
 		return nil, err

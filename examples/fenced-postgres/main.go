@@ -1,10 +1,10 @@
 // Command fenced-postgres runs a pool of workers that process jobs, each
 // under the lockwatch lease on its job, and write each job's result row to
-// PostgreSQL through fence.PostgresTable. The token check is part of the write
-// itself:
+// PostgreSQL through the fence.Table of fence.NewPostgresTable. The token
+// check is part of the write itself:
 //
-//	INSERT INTO "jobs" AS "fenced" ("id", "result", "worker", "last_fence") VALUES ($1, $2, $3, $4)
-//	ON CONFLICT ("id") DO UPDATE SET ... WHERE "fenced"."last_fence" < EXCLUDED."last_fence"
+//	INSERT INTO "jobs" AS "fenced" ("id", "result", "worker", "last_fence") VALUES ($1, $2, $3, $4::bigint)
+//	ON CONFLICT ("id") DO UPDATE SET ... WHERE "fenced"."last_fence" < EXCLUDED."last_fence"::bigint
 //
 // so a worker whose lease ended while it was stuck cannot overwrite the
 // result of the worker that took the job after it.
@@ -99,7 +99,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 		return nil, fmt.Errorf("create the table: %w", err)
 	}
 	// The fenced writes: Upsert's WHERE clause holds the token check.
-	jobs, err := fence.NewPostgresTable(fence.SQLConfig{
+	jobs, err := fence.NewPostgresTable(fence.TableConfig{
 		Table: cfg.table, KeyColumn: "id", FenceColumn: "last_fence", Columns: []string{"result", "worker"},
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ type worker struct {
 	id     int
 	cfg    config
 	db     *sql.DB
-	jobs   *fence.PostgresTable
+	jobs   fence.Table
 	locker *lease.Locker
 	res    *result
 	out    io.Writer

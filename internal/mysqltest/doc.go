@@ -1,9 +1,9 @@
 // Package mysqltest gives integration tests a MySQL or MariaDB database of
 // their own.
 //
-// The fence package claims that MySQLTable's statements check a write's
+// The fence package claims that NewMySQLTable's statements check a write's
 // fencing token and make the write in one atomic step, under concurrency,
-// as PostgresTable's do on PostgreSQL. Only a real server can confirm that:
+// as NewPostgresTable's do on PostgreSQL. Only a real server can confirm that:
 // how InnoDB locks the row an UPDATE or an INSERT ... ON DUPLICATE KEY
 // UPDATE reads, and in which order it evaluates assignments, are properties
 // of the server, not of the SQL text.

@@ -49,8 +49,8 @@ func probe(dsn string) error {
 }
 
 // config parses dsn. A DSN that sets clientFoundRows is refused: with it a
-// stale fence.MySQLTable.Upsert reports an affected row, and the tests
-// would test something the fence package says not to do.
+// stale Upsert of a fence.NewMySQLTable table reports an affected row, and
+// the tests would test something the fence package says not to do.
 func config(dsn string) (*mysql.Config, error) {
 	cfg, err := mysql.ParseDSN(dsn)
 	if err != nil {
