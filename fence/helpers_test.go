@@ -25,8 +25,8 @@ type counts struct{ accepted, rejected, rejections int64 }
 func (h harness) counts(t *testing.T, resource string) counts {
 	t.Helper()
 	return counts{
-		accepted:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, obs.FenceAccepted)),
-		rejected:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, obs.FenceRejected)),
+		accepted:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, string(obs.FenceAccepted))),
+		rejected:   h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, resource, obs.AttrResult, string(obs.FenceRejected))),
 		rejections: h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, resource)),
 	}
 }

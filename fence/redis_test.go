@@ -227,7 +227,7 @@ func testTelemetry(t *testing.T, b backend) {
 		assert.Equal(t, codes.Unset, sp.Status().Code, "a rejection is the fence working, not an error")
 	}
 	rejected := spans[1]
-	assert.Contains(t, rejected.Attributes(), attribute.String(obs.AttrResult, obs.FenceRejected))
+	assert.Contains(t, rejected.Attributes(), attribute.String(obs.AttrResult, string(obs.FenceRejected)))
 	assert.Contains(t, rejected.Attributes(), attribute.Int64(obs.AttrFence, 19))
 	assert.Contains(t, rejected.Attributes(), attribute.Int64(obs.AttrHighWater, 20))
 }

@@ -189,7 +189,7 @@ func (w *worker) process(ctx context.Context, job string) error {
 	}
 	result := fmt.Sprintf("computed by worker %d", w.id)
 
-	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token int64) error {
+	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
 		if w.stuck {
 			// A pause at the worst moment: after Commit checked the lease,
 			// before the write. Longer than the max hold.
@@ -197,7 +197,7 @@ func (w *worker) process(ctx context.Context, job string) error {
 			fmt.Fprintf(w.out, "worker %d: stuck for %v in its write of %s (fence %d)\n", w.id, 4*w.cfg.ttl, job, token)
 			time.Sleep(4 * w.cfg.ttl)
 		}
-		return w.jobs.Upsert(ctx, w.db, job, fence.Token(token), result, w.id)
+		return w.jobs.Upsert(ctx, w.db, job, token, result, w.id)
 	})
 	var stale *fence.StaleError
 	switch {
