@@ -15,7 +15,7 @@ import (
 // (panics included), and tell what the caller should answer.
 type holder struct {
 	locker  *lease.Locker
-	cfg     config
+	cfg     holderConfig
 	tel     *obs.Recorder
 	byName  sync.Map     // lock name → *lease.Locker with the holder's lease options and that name
 	derived atomic.Int32 // entries in byName
@@ -29,12 +29,7 @@ func newHolder(locker *lease.Locker, opts []Option) *holder {
 	if locker == nil {
 		panic("middleware: nil Locker")
 	}
-	h := &holder{locker: locker, cfg: newConfig(opts)}
-	h.tel = obs.Of(h.cfg.tel)
-	if h.tel == nil {
-		h.tel = obs.Of(locker.Telemetry())
-	}
-	return h
+	return &holder{locker: locker, cfg: newHolderConfig(opts), tel: obs.Of(locker.Telemetry())}
 }
 
 // acquire takes the lease through a Locker derived once per lock name

@@ -425,7 +425,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			} else {
 				within(t, "the HTTP request", time.Since(start))
 				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-				assert.Contains(t, []string{ReasonUnknown, ReasonUnavailable}, decodeProblem(t, resp).Reason)
+				assert.Contains(t, []string{reasonUnknown, reasonUnavailable}, decodeProblem(t, resp).Reason)
 			}
 
 			gc := serveGRPC(t, &health{check: func(context.Context) error { runs.Add(1); return nil }},
@@ -441,7 +441,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			within(t, "the gRPC call", time.Since(start))
 			code, info, _ := details(t, err)
 			assert.Equal(t, codes.Unavailable, code)
-			assert.Contains(t, []string{ReasonUnknown, ReasonUnavailable}, info.GetReason())
+			assert.Contains(t, []string{reasonUnknown, reasonUnavailable}, info.GetReason())
 			assert.Zero(t, runs.Load(), "a handler ran without its lease")
 			require.NoError(t, lk.Close()) // waits for the clean-up of unknown acquires
 			assert.Zero(t, tc.size(t), "nothing was written to Redis")
