@@ -5,33 +5,25 @@
 // each request holding the lease on a key computed from the request. The
 // handler's context is the lease's context (cancelled, with lease.ErrLost as
 // its cause, before the key can expire); lease.FromContext gives the lease
-// for its fence, Remaining and Commit. A stream handler's RecvMsg and
-// SendMsg return UNAVAILABLE LEASE_LOST once the lease is lost, also when
-// they were blocked on the transport (a client sending or reading nothing),
-// so a handler that returns their error stops at the loss like a unary
-// handler watching its context. The lock name recorded in metrics is
-// the route (r.Pattern) or the gRPC method, never the key. Refusals follow
-// one table:
+// for its fence, Remaining and Commit. A handler that shows its client the
+// fence sets the header itself:
 //
-//	outcome                              HTTP                  gRPC
-//	contended (after the optional wait)  409 + Retry-After     ABORTED      LEASE_CONTENDED + RetryInfo
-//	acquire unknown, Redis unavailable   503 + Retry-After     UNAVAILABLE  LEASE_UNKNOWN / LEASE_UNAVAILABLE
-//	lease lost before the answer         503 + Retry-After     UNAVAILABLE  LEASE_LOST
-//	stale fence at a guarded resource    409                   ABORTED      FENCE_STALE
-//	malformed fence                      400                   INVALID_ARGUMENT FENCE_MALFORMED
-//	missing fence                        428                   FAILED_PRECONDITION FENCE_MISSING
-//	guard's wait for the key given up    503 + Retry-After     the context's status, or UNAVAILABLE FENCE_BUSY
+//	w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Fence().String())
 //
-// HTTP bodies are application/problem+json with a "reason" member; gRPC
-// statuses carry google.rpc.ErrorInfo{reason, domain "lockwatch"}. "Lost
-// before the answer" means, for HTTP, that the handler returned without
-// writing anything; for gRPC, that it returned an error. A handler that
-// answers with success after its lease was lost keeps its answer (it did the
-// work; the resource's fence decided whether its write counted) and is
-// counted as a late completion, a potential stale write, with an event on
-// its span. Leases end when the handler returns, also when it panics (the
-// panic goes on); the key's delete in Redis then goes in the background,
-// off the request's critical path (WithSyncRelease waits for it).
+// A stream handler's RecvMsg and SendMsg return LEASE_LOST once the lease
+// is lost, also when they were blocked on the transport (a client sending
+// or reading nothing), so a handler that returns their error stops at the
+// loss like a unary handler watching its context. A request whose lease is
+// lost before it is answered (HTTP: the handler returned without writing
+// anything; gRPC: it returned an error) is refused LEASE_LOST. A handler
+// that answers with success after its lease was lost keeps its answer (it
+// did the work; the resource's fence decided whether its write counted) and
+// is counted as a late completion, a potential stale write, with an event
+// on its span. The lock name recorded in metrics is the route (r.Pattern)
+// or the gRPC method, never the key. Leases end when the handler returns,
+// also when it panics (the panic goes on); the key's delete in Redis then
+// goes in the background, off the request's critical path (WithSyncRelease
+// waits for it).
 //
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context
@@ -52,4 +44,31 @@
 // in exactly one value of the HTTP header Fencing-Token or of the gRPC
 // metadata key fencing-token. No value is a missing token; several values,
 // or any other form, a malformed one.
+//
+// # Refusals
+//
+// Each refusal has a reason, the same on both protocols: the "reason"
+// member of the HTTP application/problem+json body (whose "type" is
+// urn:lockwatch:problem: followed by the reason), and the reason of the
+// google.rpc.ErrorInfo of the gRPC status, in domain "lockwatch". A
+// holder's refusal also names the lock: the problem's "lock_name" member,
+// the ErrorInfo's lock_name metadata. Clients in any language match these
+// values:
+//
+//	reason                   HTTP  gRPC                 retry  when
+//	LEASE_CONTENDED          409   ABORTED              yes    another replica holds the lease (after the optional wait)
+//	LEASE_UNKNOWN            503   UNAVAILABLE          yes    Redis did not answer the acquire in time; the work did not run
+//	LEASE_UNAVAILABLE        503   UNAVAILABLE          yes    Redis failed or the Locker is closed; the work did not run
+//	LEASE_LOST               503   UNAVAILABLE          yes    the lease was lost before the answer; the work may not have completed
+//	FENCE_STALE              409   ABORTED              no     a newer lease holder has already written the resource
+//	FENCE_MALFORMED          400   INVALID_ARGUMENT     no     the token is not a single positive decimal integer
+//	FENCE_MISSING            428   FAILED_PRECONDITION  no     the request carries no token
+//	FENCE_BUSY               503   UNAVAILABLE          yes    the wait behind an earlier request for the key was given up; not admitted
+//	FENCE_STORE_UNAVAILABLE  503   UNAVAILABLE          yes    the guard's fence store did not answer; the handler did not run
+//
+// A refusal marked retry carries a Retry-After header (HTTP) and a
+// google.rpc.RetryInfo (gRPC): the holder's remaining TTL (at least a
+// second) for LEASE_CONTENDED, a second for the others. A guarded gRPC
+// call that stops waiting because its own context ended gets that
+// context's status (CANCELED, DEADLINE_EXCEEDED) instead of FENCE_BUSY.
 package middleware

@@ -35,7 +35,7 @@ func ExampleHTTP() {
 	mux := http.NewServeMux()
 	mux.Handle("POST /invoices/{id}/pay", lockInvoice(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l := lease.FromContext(r.Context()) // the handler's context is the lease's
-		fmt.Fprintln(w, "paying under lease", l.Name(), "with a fence:", l.Fence() > 0)
+		fmt.Fprintln(w, "paying invoice", l.Key(), "with a fence:", l.Fence() > 0)
 	})))
 
 	srv := httptest.NewServer(mux)
@@ -48,7 +48,7 @@ func ExampleHTTP() {
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	fmt.Print(resp.StatusCode, " ", string(body))
-	// Output: 200 paying under lease POST /invoices/{id}/pay with a fence: true
+	// Output: 200 paying invoice invoice:7 with a fence: true
 }
 
 // By default the key is deleted in the background once the handler has
@@ -81,6 +81,39 @@ func ExampleWithSyncRelease() {
 		_ = l.Release(context.Background())
 	}
 	// Output: 200 true
+}
+
+// A custom error writer gets each HTTP refusal as a Problem. One
+// WithErrorWriter serves the holder middleware and a Guard alike.
+func ExampleWithErrorWriter() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.WithNamespace("example-error-writer"))
+	defer locker.Close()
+	plain := middleware.WithErrorWriter(func(w http.ResponseWriter, _ *http.Request, p *middleware.Problem) {
+		http.Error(w, p.Reason, p.Status)
+	})
+
+	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
+	lockAccount := middleware.HTTP(locker, account, plain)
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-error-writer")), plain)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux := http.NewServeMux()
+	mux.Handle("POST /accounts/{id}/payments", lockAccount(ok))
+	mux.Handle("PUT /accounts/{id}", guard.HTTP(account)(ok))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	req, _ := http.NewRequest(http.MethodPut, srv.URL+"/accounts/7", nil) // no token
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(resp.StatusCode, " ", string(body))
+	// Output: 428 FENCE_MISSING
 }
 
 // One Guard in front of a ledger serves every entry point that writes it:

@@ -11,36 +11,25 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// UnaryKeyFunc returns the lock key of a unary call; "" runs it without a
-// lock.
-type UnaryKeyFunc func(ctx context.Context, fullMethod string, req any) string
-
-// StreamKeyFunc returns the lock key of a streaming call (from its method
-// and metadata: the stream's messages are not read yet); "" runs it without
-// a lock.
-type StreamKeyFunc func(ctx context.Context, fullMethod string) string
-
-// UnaryServerInterceptor runs each unary call holding the lease on key. The
+// UnaryServerInterceptor runs each unary call holding the lease on
+// key(ctx, fullMethod, req); a key of "" runs the call without a lock. The
 // handler's context is the lease's context (lease.FromContext gives the
-// lease). Refusals carry google.rpc.ErrorInfo{reason, domain "lockwatch"}
-// and, when retrying makes sense, RetryInfo:
+// lease). A call that cannot take the lease is refused ABORTED
+// LEASE_CONTENDED (with RetryInfo: the holder's TTL), or UNAVAILABLE
+// LEASE_UNKNOWN or LEASE_UNAVAILABLE.
 //
-//	contended                      ABORTED      LEASE_CONTENDED, retry after the holder's TTL
-//	unknown, Redis unavailable     UNAVAILABLE  LEASE_UNKNOWN / LEASE_UNAVAILABLE
-//	lost, handler returned error   UNAVAILABLE  LEASE_LOST
-//
-// A lost lease is UNAVAILABLE rather than ABORTED: the work may not have
+// A call whose lease was lost and whose handler returned an error is
+// answered UNAVAILABLE LEASE_LOST rather than ABORTED: the work may not have
 // happened, and retrying the whole call (which takes a new lease) is the
 // right reaction, as for a server that went away. Only a handler error that
 // is the loss showing through (its context ending, or an unclassified
 // error) is replaced; a status of the handler's own (say NOT_FOUND) is
-// returned as it is. A handler that returns
-// success after its lease was lost keeps its answer (it did the work; the
-// resource's fence decided whether its write counted) and is counted as a
-// late completion.
-func UnaryServerInterceptor(locker *lease.Locker, key UnaryKeyFunc, opts ...Option) grpc.UnaryServerInterceptor {
+// returned as it is. A handler that returns success after its lease was
+// lost keeps its answer (it did the work; the resource's fence decided
+// whether its write counted) and is counted as a late completion.
+func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, opts ...Option) grpc.UnaryServerInterceptor {
 	if key == nil {
-		panic("middleware: nil UnaryKeyFunc")
+		panic("middleware: nil key function")
 	}
 	h := newHolder(locker, opts)
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -54,15 +43,17 @@ func UnaryServerInterceptor(locker *lease.Locker, key UnaryKeyFunc, opts ...Opti
 	}
 }
 
-// StreamServerInterceptor is UnaryServerInterceptor for streams: the
-// stream's Context() is the lease's context for the whole stream, and once
-// the lease is lost its RecvMsg and SendMsg return UNAVAILABLE LEASE_LOST,
-// also a call that was blocked on the transport when the loss came (see
-// leaseStream for what that costs and guarantees). A handler that returns
-// that error answers the client with it.
-func StreamServerInterceptor(locker *lease.Locker, key StreamKeyFunc, opts ...Option) grpc.StreamServerInterceptor {
+// StreamServerInterceptor is UnaryServerInterceptor for streams, with the
+// key taken from the call's method and metadata (its messages are not read
+// yet). The stream's Context() is the lease's context for the whole
+// stream, and once the lease is lost its RecvMsg and SendMsg return
+// UNAVAILABLE LEASE_LOST, also a call that was blocked on the transport
+// when the loss came; a handler that returns that error answers the client
+// with it. This costs a few microseconds per message (each call runs on a
+// goroutine of its own: grpc-go cannot end a stream otherwise).
+func StreamServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string) string, opts ...Option) grpc.StreamServerInterceptor {
 	if key == nil {
-		panic("middleware: nil StreamKeyFunc")
+		panic("middleware: nil key function")
 	}
 	h := newHolder(locker, opts)
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {

@@ -50,7 +50,7 @@ func details(t *testing.T, err error) (codes.Code, *errdetails.ErrorInfo, *errde
 		}
 	}
 	require.NotNil(t, info, "no ErrorInfo in %v", st)
-	assert.Equal(t, ErrorDomain, info.GetDomain())
+	assert.Equal(t, errorDomain, info.GetDomain())
 	return st.Code(), info, retry
 }
 
@@ -105,7 +105,7 @@ func TestGRPCAnswers(t *testing.T) {
 		_, err = client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		code, info, retry := details(t, err)
 		assert.Equal(t, codes.Aborted, code)
-		assert.Equal(t, ReasonContended, info.GetReason())
+		assert.Equal(t, reasonContended, info.GetReason())
 		assert.Equal(t, checkMethod, info.GetMetadata()["lock_name"])
 		require.NotNil(t, retry)
 		assert.InDelta(t, 5, retry.GetRetryDelay().AsDuration().Seconds(), 1)
@@ -122,7 +122,7 @@ func TestGRPCAnswers(t *testing.T) {
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		code, info, retry := details(t, err)
 		assert.Equal(t, codes.Unavailable, code)
-		assert.Equal(t, ReasonLost, info.GetReason())
+		assert.Equal(t, reasonLost, info.GetReason())
 		assert.NotNil(t, retry)
 	})
 
@@ -147,7 +147,7 @@ func TestGRPCAnswers(t *testing.T) {
 			if l == nil {
 				return status.Error(codes.Internal, "no lease on the stream")
 			}
-			fences <- l.Fence()
+			fences <- int64(l.Fence())
 			return stream.Send(&grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING})
 		}})
 		stream, err := client.Watch(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
@@ -171,7 +171,7 @@ func TestGRPCAnswers(t *testing.T) {
 		_, err = stream.Recv()
 		code, info, _ := details(t, err)
 		assert.Equal(t, codes.Aborted, code)
-		assert.Equal(t, ReasonContended, info.GetReason())
+		assert.Equal(t, reasonContended, info.GetReason())
 	})
 
 	t.Run("no key: no lock", func(t *testing.T) {

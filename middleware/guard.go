@@ -39,14 +39,11 @@ import (
 // a fence.Table), where the check and the write are one atomic step; a
 // guard in front of them only rejects stale requests early.
 //
-// Answers:
-//
-//	stale token       409 FENCE_STALE         ABORTED
-//	malformed token   400 FENCE_MALFORMED     INVALID_ARGUMENT
-//	missing token     428 FENCE_MISSING       FAILED_PRECONDITION (AllowMissingFence passes it)
-//	store error       503 FENCE_UNAVAILABLE   UNAVAILABLE
-//	wait for the key  503 FENCE_BUSY          the context's status (CANCELED, DEADLINE_EXCEEDED);
-//	  given up                                UNAVAILABLE FENCE_BUSY when WithGuardWait ran out
+// A request is refused with a reason of the package doc's table:
+// FENCE_STALE, FENCE_MALFORMED, FENCE_MISSING (WithMissingFenceAllowed
+// passes it), FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when its wait for the
+// key was given up (a gRPC call whose own context ended gets that
+// context's status instead: CANCELED or DEADLINE_EXCEEDED).
 //
 // The store records every check (lockwatch_fence_checks_total) and every
 // rejection (lockwatch_fence_rejections_total, with an exemplar of the
@@ -56,24 +53,23 @@ import (
 // unserialized.
 type Guard struct {
 	store fence.Admitter
-	cfg   config
+	cfg   guardConfig
 	locks keyLocks
 }
 
-// NewGuard returns a Guard admitting tokens through store. Options:
-// AllowMissingFence, WithGuardWait, WithErrorWriter.
-func NewGuard(store fence.Admitter, opts ...Option) *Guard {
+// NewGuard returns a Guard admitting tokens through store.
+func NewGuard(store fence.Admitter, opts ...GuardOption) *Guard {
 	if store == nil {
-		panic("middleware: NewGuard needs a store")
+		panic("middleware: nil store")
 	}
-	return &Guard{store: store, cfg: newConfig(opts)}
+	return &Guard{store: store, cfg: newGuardConfig(opts)}
 }
 
 // HTTP returns middleware that checks the Fencing-Token header. Wrap every
 // route that writes the resource with it.
-func (g *Guard) HTTP(key KeyFunc) func(http.Handler) http.Handler {
+func (g *Guard) HTTP(key func(*http.Request) string) func(http.Handler) http.Handler {
 	if key == nil {
-		panic("middleware: nil KeyFunc")
+		panic("middleware: nil key function")
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -89,9 +85,9 @@ func (g *Guard) HTTP(key KeyFunc) func(http.Handler) http.Handler {
 }
 
 // UnaryServerInterceptor checks the fencing-token metadata of unary calls.
-func (g *Guard) UnaryServerInterceptor(key UnaryKeyFunc) grpc.UnaryServerInterceptor {
+func (g *Guard) UnaryServerInterceptor(key func(ctx context.Context, fullMethod string, req any) string) grpc.UnaryServerInterceptor {
 	if key == nil {
-		panic("middleware: nil UnaryKeyFunc")
+		panic("middleware: nil key function")
 	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		ctx, unlock, err := g.admit(ctx, key(ctx, info.FullMethod, req), incoming(ctx))
@@ -106,9 +102,9 @@ func (g *Guard) UnaryServerInterceptor(key UnaryKeyFunc) grpc.UnaryServerInterce
 // StreamServerInterceptor checks the fencing-token metadata of streams when
 // the stream opens, and holds the key's lock for the whole stream: a stream
 // admitted with an old token finishes before a newer one starts.
-func (g *Guard) StreamServerInterceptor(key StreamKeyFunc) grpc.StreamServerInterceptor {
+func (g *Guard) StreamServerInterceptor(key func(ctx context.Context, fullMethod string) string) grpc.StreamServerInterceptor {
 	if key == nil {
-		panic("middleware: nil StreamKeyFunc")
+		panic("middleware: nil key function")
 	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx, unlock, err := g.admit(ss.Context(), key(ss.Context(), info.FullMethod), incoming(ss.Context()))

@@ -57,11 +57,11 @@ func TestHTTPGuardAnswers(t *testing.T) {
 		{"first token", []string{"41"}, http.StatusNoContent, ""},
 		{"same lease again", []string{"41"}, http.StatusNoContent, ""},
 		{"newer lease", []string{"42"}, http.StatusNoContent, ""},
-		{"stale", []string{"41"}, http.StatusConflict, ReasonFenceStale},
-		{"malformed", []string{"+43"}, http.StatusBadRequest, ReasonFenceMalformed},
-		{"zero", []string{"0"}, http.StatusBadRequest, ReasonFenceMalformed},
-		{"two values", []string{"43", "44"}, http.StatusBadRequest, ReasonFenceMalformed},
-		{"missing", nil, http.StatusPreconditionRequired, ReasonFenceMissing},
+		{"stale", []string{"41"}, http.StatusConflict, reasonFenceStale},
+		{"malformed", []string{"+43"}, http.StatusBadRequest, reasonFenceMalformed},
+		{"zero", []string{"0"}, http.StatusBadRequest, reasonFenceMalformed},
+		{"two values", []string{"43", "44"}, http.StatusBadRequest, reasonFenceMalformed},
+		{"missing", nil, http.StatusPreconditionRequired, reasonFenceMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := put(tc.values...)
@@ -82,8 +82,12 @@ func TestHTTPGuardAnswers(t *testing.T) {
 
 	t.Run("missing allowed", func(t *testing.T) {
 		mux := http.NewServeMux()
-		mux.Handle("PUT /ledger/{id}", NewGuard(store, AllowMissingFence()).HTTP(pathKey)(http.HandlerFunc(
-			func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })))
+		mux.Handle("PUT /ledger/{id}", NewGuard(store, WithMissingFenceAllowed()).HTTP(pathKey)(http.HandlerFunc(
+			func(w http.ResponseWriter, r *http.Request) {
+				_, ok := fence.FromContext(r.Context())
+				assert.False(t, ok, "no token was checked")
+				w.WriteHeader(http.StatusNoContent)
+			})))
 		url, client := serveHTTP(t, mux)
 		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
 		resp, err := client.Do(req)
@@ -127,10 +131,10 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		code   codes.Code
 		reason string
 	}{
-		{"stale", []string{"41"}, codes.Aborted, ReasonFenceStale},
-		{"malformed", []string{"4 2"}, codes.InvalidArgument, ReasonFenceMalformed},
-		{"two values", []string{"43", "44"}, codes.InvalidArgument, ReasonFenceMalformed},
-		{"missing", nil, codes.FailedPrecondition, ReasonFenceMissing},
+		{"stale", []string{"41"}, codes.Aborted, reasonFenceStale},
+		{"malformed", []string{"4 2"}, codes.InvalidArgument, reasonFenceMalformed},
+		{"two values", []string{"43", "44"}, codes.InvalidArgument, reasonFenceMalformed},
+		{"missing", nil, codes.FailedPrecondition, reasonFenceMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, info, _ := details(t, call(tc.values...))
@@ -144,7 +148,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		_, err = stream.Recv()
 		code, info, _ := details(t, err)
 		assert.Equal(t, codes.Aborted, code)
-		assert.Equal(t, ReasonFenceStale, info.GetReason())
+		assert.Equal(t, reasonFenceStale, info.GetReason())
 	})
 	assert.EqualValues(t, 2, h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, "ledger")))
 }

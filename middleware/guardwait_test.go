@@ -32,7 +32,7 @@ type stuckKey struct {
 	ran     chan string   // tokens of the other handlers that ran
 }
 
-func newStuckKey(t *testing.T, opts ...Option) *stuckKey {
+func newStuckKey(t *testing.T, opts ...GuardOption) *stuckKey {
 	srv := redistest.Start(t)
 	freed := make(chan struct{})
 	s := &stuckKey{
@@ -204,13 +204,13 @@ func TestGuardWaitBound(t *testing.T) {
 	resp := put("42")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
-	assert.Equal(t, ReasonFenceBusy, decodeProblem(t, resp).Reason)
+	assert.Equal(t, reasonFenceBusy, decodeProblem(t, resp).Reason)
 
 	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, "43")
 	_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 	code, info, retry := details(t, err)
 	assert.Equal(t, codes.Unavailable, code)
-	assert.Equal(t, ReasonFenceBusy, info.GetReason())
+	assert.Equal(t, reasonFenceBusy, info.GetReason())
 	assert.NotNil(t, retry)
 
 	assert.Equal(t, fence.Token(41), s.mark(t), "a request that gave up advanced the mark")

@@ -15,8 +15,7 @@ import (
 // (panics included), and tell what the caller should answer.
 type holder struct {
 	locker  *lease.Locker
-	cfg     config
-	tel     *obs.Recorder
+	cfg     holderConfig
 	byName  sync.Map     // lock name → *lease.Locker with the holder's lease options and that name
 	derived atomic.Int32 // entries in byName
 }
@@ -29,12 +28,7 @@ func newHolder(locker *lease.Locker, opts []Option) *holder {
 	if locker == nil {
 		panic("middleware: nil Locker")
 	}
-	h := &holder{locker: locker, cfg: newConfig(opts)}
-	h.tel = obs.Of(h.cfg.tel)
-	if h.tel == nil {
-		h.tel = obs.Of(locker.Telemetry())
-	}
-	return h
+	return &holder{locker: locker, cfg: newHolderConfig(opts)}
 }
 
 // acquire takes the lease through a Locker derived once per lock name
@@ -76,7 +70,7 @@ func (h *holder) end(ctx context.Context, l *lease.Lease, name string, succeeded
 		l.ReleaseAsync(ctx)
 	}
 	if lost != nil && succeeded {
-		h.tel.LateCompletion(ctx, name)
+		obs.OfLease(l).LateCompletion(ctx, name) // through the lease's own telemetry
 	}
 	return lost
 }

@@ -4,38 +4,33 @@ import (
 	"bufio"
 	"net"
 	"net/http"
-	"strconv"
 
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// KeyFunc returns the lock key of a request; "" means the request runs
-// without a lock. Keys are request input: lockwatch bounds and hashes them.
-type KeyFunc func(*http.Request) string
-
 // HTTP returns middleware that runs each request holding the lease on
-// key(r). The handler's context is the lease's context: it is cancelled when
-// the lease is lost, and lease.FromContext gives the lease (fence, Remaining,
-// Commit). Answers when the handler does not run or cannot finish:
-//
-//	contended                      409, Retry-After: the holder's TTL
-//	unknown, Redis unavailable     503, Retry-After
-//	lost before anything written   503
-//
-// as application/problem+json (WithErrorWriter to change). A handler that
-// answers with a success status after its lease was lost is counted as a
-// late completion (lockwatch_lease_late_completions_total) and its span is
-// marked; a streaming handler that sent its status before the loss and then
-// stopped counts too, since the middleware cannot tell when it stopped. A
-// hijacked connection is left alone. The lease ends when the handler
-// returns, also when it panics (the panic goes on); its key is deleted in
-// the background (WithSyncRelease waits for it).
+// key(r); a key of "" runs the request without a lock. Keys are request
+// input: lockwatch bounds and hashes them. The handler's context is the
+// lease's context: it is cancelled when the lease is lost, and
+// lease.FromContext gives the lease (fence, Remaining, Commit). A request
+// that cannot take the lease, or whose handler returns without writing
+// anything after the lease was lost, is refused with LEASE_CONTENDED (409,
+// Retry-After: the holder's TTL), LEASE_UNKNOWN, LEASE_UNAVAILABLE or
+// LEASE_LOST (503, Retry-After), as application/problem+json
+// (WithErrorWriter to change). A handler that answers with a success status
+// after its lease was lost is counted as a late completion
+// (lockwatch_lease_late_completions_total) and its span is marked; a
+// streaming handler that sent its status before the loss and then stopped
+// counts too, since the middleware cannot tell when it stopped. A hijacked
+// connection is left alone. The lease ends when the handler returns, also
+// when it panics (the panic goes on); its key is deleted in the background
+// (WithSyncRelease waits for it).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.
-func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
+func HTTP(locker *lease.Locker, key func(*http.Request) string, opts ...Option) func(http.Handler) http.Handler {
 	if key == nil {
-		panic("middleware: nil KeyFunc")
+		panic("middleware: nil key function")
 	}
 	h := newHolder(locker, opts)
 	return func(next http.Handler) http.Handler {
@@ -51,18 +46,12 @@ func HTTP(locker *lease.Locker, key KeyFunc, opts ...Option) func(http.Handler) 
 				h.cfg.errorWriter(w, r, acquireRefusal(err).problem(name, err))
 				return
 			}
-			if h.cfg.fenceHeader != "" {
-				w.Header().Set(h.cfg.fenceHeader, strconv.FormatInt(l.Fence(), 10))
-			}
 			rec := &statusRecorder{ResponseWriter: w}
 			returned := false
 			defer func() {
 				answered := rec.status != 0 || rec.hijacked
 				lost := h.end(l.Context(), l, name, returned && answered && !rec.hijacked && rec.status < 400)
 				if lost != nil && returned && !answered {
-					if h.cfg.fenceHeader != "" {
-						w.Header().Del(h.cfg.fenceHeader) // that lease is gone
-					}
 					h.cfg.errorWriter(w, r, refuseLost.problem(name, lost))
 				}
 			}()

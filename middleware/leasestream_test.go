@@ -109,8 +109,8 @@ func TestStreamLossInterruptsBlockedCalls(t *testing.T) {
 				assert.Never(t, func() bool { return m.GetService() != "" }, 100*time.Millisecond, 5*time.Millisecond,
 					"the abandoned RecvMsg wrote into the handler's message")
 				start := time.Now()
-				assert.Equal(t, ReasonLost, reason(stream.RecvMsg(&m)), "a later RecvMsg returns the loss")
-				assert.Equal(t, ReasonLost, reason(stream.SendMsg(big)), "a later SendMsg returns the loss")
+				assert.Equal(t, reasonLost, reason(stream.RecvMsg(&m)), "a later RecvMsg returns the loss")
+				assert.Equal(t, reasonLost, reason(stream.SendMsg(big)), "a later SendMsg returns the loss")
 				assert.Less(t, time.Since(start), time.Second, "later calls return at once")
 				return err
 			}
@@ -140,7 +140,7 @@ func TestStreamLossInterruptsBlockedCalls(t *testing.T) {
 			}
 			code, info, _ := details(t, err2)
 			assert.Equal(t, codes.Unavailable, code)
-			assert.Equal(t, ReasonLost, info.GetReason())
+			assert.Equal(t, reasonLost, info.GetReason())
 
 			_ = cs.SendMsg(&grpc_health_v1.HealthCheckRequest{Service: "late"})
 			sent()
@@ -149,7 +149,7 @@ func TestStreamLossInterruptsBlockedCalls(t *testing.T) {
 			}
 			code, info, _ = details(t, err)
 			assert.Equal(t, codes.Unavailable, code, "the client sees the loss")
-			assert.Equal(t, ReasonLost, info.GetReason())
+			assert.Equal(t, reasonLost, info.GetReason())
 		})
 	}
 }

@@ -5,41 +5,60 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
-// Option configures the holder middleware (HTTP, the gRPC interceptors) and
-// the guards.
+// Option configures the holder middleware: HTTP, UnaryServerInterceptor and
+// StreamServerInterceptor.
 type Option interface {
-	apply(*config)
+	applyHolder(*holderConfig)
 }
 
-type optionFunc func(*config)
+// GuardOption configures a Guard (NewGuard).
+type GuardOption interface {
+	applyGuard(*guardConfig)
+}
 
-func (f optionFunc) apply(c *config) { f(c) }
+type optionFunc func(*holderConfig)
 
-type config struct {
-	leaseOpts    []lease.Option
-	httpName     func(*http.Request) string
-	grpcName     func(fullMethod string) string
-	fenceHeader  string
+func (f optionFunc) applyHolder(c *holderConfig) { f(c) }
+
+type guardOptionFunc func(*guardConfig)
+
+func (f guardOptionFunc) applyGuard(c *guardConfig) { f(c) }
+
+type holderConfig struct {
+	leaseOpts   []lease.Option
+	httpName    func(*http.Request) string
+	grpcName    func(fullMethod string) string
+	errorWriter func(http.ResponseWriter, *http.Request, *Problem)
+	syncRelease bool
+}
+
+type guardConfig struct {
 	errorWriter  func(http.ResponseWriter, *http.Request, *Problem)
-	tel          *telemetry.Telemetry
 	allowNoFence bool
 	guardWait    time.Duration
-	syncRelease  bool
 }
 
-func newConfig(opts []Option) config {
-	c := config{
+func newHolderConfig(opts []Option) holderConfig {
+	c := holderConfig{
 		httpName:    routeName,
 		grpcName:    func(m string) string { return m },
-		fenceHeader: "",
-		errorWriter: WriteProblem,
+		errorWriter: writeProblem,
 	}
 	for _, o := range opts {
 		if o != nil {
-			o.apply(&c)
+			o.applyHolder(&c)
+		}
+	}
+	return c
+}
+
+func newGuardConfig(opts []GuardOption) guardConfig {
+	c := guardConfig{errorWriter: writeProblem}
+	for _, o := range opts {
+		if o != nil {
+			o.applyGuard(&c)
 		}
 	}
 	return c
@@ -58,14 +77,14 @@ func routeName(r *http.Request) string {
 // WithLeaseOptions passes options to every Acquire: lease.WithWait for a
 // bounded wait, lease.WithTTL for a per-route TTL, and so on.
 func WithLeaseOptions(opts ...lease.Option) Option {
-	return optionFunc(func(c *config) { c.leaseOpts = append(c.leaseOpts, opts...) })
+	return optionFunc(func(c *holderConfig) { c.leaseOpts = append(c.leaseOpts, opts...) })
 }
 
 // WithHTTPName sets the lock name of an HTTP request, the lock.name metric
 // attribute. It must come from a small set (a route, an operation), never
 // from the key. Default: r.Pattern, or "unrouted". Nil is ignored.
 func WithHTTPName(f func(*http.Request) string) Option {
-	return optionFunc(func(c *config) {
+	return optionFunc(func(c *holderConfig) {
 		if f != nil {
 			c.httpName = f
 		}
@@ -75,7 +94,7 @@ func WithHTTPName(f func(*http.Request) string) Option {
 // WithGRPCName sets the lock name of a gRPC call from its full method name.
 // Default: the full method name. Nil is ignored.
 func WithGRPCName(f func(fullMethod string) string) Option {
-	return optionFunc(func(c *config) {
+	return optionFunc(func(c *holderConfig) {
 		if f != nil {
 			c.grpcName = f
 		}
@@ -91,37 +110,44 @@ func WithGRPCName(f func(fullMethod string) string) Option {
 // another replica finds the key held;
 // a client that needs its next request on the same key to succeed on any
 // replica at once sets this (or gives that route lease.WithWait).
-func WithSyncRelease() Option { return optionFunc(func(c *config) { c.syncRelease = true }) }
-
-// WithFenceHeader makes the HTTP middleware expose the lease's fencing token
-// in the response header name (e.g. "Fencing-Token"). Default: not exposed.
-func WithFenceHeader(name string) Option {
-	return optionFunc(func(c *config) { c.fenceHeader = name })
+func WithSyncRelease() Option {
+	return optionFunc(func(c *holderConfig) { c.syncRelease = true })
 }
 
-// WithErrorWriter replaces how HTTP refusals are written. Default:
-// WriteProblem (application/problem+json). Nil is ignored.
-func WithErrorWriter(f func(http.ResponseWriter, *http.Request, *Problem)) Option {
-	return optionFunc(func(c *config) {
-		if f != nil {
-			c.errorWriter = f
-		}
-	})
+// WithErrorWriter replaces how HTTP refusals are written, by the holder
+// middleware and by a Guard alike: it is both an Option and a GuardOption.
+// Default: an application/problem+json body of p (with Retry-After when
+// p.RetryAfter is set), without the framing and caching headers the handler
+// may have set before the refusal, and Cache-Control: no-store. Nil is
+// ignored.
+func WithErrorWriter(f func(w http.ResponseWriter, r *http.Request, p *Problem)) interface {
+	Option
+	GuardOption
+} {
+	return errorWriter(f)
 }
 
-// WithTelemetry sets where late completions (holder side) are recorded.
-// Default: the Locker's telemetry. Guards record through their store.
-func WithTelemetry(t *telemetry.Telemetry) Option {
-	return optionFunc(func(c *config) {
-		if t != nil {
-			c.tel = t
-		}
-	})
+// errorWriter is the option WithErrorWriter returns.
+type errorWriter func(http.ResponseWriter, *http.Request, *Problem)
+
+func (f errorWriter) applyHolder(c *holderConfig) {
+	if f != nil {
+		c.errorWriter = f
+	}
 }
 
-// AllowMissingFence makes a guard pass requests that carry no token (e.g.
-// during a migration). Default: a missing token is refused.
-func AllowMissingFence() Option { return optionFunc(func(c *config) { c.allowNoFence = true }) }
+func (f errorWriter) applyGuard(c *guardConfig) {
+	if f != nil {
+		c.errorWriter = f
+	}
+}
+
+// WithMissingFenceAllowed makes a Guard pass requests that carry no token
+// (e.g. during a migration) to the handler unchecked. Default: a missing
+// token is refused FENCE_MISSING.
+func WithMissingFenceAllowed() GuardOption {
+	return guardOptionFunc(func(c *guardConfig) { c.allowNoFence = true })
+}
 
 // WithGuardWait bounds how long a Guard lets a request wait for the earlier
 // request on its key to finish; past it the request is answered 503
@@ -132,4 +158,6 @@ func AllowMissingFence() Option { return optionFunc(func(c *config) { c.allowNoF
 // request's body has been read, so a request with a body that waits behind
 // a stuck handler stays until the bound, a server timeout or the handler
 // before it ends. Set a bound a little above the slowest write's time.
-func WithGuardWait(d time.Duration) Option { return optionFunc(func(c *config) { c.guardWait = d }) }
+func WithGuardWait(d time.Duration) GuardOption {
+	return guardOptionFunc(func(c *guardConfig) { c.guardWait = d })
+}

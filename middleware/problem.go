@@ -8,26 +8,9 @@ import (
 	"time"
 )
 
-// ErrorDomain is the ErrorInfo domain of every gRPC status the middleware
-// returns.
-const ErrorDomain = "lockwatch"
-
-// Reasons: the ErrorInfo reason on gRPC, the "reason" member of HTTP problem
-// bodies. A closed set clients can switch on.
-const (
-	ReasonContended      = "LEASE_CONTENDED"   // another replica holds the lease: retry later
-	ReasonUnknown        = "LEASE_UNKNOWN"     // Redis did not answer in time: the work did not run
-	ReasonLost           = "LEASE_LOST"        // the lease was lost before the handler answered
-	ReasonUnavailable    = "LEASE_UNAVAILABLE" // the Locker is closed or failed
-	ReasonFenceStale     = "FENCE_STALE"       // a newer holder has written: this write is late
-	ReasonFenceMalformed = "FENCE_MALFORMED"
-	ReasonFenceMissing   = "FENCE_MISSING"
-	ReasonFenceStore     = "FENCE_UNAVAILABLE" // the fence store did not answer
-	ReasonFenceBusy      = "FENCE_BUSY"        // an earlier request for the key still ran: this one was not admitted
-)
-
-// Problem is an HTTP refusal, written as RFC 9457 application/problem+json
-// by WriteProblem.
+// Problem is an HTTP refusal, as the error writer gets it (WithErrorWriter)
+// and as the default writer sends it: an RFC 9457 application/problem+json
+// body. Reason is one of the reasons of the package doc's table.
 type Problem struct {
 	Type       string        `json:"type"`
 	Title      string        `json:"title"`
@@ -39,12 +22,12 @@ type Problem struct {
 	Err        error         `json:"-"` // what caused it, for custom writers and logs
 }
 
-// WriteProblem writes p as application/problem+json, with Retry-After when
-// p.RetryAfter is set. It drops the framing and caching headers a handler
-// may have set before the refusal (Content-Length, Content-Encoding, ETag,
-// Last-Modified) and marks the answer Cache-Control: no-store, so no cache
-// keeps a refusal and no client decodes it with the wrong framing.
-func WriteProblem(w http.ResponseWriter, _ *http.Request, p *Problem) {
+// writeProblem is the default error writer (see WithErrorWriter). It drops
+// the framing and caching headers a handler may have set before the
+// refusal (Content-Length, Content-Encoding, ETag, Last-Modified, Expires)
+// so that no cache keeps a refusal and no client decodes it with the wrong
+// framing.
+func writeProblem(w http.ResponseWriter, _ *http.Request, p *Problem) {
 	h := w.Header()
 	for _, k := range []string{"Content-Length", "Content-Encoding", "Etag", "Last-Modified", "Expires"} {
 		h.Del(k)

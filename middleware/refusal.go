@@ -28,17 +28,33 @@ type refusal struct {
 	fromErr bool // the detail is the error's own message (it says what is wrong with the input)
 }
 
+// The reasons: the ErrorInfo reason on gRPC (in errorDomain), the "reason"
+// member of HTTP problems. The package doc lists them for clients; a test
+// holds that list to the rows below.
+const (
+	errorDomain                 = "lockwatch"
+	reasonContended             = "LEASE_CONTENDED"
+	reasonUnknown               = "LEASE_UNKNOWN"
+	reasonUnavailable           = "LEASE_UNAVAILABLE"
+	reasonLost                  = "LEASE_LOST"
+	reasonFenceStale            = "FENCE_STALE"
+	reasonFenceMalformed        = "FENCE_MALFORMED"
+	reasonFenceMissing          = "FENCE_MISSING"
+	reasonFenceBusy             = "FENCE_BUSY"
+	reasonFenceStoreUnavailable = "FENCE_STORE_UNAVAILABLE"
+)
+
 // The refusals, one row each.
 var (
-	refuseContended   = refusal{ReasonContended, http.StatusConflict, codes.Aborted, "Lease held by another replica", "another replica is doing this work", time.Second, false}
-	refuseUnknown     = refusal{ReasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
-	refuseUnavailable = refusal{ReasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
-	refuseLost        = refusal{ReasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
-	refuseStale       = refusal{ReasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
-	refuseMalformed   = refusal{ReasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
-	refuseMissing     = refusal{ReasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + tokenHeader + " header (gRPC: " + tokenMetadata + " metadata)", 0, false}
-	refuseBusy        = refusal{ReasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, "Resource busy", "an earlier request for this resource is still being handled; this one was not admitted", time.Second, false}
-	refuseFenceStore  = refusal{ReasonFenceStore, http.StatusServiceUnavailable, codes.Unavailable, "Fence unavailable", "the fence store did not answer", time.Second, false}
+	refuseContended   = refusal{reasonContended, http.StatusConflict, codes.Aborted, "Lease held by another replica", "another replica is doing this work", time.Second, false}
+	refuseUnknown     = refusal{reasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
+	refuseUnavailable = refusal{reasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
+	refuseLost        = refusal{reasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
+	refuseStale       = refusal{reasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
+	refuseMalformed   = refusal{reasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
+	refuseMissing     = refusal{reasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + tokenHeader + " header (gRPC: " + tokenMetadata + " metadata)", 0, false}
+	refuseBusy        = refusal{reasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, "Resource busy", "an earlier request for this resource is still being handled; this one was not admitted", time.Second, false}
+	refuseFenceStore  = refusal{reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Fence store unavailable", "the fence store did not answer", time.Second, false}
 )
 
 // acquireRefusal classifies an Acquire error: contended (retry after the
@@ -81,7 +97,7 @@ func (r refusal) problem(lock string, err error) *Problem {
 // grpcStatus is r as a gRPC status with ErrorInfo and, when retrying makes
 // sense, RetryInfo.
 func (r refusal) grpcStatus(lock string, err error) error {
-	info := &errdetails.ErrorInfo{Reason: r.reason, Domain: ErrorDomain}
+	info := &errdetails.ErrorInfo{Reason: r.reason, Domain: errorDomain}
 	if lock != "" {
 		info.Metadata = map[string]string{"lock_name": lock}
 	}

@@ -220,23 +220,17 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 	ctx := testCtx(t)
 	c, srv := sc.redis(t)
 	// A lease's context ends before its loss is reported; the handler waits
-	// for the reports so that their span events land on its span.
-	lost, renewalFailed := make(chan struct{}, 1), make(chan struct{}, 1)
-	signal := func(c chan struct{}) {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-	hooks := lease.Hooks{
-		Lost: func(context.Context, lease.LossEvent) { signal(lost) },
-		RenewalDone: func(_ context.Context, e lease.RenewalEvent) {
-			if e.Result != obs.RenewalRenewed {
-				signal(renewalFailed)
+	// for the reports (their Warn logs come last, after the span events) so
+	// that the span events land on its span.
+	logged := func(msg string) (n int) {
+		for _, r := range h.Logs.Records() {
+			if strings.Contains(r.Message, msg) {
+				n++
 			}
-		},
+		}
+		return n
 	}
-	lk := newLocker(t, c, h.Tel, lease.WithTTL(300*time.Millisecond), lease.WithHooks(hooks))
+	lk := newLocker(t, c, h.Tel, lease.WithTTL(300*time.Millisecond))
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	// work is both handlers' body: commit, or wait for the loss.
@@ -249,13 +243,19 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 		if sc.during == nil {
 			return l.Commit(ctx, func(context.Context, fence.Token) error { return nil })
 		}
+		renewalFailed, lost := logged("renewal failed"), logged("lease lost")
 		started <- struct{}{}
-		for _, c := range []<-chan struct{}{ctx.Done(), renewalFailed, lost} {
-			select {
-			case <-c:
-			case <-time.After(10 * time.Second):
-				return fmt.Errorf("the lease was never lost")
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("the lease was never lost")
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for logged("renewal failed") == renewalFailed || logged("lease lost") == lost {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the loss was never reported")
 			}
+			time.Sleep(time.Millisecond)
 		}
 		return nil // answers success after the loss: a late completion
 	}
@@ -426,7 +426,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			} else {
 				within(t, "the HTTP request", time.Since(start))
 				assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
-				assert.Contains(t, []string{ReasonUnknown, ReasonUnavailable}, decodeProblem(t, resp).Reason)
+				assert.Contains(t, []string{reasonUnknown, reasonUnavailable}, decodeProblem(t, resp).Reason)
 			}
 
 			gc := serveGRPC(t, &health{check: func(context.Context) error { runs.Add(1); return nil }},
@@ -442,7 +442,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			within(t, "the gRPC call", time.Since(start))
 			code, info, _ := details(t, err)
 			assert.Equal(t, codes.Unavailable, code)
-			assert.Contains(t, []string{ReasonUnknown, ReasonUnavailable}, info.GetReason())
+			assert.Contains(t, []string{reasonUnknown, reasonUnavailable}, info.GetReason())
 			assert.Zero(t, runs.Load(), "a handler ran without its lease")
 			require.NoError(t, lk.Close()) // waits for the clean-up of unknown acquires
 			assert.Zero(t, tc.size(t), "nothing was written to Redis")

@@ -89,7 +89,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	aStarted, aLost, wake := make(chan int64, 1), make(chan struct{}), make(chan struct{})
 	aWrite := make(chan int, 1)
 	urlA, clientA := routeServer(t, lockA, func(w http.ResponseWriter, r *http.Request) {
-		aStarted <- lease.FromContext(r.Context()).Fence()
+		aStarted <- int64(lease.FromContext(r.Context()).Fence())
 		<-r.Context().Done() // the lease is lost...
 		close(aLost)
 		<-wake // ...but this handler does not care, and writes when it wakes

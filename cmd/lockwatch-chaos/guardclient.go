@@ -23,6 +23,10 @@ import (
 	"github.com/lockwatch/lockwatch/middleware"
 )
 
+// reasonFenceBusy is the refusal reason of a guarded request that gave up
+// waiting for its key (the middleware package doc's table).
+const reasonFenceBusy = "FENCE_BUSY"
+
 // guardClient is one process's client of the guarded register.
 type guardClient struct {
 	base string // http://host:port
@@ -123,7 +127,7 @@ func (c *guardClient) writeHTTP(ctx context.Context, o *op, hold func()) (outcom
 		return outOK, ""
 	case resp.StatusCode == http.StatusConflict:
 		return outStale, ""
-	case p.Reason == middleware.ReasonFenceBusy:
+	case p.Reason == reasonFenceBusy:
 		return outError, p.Reason
 	}
 	return outUnknown, fmt.Sprintf("%s %s", resp.Status, p.Reason)
@@ -156,7 +160,7 @@ func rpcOutcome(err error) (outcome, why string) {
 		return outStale, ""
 	case codes.Unavailable:
 		for _, d := range st.Details() {
-			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == middleware.ReasonFenceBusy {
+			if info, ok := d.(*errdetails.ErrorInfo); ok && info.GetReason() == reasonFenceBusy {
 				return outError, info.GetReason()
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -132,7 +133,7 @@ func (h *holder) once() {
 	a.Return = now()
 	switch {
 	case err == nil:
-		a.Outcome, a.Fence = outAcquired, l.Fence()
+		a.Outcome, a.Fence = outAcquired, int64(l.Fence())
 	case errors.Is(err, lease.ErrNotAcquired):
 		a.Outcome = outContended
 	case errors.Is(err, lease.ErrUnknown):
@@ -148,7 +149,7 @@ func (h *holder) once() {
 		return
 	}
 
-	rec := leaseRec{Holder: h.id, Proc: h.proc, Key: key, Fence: l.Fence(), Acquired: a.Return}
+	rec := leaseRec{Holder: h.id, Proc: h.proc, Key: key, Fence: int64(l.Fence()), Acquired: a.Return}
 	// The moment the work learns of the loss: its context is cancelled.
 	// done is also the end of the lease's live interval (the overlap check).
 	var cancelled, done atomic.Int64
@@ -190,12 +191,12 @@ func (h *holder) once() {
 
 	completed := false
 	if rec.Cancel == 0 {
-		err = l.Commit(ctx, func(ctx context.Context, token int64) error {
+		err = l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 			rec.Commit = now()
 			// An armed holder-stop stops the process midway through its
 			// first write, the guarded one: admitted, its body unfinished.
 			midway := func() {
-				if h.pause != nil && h.pause(key, token) {
+				if h.pause != nil && h.pause(key, int64(token)) {
 					rec.Paused = true
 				}
 			}
@@ -203,7 +204,7 @@ func (h *holder) once() {
 			value := fmt.Sprintf("%s/%d", h.id, h.seq)
 			for _, reg := range []string{regGuard, regRedis, regPG} {
 				w := h.base(kindWrite, key)
-				w.Reg, w.Fence, w.Value = reg, token, value
+				w.Reg, w.Fence, w.Value = reg, int64(token), value
 				if reg == regGuard {
 					w.Via = guardEntryPoints[h.rng.IntN(len(guardEntryPoints))]
 					if w.Via != viaUnary { // a unary message arrives whole

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -16,16 +17,21 @@ import (
 	"github.com/lockwatch/lockwatch/middleware"
 )
 
-// reasonExpiring is the demo's own refusal reason (beside lockwatch's
-// middleware.Reason* set): Commit refused, the lease having too little
-// validity left.
-const reasonExpiring = "LEASE_EXPIRING"
+// The refusal reasons the demo matches: lockwatch's wire values (the table
+// of the middleware package doc), and the demo's own.
+const (
+	reasonContended  = "LEASE_CONTENDED"
+	reasonUnknown    = "LEASE_UNKNOWN"
+	reasonLost       = "LEASE_LOST"
+	reasonFenceStale = "FENCE_STALE"
+	reasonExpiring   = "LEASE_EXPIRING" // the demo's: Commit refused, the lease having too little validity left
+)
 
 // depositReply is the answer to a deposit.
 type depositReply struct {
-	Account string `json:"account"`
-	Balance int64  `json:"balance"`
-	Fence   int64  `json:"fence"`
+	Account string      `json:"account"`
+	Balance int64       `json:"balance"`
+	Fence   fence.Token `json:"fence"`
 }
 
 // deposit is POST /accounts/{id}/deposit?amount=N, run by the holder
@@ -58,22 +64,22 @@ func (r *replica) deposit(w http.ResponseWriter, req *http.Request) {
 	// half-done write is worse than one the fence can reject). The context
 	// still carries the token, which middleware.RoundTripper sends.
 	var paused bool
-	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token int64) error {
-		paused = r.d.cfg.faults.on(faultPause) && r.maybePause(account, token)
+	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+		paused = r.d.cfg.faults.on(faultPause) && r.maybePause(account, int64(token))
 		return r.d.ledger.put(ctx, key, strconv.FormatInt(balance+amount, 10))
 	})
 	if paused {
-		r.d.pauseOutcome(r, account, l.Fence(), err)
+		r.d.pauseOutcome(r, account, int64(l.Fence()), err)
 	}
 	switch {
 	case errors.Is(err, fence.ErrStale):
-		middleware.WriteProblem(w, req, &middleware.Problem{Type: "urn:lockwatch:problem:" + middleware.ReasonFenceStale,
-			Title: "Stale write rejected", Status: http.StatusConflict, Reason: middleware.ReasonFenceStale,
+		writeProblem(w, &middleware.Problem{Type: "urn:lockwatch:problem:" + reasonFenceStale,
+			Title: "Stale write rejected", Status: http.StatusConflict, Reason: reasonFenceStale,
 			Detail: "the ledger has accepted a write from a newer lease; this one was not applied"})
 	case errors.Is(err, lease.ErrLost):
 		// Nothing written: the middleware answers 503 LEASE_LOST.
 	case errors.Is(err, lease.ErrExpiring):
-		middleware.WriteProblem(w, req, &middleware.Problem{Type: "urn:lockwatch:problem:" + reasonExpiring,
+		writeProblem(w, &middleware.Problem{Type: "urn:lockwatch:problem:" + reasonExpiring,
 			Title: "Lease too close to expiry", Status: http.StatusServiceUnavailable, Reason: reasonExpiring,
 			Detail: "the lease had too little validity left to write safely; nothing was written", RetryAfter: time.Second})
 	case err != nil:
@@ -82,6 +88,17 @@ func (r *replica) deposit(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(depositReply{Account: account, Balance: balance + amount, Fence: l.Fence()})
 	}
+}
+
+// writeProblem answers p as application/problem+json, as the middleware's
+// own refusals are, so that the workload decodes every refusal alike.
+func writeProblem(w http.ResponseWriter, p *middleware.Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.RetryAfter.Seconds()))))
+	}
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
 }
 
 // failed answers an error that is not the lease's: 503 when the ledger did
@@ -146,7 +163,7 @@ func (c *ledgerClient) put(ctx context.Context, key, value string) error {
 	}
 	var p middleware.Problem
 	_ = json.NewDecoder(resp.Body).Decode(&p)
-	if p.Reason == middleware.ReasonFenceStale {
+	if p.Reason == reasonFenceStale {
 		return fmt.Errorf("ledger: %w: %s", fence.ErrStale, p.Detail)
 	}
 	return fmt.Errorf("ledger: %s (%s)", resp.Status, p.Reason)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -66,7 +67,7 @@ func (j *job) compact(ctx context.Context, l *lease.Lease) {
 	if err != nil {
 		return // lost (or the demo is stopping): stop, write nothing
 	}
-	_ = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token int64) error {
+	_ = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
 		return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token))
 	})
 }

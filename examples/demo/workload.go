@@ -191,7 +191,7 @@ func grpcOutcome(err error) outcome {
 	case codes.DeadlineExceeded:
 		return outTimeout
 	case codes.Aborted:
-		if reasonOf(st) == middleware.ReasonContended {
+		if reasonOf(st) == reasonContended {
 			return outContended
 		}
 		return outStale
@@ -210,13 +210,13 @@ func reasonOf(st *status.Status) string {
 
 func outcomeOf(reason string) outcome {
 	switch reason {
-	case middleware.ReasonContended:
+	case reasonContended:
 		return outContended
-	case middleware.ReasonUnknown:
+	case reasonUnknown:
 		return outUnknown
-	case middleware.ReasonLost:
+	case reasonLost:
 		return outLost
-	case middleware.ReasonFenceStale:
+	case reasonFenceStale:
 		return outStale
 	case reasonExpiring:
 		return outExpiring

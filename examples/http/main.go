@@ -121,8 +121,8 @@ func pay(payments *fence.RedisStore, work time.Duration) http.Handler {
 		// refuses it if a newer lease has written this invoice already. It
 		// runs on a context the lease's loss does not cancel: a write cut
 		// in half is worse than one the fence rejects.
-		err := l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token int64) error {
-			return payments.Write(ctx, "invoice:"+r.PathValue("id"), fence.Token(token), []byte("paid"))
+		err := l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+			return payments.Write(ctx, "invoice:"+r.PathValue("id"), token, []byte("paid"))
 		})
 		switch {
 		case errors.Is(err, fence.ErrStale):
