@@ -17,8 +17,7 @@
 // # Stores
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
-// and writes them in one Lua script; it works on a single node, Sentinel and
-// Cluster alike. Two constructors return a Table, which writes rows of an
+// and writes them in one Lua script, on a single node or Redis Cluster. Two constructors return a Table, which writes rows of an
 // SQL table, with the row's mark in a column of its own (TableConfig) and
 // the check in the statement that writes, so code written against Table
 // runs on either database:

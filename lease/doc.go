@@ -30,9 +30,10 @@
 //
 // One NewLocker per process and client: its leases share a renewal
 // scheduler and pipelines, so thousands of leases cost a few round trips
-// per TTL/3. It works on a single node, behind Sentinel and on Redis
-// Cluster (the keys of one lease share a hash slot chosen by a hash of the
-// caller's key, never by the key itself).
+// per TTL/3. It runs on a single node and on Redis Cluster (the keys of one
+// lease share a hash slot chosen by a hash of the caller's key, never by
+// the key itself); a Sentinel deployment is a single node reached through
+// go-redis's failover client.
 //
 // Redis must be 5.0 or later with maxmemory-policy noeviction (another
 // policy may evict a held lock); Locker.Check tells both at start-up. Set
