@@ -31,7 +31,7 @@ func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, 
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, opts)
+	h := newHolder(locker, newHolderConfig(opts, Option.applyHolder))
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var resp any
 		err := h.call(ctx, info.FullMethod, key(ctx, info.FullMethod, req), func(ctx context.Context) error {
@@ -55,7 +55,7 @@ func StreamServerInterceptor(locker *lease.Locker, key func(ctx context.Context,
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, opts)
+	h := newHolder(locker, newHolderConfig(opts, Option.applyHolder))
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
 		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(lctx context.Context) error {

@@ -24,11 +24,11 @@ type holder struct {
 // methods); past this many, the options are resolved per request instead.
 const maxDerived = 1024
 
-func newHolder(locker *lease.Locker, opts []Option) *holder {
+func newHolder(locker *lease.Locker, cfg holderConfig) *holder {
 	if locker == nil {
 		panic("middleware: nil Locker")
 	}
-	return &holder{locker: locker, cfg: newHolderConfig(opts)}
+	return &holder{locker: locker, cfg: cfg}
 }
 
 // acquire takes the lease through a Locker derived once per lock name

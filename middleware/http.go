@@ -28,11 +28,11 @@ import (
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.
-func HTTP(locker *lease.Locker, key func(*http.Request) string, opts ...Option) func(http.Handler) http.Handler {
+func HTTP(locker *lease.Locker, key func(*http.Request) string, opts ...HTTPOption) func(http.Handler) http.Handler {
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, opts)
+	h := newHolder(locker, newHolderConfig(opts, HTTPOption.applyHTTP))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := key(r)

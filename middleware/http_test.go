@@ -80,7 +80,7 @@ func TestHTTPTwoReplicasExclusion(t *testing.T) {
 
 // routeServer serves one route wrapped in the middleware and returns its URL
 // and client.
-func routeServer(t *testing.T, lk *lease.Locker, handler http.HandlerFunc, opts ...Option) (string, *http.Client) {
+func routeServer(t *testing.T, lk *lease.Locker, handler http.HandlerFunc, opts ...HTTPOption) (string, *http.Client) {
 	mux := http.NewServeMux()
 	mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, opts...)(handler))
 	return serveHTTP(t, mux)

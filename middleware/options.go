@@ -7,10 +7,17 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// Option configures the holder middleware: HTTP, UnaryServerInterceptor and
-// StreamServerInterceptor.
+// Option configures the holder middleware, HTTP and gRPC alike: HTTP,
+// UnaryServerInterceptor and StreamServerInterceptor.
 type Option interface {
+	HTTPOption
 	applyHolder(*holderConfig)
+}
+
+// HTTPOption configures the HTTP holder middleware (HTTP): every Option,
+// and WithErrorWriter, which only an HTTP answer has a use for.
+type HTTPOption interface {
+	applyHTTP(*holderConfig)
 }
 
 // GuardOption configures a Guard (NewGuard).
@@ -21,6 +28,7 @@ type GuardOption interface {
 type optionFunc func(*holderConfig)
 
 func (f optionFunc) applyHolder(c *holderConfig) { f(c) }
+func (f optionFunc) applyHTTP(c *holderConfig)   { f(c) }
 
 type guardOptionFunc func(*guardConfig)
 
@@ -28,8 +36,7 @@ func (f guardOptionFunc) applyGuard(c *guardConfig) { f(c) }
 
 type holderConfig struct {
 	leaseOpts   []lease.Option
-	httpName    func(*http.Request) string
-	grpcName    func(fullMethod string) string
+	name        string // "": the route or method
 	errorWriter func(http.ResponseWriter, *http.Request, *Problem)
 	syncRelease bool
 }
@@ -40,15 +47,13 @@ type guardConfig struct {
 	guardWait    time.Duration
 }
 
-func newHolderConfig(opts []Option) holderConfig {
-	c := holderConfig{
-		httpName:    routeName,
-		grpcName:    func(m string) string { return m },
-		errorWriter: writeProblem,
-	}
+// newHolderConfig applies the options of one holder constructor, each
+// through the method of its role.
+func newHolderConfig[O any](opts []O, apply func(O, *holderConfig)) holderConfig {
+	c := holderConfig{errorWriter: writeProblem}
 	for _, o := range opts {
-		if o != nil {
-			o.applyHolder(&c)
+		if any(o) != nil {
+			apply(o, &c)
 		}
 	}
 	return c
@@ -64,14 +69,26 @@ func newGuardConfig(opts []GuardOption) guardConfig {
 	return c
 }
 
-// routeName is the default lock name of an HTTP request: the ServeMux
-// pattern that matched it (set when the middleware wraps a handler
-// registered on a Go 1.22+ ServeMux), never the path or key.
-func routeName(r *http.Request) string {
-	if r.Pattern != "" {
+// httpName is the lock name of an HTTP request: WithName's, or the
+// ServeMux pattern that matched it (set when the middleware wraps a
+// handler registered on a Go 1.22+ ServeMux), never the path or key.
+func (c *holderConfig) httpName(r *http.Request) string {
+	switch {
+	case c.name != "":
+		return c.name
+	case r.Pattern != "":
 		return r.Pattern
 	}
 	return "unrouted"
+}
+
+// grpcName is the lock name of a gRPC call: WithName's, or its full
+// method name.
+func (c *holderConfig) grpcName(fullMethod string) string {
+	if c.name != "" {
+		return c.name
+	}
+	return fullMethod
 }
 
 // WithLeaseOptions passes options to every Acquire: lease.WithWait for a
@@ -80,23 +97,17 @@ func WithLeaseOptions(opts ...lease.Option) Option {
 	return optionFunc(func(c *holderConfig) { c.leaseOpts = append(c.leaseOpts, opts...) })
 }
 
-// WithHTTPName sets the lock name of an HTTP request, the lock.name metric
-// attribute. It must come from a small set (a route, an operation), never
-// from the key. Default: r.Pattern, or "unrouted". Nil is ignored.
-func WithHTTPName(f func(*http.Request) string) Option {
+// WithName sets the lock name of every request the middleware holds a
+// lease for: the lock.name attribute of its metrics, spans and logs, and
+// the lock_name of its refusals. It must come from a small set (a route,
+// an operation), never from the key. Default: the ServeMux pattern that
+// matched the HTTP request (r.Pattern, or "unrouted" under a router that
+// sets none: give each route's middleware its name), the full method name
+// of a gRPC call. Empty is ignored.
+func WithName(name string) Option {
 	return optionFunc(func(c *holderConfig) {
-		if f != nil {
-			c.httpName = f
-		}
-	})
-}
-
-// WithGRPCName sets the lock name of a gRPC call from its full method name.
-// Default: the full method name. Nil is ignored.
-func WithGRPCName(f func(fullMethod string) string) Option {
-	return optionFunc(func(c *holderConfig) {
-		if f != nil {
-			c.grpcName = f
+		if name != "" {
+			c.name = name
 		}
 	})
 }
@@ -114,14 +125,15 @@ func WithSyncRelease() Option {
 	return optionFunc(func(c *holderConfig) { c.syncRelease = true })
 }
 
-// WithErrorWriter replaces how HTTP refusals are written, by the holder
-// middleware and by a Guard alike: it is both an Option and a GuardOption.
+// WithErrorWriter replaces how HTTP refusals are written, by the HTTP
+// holder middleware and by a Guard alike: it is both an HTTPOption and a
+// GuardOption.
 // Default: an application/problem+json body of p (with Retry-After when
 // p.RetryAfter is set), without the framing and caching headers the handler
 // may have set before the refusal, and Cache-Control: no-store. Nil is
 // ignored.
 func WithErrorWriter(f func(w http.ResponseWriter, r *http.Request, p *Problem)) interface {
-	Option
+	HTTPOption
 	GuardOption
 } {
 	return errorWriter(f)
@@ -130,7 +142,7 @@ func WithErrorWriter(f func(w http.ResponseWriter, r *http.Request, p *Problem))
 // errorWriter is the option WithErrorWriter returns.
 type errorWriter func(http.ResponseWriter, *http.Request, *Problem)
 
-func (f errorWriter) applyHolder(c *holderConfig) {
+func (f errorWriter) applyHTTP(c *holderConfig) {
 	if f != nil {
 		c.errorWriter = f
 	}

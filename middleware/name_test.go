@@ -1,0 +1,42 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// TestWithNameNamesTheLock: one WithName names the lock of HTTP requests
+// and gRPC calls alike, in the refusal and in the metrics, instead of the
+// route or method.
+func TestWithNameNamesTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+	holder, err := lk.Acquire(ctx, "42")
+	require.NoError(t, err)
+	defer holder.Release(ctx)
+
+	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, WithName("reports"))
+	resp := post(t, c, url+"/reports/42")
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Equal(t, "reports", decodeProblem(t, resp).LockName)
+
+	client := lockedServer(t, lk, &health{check: func(context.Context) error { return nil }}, WithName("reports"), WithName(""))
+	_, err = client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
+	_, info, _ := details(t, err)
+	assert.Equal(t, "reports", info.GetMetadata()["lock_name"], "an empty name is ignored")
+
+	assert.EqualValues(t, 2, h.Sum(t, obs.LeaseAcquires, telemetrytest.Attrs(obs.AttrLockName, "reports", obs.AttrResult, "contended")))
+}
