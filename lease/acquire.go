@@ -101,6 +101,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	}
 	waitUntil := clock.Now() + set.wait
 	var contended *NotAcquiredError // the last answer, while waiting
+	var wt *waiter                  // this Acquire's place in the key's wait line
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
 			ev.Result = obs.AcquireError
@@ -149,7 +150,23 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		if left <= 0 {
 			return nil, contended
 		}
-		if err := sleep(ctx, min(left, backoff(set, attempt, r.holderTTL))); err != nil {
+		pause := min(left, backoff(set, attempt, r.holderTTL))
+		if wt == nil {
+			if wt = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
+				defer lk.wake.leave(ctx, wt)
+				// A release between the answer and the subscription is
+				// published to nobody: once Redis confirms it, try again.
+				if err := sleep(ctx, pause, wt.line.confirmed); err != nil {
+					return nil, errors.Join(contended, err)
+				}
+				continue
+			}
+		}
+		var woken <-chan struct{}
+		if wt != nil {
+			woken = wt.wake
+		}
+		if err := sleep(ctx, pause, woken); err != nil {
 			return nil, errors.Join(contended, err)
 		}
 	}
@@ -316,13 +333,16 @@ func backoff(set *settings, attempt int, holderTTL time.Duration) time.Duration 
 	return mrand.N(ceiling) + 1
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d, or less if early is closed or receives (a nil early
+// never does), or until ctx ends (its cause).
+func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return nil
+	case <-early:
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
+	return nil
 }

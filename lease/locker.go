@@ -28,6 +28,7 @@ type shared struct {
 	sched   *scheduler
 	lanes   *groupcommit.Lanes // group commits of acquires and releases
 	pending pendingReleases
+	wake    *wakeups // tells waiters of releases
 
 	mu        sync.Mutex // guards closing and the Add side of bg
 	closing   bool
@@ -59,7 +60,7 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	if err != nil {
 		panic(err.Error())
 	}
-	lk := &Locker{shared: &shared{client: client, lanes: groupcommit.NewLanes(client, maxBatch)}, cfg: cfg, set: set}
+	lk := &Locker{shared: &shared{client: client, lanes: groupcommit.NewLanes(client, maxBatch), wake: newWakeups(client)}, cfg: cfg, set: set}
 	lk.sched = newScheduler(lk)
 	return lk
 }
@@ -110,6 +111,7 @@ func (lk *Locker) Close() error {
 		lk.sched.close()
 		lk.bg.Wait()
 		lk.lanes.Close()
+		lk.wake.close()
 	})
 	return nil
 }

@@ -92,9 +92,12 @@ func WithName(name string) Option { return optionFunc(func(c *config) { c.name =
 // lease is lost with reason max_hold and renewal stops. Default 0: no bound.
 func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c.maxHold = d }) }
 
-// WithWait makes Acquire wait up to d for a contended lease, retrying with
-// full-jitter exponential backoff (see WithBackoff) capped by the holder's
-// remaining TTL and by ctx. Default 0: fail fast with ErrNotAcquired.
+// WithWait makes Acquire wait up to d for a contended lease, and by ctx.
+// A release of the key through any Locker wakes one waiting Acquire per
+// Locker at once (Redis Pub/Sub, one connection per Locker opened with its
+// first wait); between releases, and when a notification is missed, it
+// retries with full-jitter exponential backoff (see WithBackoff) capped by
+// the holder's remaining TTL. Default 0: fail fast with ErrNotAcquired.
 func WithWait(d time.Duration) Option { return optionFunc(func(c *config) { c.wait = d }) }
 
 // WithBackoff sets the backoff bounds used while waiting: the n-th sleep is

@@ -9,6 +9,9 @@
 -- ARGV[2]  TTL in milliseconds (unused: the acquire's argument list is reused)
 -- ARGV[3]  fence retention in milliseconds
 --
+-- A deletion is published on the key's release channel (the lock key with
+-- the suffix r for l), which wakes a waiting Acquire (wakeups, in Go).
+--
 -- Returns 1 when the lock held the token and is now deleted, 0 when it did
 -- not (it expired, or the acquire never ran). Either way the token is
 -- barred (unless Redis refuses the write: maxmemory under noeviction), and
@@ -23,6 +26,7 @@
 local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   released = redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
 end
 barOwner(ARGV[1], ARGV[3], false)
 return released
