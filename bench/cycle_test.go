@@ -39,9 +39,13 @@ var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then 
 // fencedAcquire is lockwatch's own acquire script, read from the lease
 // package's source, for the fenced floor.
 func fencedAcquire(b *testing.B) *redis.Script {
-	src, err := os.ReadFile("../lease/scripts/acquire.lua")
-	if err != nil {
-		b.Fatal(err)
+	var src []byte
+	for _, f := range []string{"record.lua", "acquire.lua"} { // as lease puts them together
+		part, err := os.ReadFile("../lease/scripts/" + f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		src = append(src, part...)
 	}
 	return redis.NewScript(string(src))
 }
