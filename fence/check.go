@@ -51,7 +51,7 @@ func (c check) failed(err error) {
 // failure of the store, and not a stale token either.
 func (c check) missing() {
 	c.span.SetAttributes(attribute.Int64(obs.AttrFence, int64(c.token)),
-		attribute.String(obs.AttrResult, "not_found"))
+		attribute.String(obs.AttrResult, obs.SpanResultNotFound))
 	c.span.End()
 }
 

@@ -115,9 +115,11 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		acq := acquireScript.Call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
 		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
-		case r.notSent && contended != nil:
-			// The wait's end came while the next attempt queued: as when
-			// it comes during a backoff sleep, the last answer stands.
+		case r.notSent && r.callerEnded && contended != nil:
+			// The caller's end came while the next attempt queued: as
+			// when it comes during a backoff sleep, the last answer
+			// stands. (An attempt that expired by the acquire timeout in
+			// the queue, Redis congested, is a failure below.)
 			return nil, errors.Join(contended, r.err)
 		case r.notSent:
 			ev.Result = obs.AcquireError
@@ -153,7 +155,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		pause := min(left, backoff(set, attempt, r.holderTTL))
 		if wt == nil {
 			if wt = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
-				defer lk.wake.leave(ctx, wt)
+				defer lk.wake.leave(wt)
 				// A release between the answer and the subscription is
 				// published to nobody: once Redis confirms it, try again.
 				if err := sleep(ctx, pause, wt.line.confirmed); err != nil {
@@ -182,9 +184,12 @@ type attemptResult struct {
 	sentAt    time.Duration
 	late      bool // the reply came after the call's deadline
 	notSent   bool
-	refused   error             // the script refused before writing anything (a definite failure)
-	abandoned *groupcommit.Call // in flight when the caller's context ended
-	err       error
+	// callerEnded: not sent because the caller's context ended or its
+	// deadline passed, not the acquire timeout.
+	callerEnded bool
+	refused     error             // the script refused before writing anything (a definite failure)
+	abandoned   *groupcommit.Call // in flight when the caller's context ended
+	err         error
 }
 
 // attempt sends one acquire through the Locker's group commit (or, with a
@@ -210,7 +215,7 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		case err == nil:
 			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.acquireTimeout)
 		}
-		return attemptResult{notSent: true, err: err}
+		return attemptResult{notSent: true, callerEnded: callerBound || ctx.Err() != nil, err: err}
 	case groupcommit.Abandoned:
 		err := context.Cause(ctx)
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -87,4 +88,72 @@ func (h *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		defer h.hold()
 		return next(ctx, cmds)
 	}
+}
+
+// TestAWaitsAttemptExpiredInTheQueueIsAFailure: an attempt of a wait that
+// the acquire timeout drops in the queue (Redis congested), not the
+// caller's deadline, is a failure, not contention: an HTTP caller must
+// get 503 LEASE_UNAVAILABLE, not 409 with the holder's TTL.
+func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy := faultproxy.Start(t, srv.Addr())
+	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 8})
+	t.Cleanup(func() { _ = c.Close() })
+	rec := &recorder{}
+	lk := newLocker(t, c, rec.withHooks())
+	ctx := testCtx(t)
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+
+	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	held := &holdReply{key: lockKey, inHook: make(chan struct{}), release: make(chan struct{})}
+	held.armed.Store(true)
+	c.AddHook(held)
+	done := make(chan error, 1)
+	go func() {
+		_, err := lk.Acquire(ctx, "k", WithWait(5*time.Second), WithAcquireTimeout(500*time.Millisecond))
+		done <- err
+	}()
+	<-held.inHook // the first attempt was answered contended
+	proxy.Set(faultproxy.Delay(1500 * time.Millisecond))
+	f1, f2 := acquireAsync(ctx, lk, "fill1"), acquireAsync(ctx, lk, "fill2")
+	waitPipe(t, lk, 2, 1) // the held attempt and fill1 in flight, fill2 queued: it takes the held one's slot
+	close(held.release)
+	err = <-done
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNotAcquired, "congestion reported as contention")
+	assert.Contains(t, err.Error(), "acquire timeout (500ms) passed before the acquire could be sent")
+	rec.read(func() {
+		assert.Equal(t, obs.AcquireError, rec.acquires[len(rec.acquires)-1].Result)
+	})
+	<-f1
+	<-f2
+	proxy.Set(faultproxy.Delay(0))
+	require.NoError(t, holder.Release(ctx))
+}
+
+// holdReply holds the caller of the first lone command naming key, once
+// its reply is in, until release is closed.
+type holdReply struct {
+	key     string
+	armed   atomic.Bool
+	inHook  chan struct{}
+	release chan struct{}
+}
+
+func (h *holdReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		for _, a := range cmd.Args() {
+			if s, ok := a.(string); ok && s == h.key && h.armed.CompareAndSwap(true, false) {
+				close(h.inHook)
+				<-h.release
+			}
+		}
+		return err
+	}
+}
+func (h *holdReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

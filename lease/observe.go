@@ -10,8 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Every observation point records telemetry first (metrics, span events,
-// logs), then calls the caller's hooks with the same event.
+// Every observation point records telemetry (metrics, span events, logs),
+// then calls the hooks the tests observe a Locker through.
 
 func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acquireEvent) {
 	// Contention is an answer, and a caller that gave up before anything

@@ -3,6 +3,7 @@ package lease
 import (
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
@@ -167,11 +168,12 @@ func WithReplicationAck(n int, timeout time.Duration) Option {
 // WithTelemetry sets where metrics, spans and logs go. Default: a
 // telemetry.New() made by NewLocker on the global OpenTelemetry providers and
 // slog.Default(), so setting the global providers is all it takes to see
-// every signal. Share one *telemetry.Telemetry between a Locker and its
-// middleware. Nil is ignored.
+// every signal. Share one *telemetry.Telemetry between a Locker and the
+// fenced stores of the same process; the middleware records through the
+// lease's. Nil and the zero Telemetry are ignored.
 func WithTelemetry(t *telemetry.Telemetry) Option {
 	return optionFunc(func(c *config) {
-		if t != nil {
+		if obs.Of(t) != nil {
 			c.tel = t
 		}
 	})

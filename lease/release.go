@@ -20,7 +20,8 @@ import (
 // pipelines with the Locker's other acquires and releases (group commit).
 //
 // Release marks the end of the protected work: for a lease lost earlier, the
-// time since the loss is the work's cancellation latency (ReleaseEvent). A
+// time since the loss is the work's cancellation latency
+// (lockwatch_lease_cancellation_latency_seconds). A
 // lost lease is released too, in case its key is still there.
 //
 // It returns nil when the key was deleted, ErrNotHeld when the key had

@@ -19,6 +19,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func lockAttrs(name string, kv ...string) map[string]string {
@@ -234,4 +235,15 @@ func TestTelemetryCardinality(t *testing.T) {
 		require.False(t, fences[v], "a fence became a metric attribute")
 		require.NotRegexp(t, `^[A-Z2-7]{26}$`, v, "an owner token became a metric attribute")
 	}
+}
+
+// TestTheZeroTelemetryIsIgnored: WithTelemetry of a zero Telemetry (not
+// made by New) keeps the default, as nil does, instead of panicking at the
+// first acquire.
+func TestTheZeroTelemetryIsIgnored(t *testing.T) {
+	ctx := testCtx(t)
+	lk := newLocker(t, redistest.Start(t).Client(t), WithTelemetry(&telemetry.Telemetry{}), WithTelemetry(nil))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
 }

@@ -18,6 +18,12 @@ import (
 // first wait, subscribes to the channels its waiters wait on, and
 // unsubscribes from a channel when its last waiter leaves.
 //
+// Subscribing never holds up a waiter: a goroutine of the connection's
+// sends the SUBSCRIBE and UNSUBSCRIBE commands in the order they were
+// decided, while the waiter waits on its backoff as before, and tries again
+// at once when Redis confirms the subscription (a release in between was
+// published to nobody).
+//
 // A release wakes one waiter of its key in this process, the one that has
 // waited longest and is not already woken, so a release costs one attempt
 // per process, not one per waiter (no thundering herd). A waiter whose
@@ -28,11 +34,19 @@ import (
 type wakeups struct {
 	client redis.UniversalClient
 
-	mu     sync.Mutex
-	ps     *redis.PubSub // nil until the first wait
-	lines  map[string]*waitLine
-	closed bool
-	done   chan struct{} // closed when the reader has returned
+	mu      sync.Mutex
+	ps      *redis.PubSub // nil until the first wait
+	lines   map[string]*waitLine
+	pending []subscription // for the writer, in the order decided
+	kick    chan struct{}  // tells the writer of pending (buffered)
+	closed  bool
+	done    sync.WaitGroup // the reader and the writer
+}
+
+// subscription is a SUBSCRIBE (or, with off, an UNSUBSCRIBE) to send.
+type subscription struct {
+	channel string
+	off     bool
 }
 
 // waitLine is one release channel's waiters, in the order they came.
@@ -65,18 +79,17 @@ func (w *wakeups) join(ctx context.Context, channel string) *waiter {
 		return nil
 	}
 	if w.ps == nil {
-		w.ps = w.client.Subscribe(context.WithoutCancel(ctx))
-		w.done = make(chan struct{})
+		w.ps = w.client.Subscribe(context.WithoutCancel(ctx)) // connects with the first subscription
+		w.kick = make(chan struct{}, 1)
+		w.done.Add(2)
 		go w.read(w.ps.ChannelWithSubscriptions())
+		go w.write(w.ps)
 	}
 	line := w.lines[channel]
 	if line == nil {
 		line = &waitLine{confirmed: make(chan struct{})}
 		w.lines[channel] = line
-		// Sent under mu, so that a subscribe and an unsubscribe of one
-		// channel reach Redis in the order they were decided. An error
-		// leaves the waiter to its backoff.
-		_ = w.ps.Subscribe(context.WithoutCancel(ctx), channel)
+		w.send(subscription{channel: channel})
 	}
 	wt := &waiter{channel: channel, wake: make(chan struct{}, 1), line: line}
 	line.waiters = append(line.waiters, wt)
@@ -84,7 +97,7 @@ func (w *wakeups) join(ctx context.Context, channel string) *waiter {
 }
 
 // leave removes wt, unsubscribing from its channel when it was the last.
-func (w *wakeups) leave(ctx context.Context, wt *waiter) {
+func (w *wakeups) leave(wt *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	line := w.lines[wt.channel]
@@ -99,13 +112,45 @@ func (w *wakeups) leave(ctx context.Context, wt *waiter) {
 	}
 	if len(line.waiters) == 0 {
 		delete(w.lines, wt.channel)
-		_ = w.ps.Unsubscribe(context.WithoutCancel(ctx), wt.channel)
+		w.send(subscription{channel: wt.channel, off: true})
+	}
+}
+
+// send queues s for the writer; mu is held.
+func (w *wakeups) send(s subscription) {
+	w.pending = append(w.pending, s)
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// write sends the pending subscriptions in order until close. An error
+// leaves the waiters of that channel to their backoff.
+func (w *wakeups) write(ps *redis.PubSub) {
+	defer w.done.Done()
+	ctx := context.Background()
+	for range w.kick {
+		w.mu.Lock()
+		batch, closed := w.pending, w.closed
+		w.pending = nil
+		w.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, s := range batch {
+			if s.off {
+				_ = ps.Unsubscribe(ctx, s.channel)
+			} else {
+				_ = ps.Subscribe(ctx, s.channel)
+			}
+		}
 	}
 }
 
 // read dispatches the connection's messages until it is closed.
 func (w *wakeups) read(msgs <-chan any) {
-	defer close(w.done)
+	defer w.done.Done()
 	for m := range msgs {
 		switch m := m.(type) {
 		case *redis.Subscription:
@@ -153,10 +198,11 @@ func (w *wakeups) wakeOne(channel string) {
 func (w *wakeups) close() {
 	w.mu.Lock()
 	w.closed = true
-	ps, done := w.ps, w.done
+	ps := w.ps
 	w.mu.Unlock()
 	if ps != nil {
-		_ = ps.Close()
-		<-done
+		close(w.kick)  // the writer returns (after a send in progress)
+		_ = ps.Close() // which ends that send, and the reader
+		w.done.Wait()
 	}
 }

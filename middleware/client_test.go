@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 )
@@ -25,7 +24,7 @@ func TestTokenPropagation(t *testing.T) {
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	want := fence.Token(l.Fence()).String()
+	want := l.Fence().String()
 
 	headers := make(chan []string, 2)
 	url, _ := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

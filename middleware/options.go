@@ -92,7 +92,9 @@ func (c *holderConfig) grpcName(fullMethod string) string {
 }
 
 // WithLeaseOptions passes options to every Acquire: lease.WithWait for a
-// bounded wait, lease.WithTTL for a per-route TTL, and so on.
+// bounded wait, lease.WithTTL for a per-route TTL, and so on. The lock
+// name is the middleware's (WithName, else the route or method): a
+// lease.WithName here, or on the Locker, is replaced by it.
 func WithLeaseOptions(opts ...lease.Option) Option {
 	return optionFunc(func(c *holderConfig) { c.leaseOpts = append(c.leaseOpts, opts...) })
 }

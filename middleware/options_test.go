@@ -15,7 +15,7 @@ import (
 )
 
 // TestWithErrorWriterServesHolderAndGuard: the one value WithErrorWriter
-// returns is an Option and a GuardOption, and both roles write their HTTP
+// returns is an HTTPOption and a GuardOption, and both roles write their HTTP
 // refusals through it: a closed Locker's LEASE_UNAVAILABLE, a missing
 // token's FENCE_MISSING (neither reaches Redis).
 func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {

@@ -26,10 +26,11 @@ type Problem struct {
 // the framing and caching headers a handler may have set before the
 // refusal (Content-Length, Content-Encoding, ETag, Last-Modified, Expires)
 // so that no cache keeps a refusal and no client decodes it with the wrong
-// framing.
+// framing, and the Fencing-Token a handler set (a refused request's token
+// must not be shown as current).
 func writeProblem(w http.ResponseWriter, _ *http.Request, p *Problem) {
 	h := w.Header()
-	for _, k := range []string{"Content-Length", "Content-Encoding", "Etag", "Last-Modified", "Expires"} {
+	for _, k := range []string{"Content-Length", "Content-Encoding", "Etag", "Last-Modified", "Expires", tokenHeader} {
 		h.Del(k)
 	}
 	h.Set("Cache-Control", "no-store")

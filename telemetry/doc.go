@@ -11,7 +11,8 @@
 // signal without further configuration; WithMeterProvider,
 // WithTracerProvider and WithLogger override them. The lease package creates
 // one Telemetry per Locker unless given one (lease.WithTelemetry); share one
-// between a Locker, its middleware and fenced stores. Package otelsetup builds
+// between a Locker and fenced stores (the middleware records through the
+// lease's). Package otelsetup builds
 // SDK providers with a Prometheus endpoint, for services that have none.
 //
 // # Prometheus series

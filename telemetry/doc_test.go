@@ -21,4 +21,16 @@ func TestDocListsEverySeries(t *testing.T) {
 		assert.Contains(t, doc, "- "+m.Prom+"{"+strings.Join(m.Labels, ", ")+"}:", m.Name)
 	}
 	assert.Equal(t, len(obs.Metrics), strings.Count(doc, " - lockwatch_"), "the list holds nothing else")
+	for _, values := range [][]string{strs(obs.AcquireResults), strs(obs.ResolutionResults), strs(obs.RenewalResults),
+		strs(obs.CommitResults), strs(obs.ReleaseResults), strs(obs.FenceResults)} {
+		assert.Contains(t, doc, strings.Join(values, ", "), "a closed set's values, in its order")
+	}
+}
+
+func strs[V ~string](vs []V) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = string(v)
+	}
+	return out
 }

@@ -6,8 +6,9 @@ import (
 
 // Telemetry is where lockwatch records its signals: the providers and
 // logger it was made with, and the instruments created on them. It is safe
-// for concurrent use; share one between a Locker (lease.WithTelemetry), its
-// middleware and fenced stores. The zero value is not usable; call New.
+// for concurrent use; share one between a Locker (lease.WithTelemetry) and
+// fenced stores (fence.WithTelemetry, fence.TableConfig); the middleware
+// records through the lease's. The zero value is not usable; call New.
 type Telemetry struct{ rec *obs.Recorder }
 
 // New creates the instruments on the configured providers. Errors from the

@@ -70,6 +70,10 @@ const (
 	AttrHighWater = "lockwatch.fence.high_water"
 )
 
+// SpanResultNotFound is the result of a fence.check span whose row did not
+// exist: no check was made, so no metric counts it.
+const SpanResultNotFound = "not_found"
+
 // Span and span-event names.
 const (
 	SpanAcquire         = "lease.acquire"

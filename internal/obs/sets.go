@@ -52,22 +52,14 @@ const (
 // lease.LossReason.
 type LossReason string
 
-// Loss reasons.
+// Loss reasons: what each means is written once, at lease's re-export of
+// these constants, where users read it.
 const (
-	// LossRenewalRejected: a renewal found the key gone or owned by another
-	// token (deleted or overwritten outside lockwatch, or expired and taken).
 	LossRenewalRejected LossReason = "renewal_rejected"
-	// LossRenewalUnknown: a renewal timed out or failed in transport. The
-	// lease cannot be proven held, and lockwatch never renews it again.
-	LossRenewalUnknown LossReason = "renewal_unknown"
-	// LossDeadline: the cancel point (validity minus the safety margin) came
-	// without a confirmed renewal, e.g. while a renewal was still in flight.
-	LossDeadline LossReason = "deadline"
-	// LossMaxHold: the bounded hold time was reached; renewal stops.
-	LossMaxHold LossReason = "max_hold"
-	// LossClosed: the Locker was closed while the lease was held (a
-	// graceful shutdown: alerts on losses exclude it).
-	LossClosed LossReason = "closed"
+	LossRenewalUnknown  LossReason = "renewal_unknown"
+	LossDeadline        LossReason = "deadline"
+	LossMaxHold         LossReason = "max_hold"
+	LossClosed          LossReason = "closed"
 )
 
 // CommitResult is the outcome attribute of lockwatch.lease.commits.
