@@ -26,6 +26,12 @@
 //     per lease and CPU per second spent renewing them.
 //   - BenchmarkLossDetection: redis-server stopped with SIGSTOP under held
 //     leases: how long each lease's context takes to be cancelled.
+//   - BenchmarkWakeup: how soon a waiter holds a key after its holder starts
+//     to release it (lockwatch on a single node and on Cluster,
+//     rueidislock, and redislock and go-redsync polling), beside a PING of
+//     the same seconds; and one hot key with 16 and 256 waiters, in one
+//     process and in one each: hand-offs per second and Redis commands per
+//     acquisition.
 //
 // cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
 // (make bench).

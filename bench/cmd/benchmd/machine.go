@@ -14,6 +14,7 @@ import (
 type machine struct {
 	cpu, memory, kernel, goVersion, redis, date string
 	cores                                       int
+	load                                        load
 }
 
 func describeMachine(goCmd string, measured time.Time) machine {

@@ -7,7 +7,9 @@
 //	go run ./cmd/benchmd -out ../BENCHMARKS.md
 //
 // -in reads saved `go test -bench` output instead of running the
-// benchmarks, to regenerate the report from an earlier run.
+// benchmarks, to regenerate the report from an earlier run. -only wakeup
+// runs only the wake-up benchmark and replaces only the wake-up section of
+// the existing report, which states its own revision, date and load.
 package main
 
 import (
@@ -25,6 +27,8 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "where to write the report")
 	count := flag.Int("count", 5, "runs of the cycle and HTTP benchmarks (medians are taken over them)")
 	slowCount := flag.Int("slow-count", 3, "runs of the scale and loss-detection benchmarks, which take seconds each")
+	wakeCount := flag.Int("wake-count", 3, "runs of the wake-up benchmark, about 40 seconds each")
+	only := flag.String("only", "", `"wakeup": run only the wake-up benchmark and replace only its section of -out`)
 	in := flag.String("in", "", "comma-separated files of saved `go test -bench` output to report on instead of running")
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")
 	goCmd := flag.String("go", "go", "the go command")
@@ -33,26 +37,31 @@ func main() {
 	if *rev == "" {
 		*rev = output("git", "describe", "--always", "--dirty")
 	}
-	if err := run(*out, *in, *raw, *goCmd, *rev, *count, *slowCount); err != nil {
+	if *only != "" && *only != "wakeup" {
+		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the only section is wakeup\n", *only)
+		os.Exit(2)
+	}
+	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *count, *slowCount, *wakeCount); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
+func run(out, in, raw, goCmd, rev, only string, count, slowCount, wakeCount int) error {
 	// Each run is a go test process of its own, with -count 1: with
 	// -count n, go test repeats every sub-benchmark n times in a row, so
 	// the floor and the implementation compared with it would be measured
 	// minutes apart on a machine whose speed drifts; this way every run
 	// measures them all within seconds, against its own redis-server, and
 	// the report takes each ratio within a run.
-	runs := []struct {
-		times int
-		args  []string
-	}{
+	runs := []benchRun{
 		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
 		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection)$", "-benchtime", "1x", "-benchmem",
 			"-count", "1", "-timeout", "30m", "."}},
+		wakeRun(wakeCount),
+	}
+	if only == "wakeup" {
+		runs = runs[len(runs)-1:]
 	}
 	var cmds []string
 	for _, r := range runs {
@@ -60,6 +69,7 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 	}
 	var text bytes.Buffer
 	measured := time.Now()
+	var ld load
 	if in != "" {
 		for _, f := range strings.Split(in, ",") {
 			b, err := os.ReadFile(f)
@@ -72,6 +82,7 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 			}
 		}
 	} else {
+		endLoad := sampleLoad()
 		for _, r := range runs {
 			for range r.times {
 				cmd := exec.Command(goCmd, r.args...)
@@ -83,6 +94,7 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 				}
 			}
 		}
+		ld = endLoad()
 	}
 	if raw != "" {
 		if err := os.WriteFile(raw, text.Bytes(), 0o644); err != nil {
@@ -96,12 +108,34 @@ func run(out, in, raw, goCmd, rev string, count, slowCount int) error {
 	if len(res.names) == 0 {
 		return fmt.Errorf("no benchmark results in the output")
 	}
-	rp := &report{r: res, machine: describeMachine(goCmd, measured), rev: rev, cmds: cmds, raw: text.String()}
+	m := describeMachine(goCmd, measured)
+	m.load = ld
+	rp := &report{r: res, machine: m, rev: rev, cmds: cmds, raw: text.String()}
 	var md bytes.Buffer
-	if err := rp.write(&md); err != nil {
+	if only == "wakeup" {
+		old, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		var section strings.Builder
+		rp.writeWakeup(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) }, true)
+		md.WriteString(spliceSection(string(old), section.String()))
+	} else if err := rp.write(&md); err != nil {
 		return err
 	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
+}
+
+// benchRun is one go test command and how many times it runs.
+type benchRun struct {
+	times int
+	args  []string
+}
+
+// wakeRun is the go test run of the wake-up benchmark: once per process
+// (-benchtime 1x), as its hand-offs and hot-key windows have fixed sizes.
+func wakeRun(times int) benchRun {
+	return benchRun{times, []string{"test", "-run", "^$", "-bench", "^BenchmarkWakeup$", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "."}}
 }
 
 // shellJoin quotes args for a POSIX shell where needed.

@@ -61,6 +61,7 @@ func (rp *report) write(w io.Writer) error {
 	rp.writeHTTP(p)
 	rp.writeScale(p)
 	rp.writeLoss(p)
+	rp.writeWakeup(p, false)
 	p("## Reproduce\n\n```sh\nmake bench   # the runs below, then writes BENCHMARKS.md (and the lease package's own benchmark)\ncd bench\n")
 	for _, c := range rp.cmds {
 		p("%s\n", c)
@@ -79,13 +80,18 @@ func (rp *report) write(w io.Writer) error {
 func (rp *report) writeMachine(p func(string, ...any)) {
 	m := rp.machine
 	p("## Machine\n\n| | |\n|---|---|\n")
-	p("| CPU | %s |\n| cores | %d |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| redis-server | %s |\n| lockwatch | %s |\n| date | %s |\n\n",
-		m.cpu, m.cores, m.memory, m.kernel, m.goVersion, m.redis, rp.rev, m.date)
+	p("| CPU | %s |\n| cores | %d |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n| redis-server | %s |\n| lockwatch | %s |\n| date | %s |\n| load | %s |\n\n",
+		m.cpu, m.cores, m.memory, m.kernel, m.goVersion, m.redis, rp.rev, m.date, m.load)
 }
 
 func (rp *report) writeGoals(p func(string, ...any)) {
-	p("## Goals\n\n| goal | this run | met |\n|---|---|---|\n")
-	for _, g := range rp.goals {
+	p("## Goals\n\n")
+	writeGoalTable(p, rp.goals)
+}
+
+func writeGoalTable(p func(string, ...any), goals []goal) {
+	p("| goal | this run | met |\n|---|---|---|\n")
+	for _, g := range goals {
 		met := "no"
 		switch {
 		case !g.known:

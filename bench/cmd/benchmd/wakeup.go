@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// The wake-up section sits between these markers, so that -only wakeup can
+// replace it and leave the rest of the report as it was measured.
+const (
+	wakeBegin = "<!-- wakeup: benchmd -only wakeup replaces this section -->"
+	wakeEnd   = "<!-- /wakeup -->"
+)
+
+// The libraries of BenchmarkWakeup's hand-offs, in the order of the table.
+var wakeImpls = []string{"lockwatch", "lockwatch-cluster", "rueidislock", "redislock", "redsync"}
+
+func wakeDesc(impl string) string {
+	switch impl {
+	case "lockwatch":
+		return "lockwatch (`WithWait(1m)`, default backoff 10–500 ms, telemetry off)"
+	case "lockwatch-cluster":
+		return "lockwatch on a 3-master Cluster (the same options)"
+	case "rueidislock":
+		return "rueidislock " + moduleVersion("github.com/redis/rueidis") + " (defaults: 2 of 3 keys, woken by client-side-caching invalidations)"
+	case "redislock":
+		return "bsm/redislock " + moduleVersion("github.com/bsm/redislock") + " (`ExponentialBackoff(1ms, 100ms)`)"
+	case "redsync":
+		return "go-redsync " + moduleVersion("github.com/go-redsync/redsync/v4") + " (the same retry delays as redislock)"
+	}
+	return impl
+}
+
+// moduleVersion is the version of module path that the bench module
+// requires (go.mod of the working directory), or "" when it is not there.
+func moduleVersion(path string) string {
+	for line := range strings.SplitSeq(readFile("go.mod"), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == path {
+			return f[1]
+		} else if len(f) >= 3 && f[0] == "require" && f[1] == path {
+			return f[2]
+		}
+	}
+	return ""
+}
+
+// hotCase is one hot-key configuration of BenchmarkWakeup.
+type hotCase struct {
+	layout  string
+	waiters string
+}
+
+var hotCases = []hotCase{{"shared", "16"}, {"own", "16"}, {"shared", "256"}, {"own", "256"}}
+
+func hotName(c hotCase, impl string) string {
+	return "Wakeup/hot/" + c.layout + "/waiters=" + c.waiters + "/" + impl
+}
+
+// wakeGoals are goal 2 of the performance issue (wake-up on release) and
+// how this run did.
+func (rp *report) wakeGoals() []goal {
+	var goals []goal
+	add := func(text string, known, met bool, format string, args ...any) {
+		goals = append(goals, goal{text: text, known: known, met: met, result: fmt.Sprintf(format, args...)})
+	}
+	for _, impl := range []string{"lockwatch", "lockwatch-cluster"} {
+		where := "single node"
+		if impl == "lockwatch-cluster" {
+			where = "Cluster"
+		}
+		name := "Wakeup/handoff/" + impl
+		p50, ok := rp.med(name, "p50-µs")
+		add("wake-up, "+where+": p50 ≤ 300 µs from the start of the release", ok, p50 <= 300, "%s µs", num(p50, 0))
+		p99, ok := rp.med(name, "p99-µs")
+		add("wake-up, "+where+": p99 ≤ 2 ms", ok, p99 <= 2000, "%s µs", num(p99, 0))
+	}
+	x, ok := rp.ratio("Wakeup/handoff/lockwatch", "Wakeup/handoff/rueidislock", "p50-µs")
+	add("wake-up, single node: p50 ≤ 0.5× rueidislock's", ok, x <= 0.5, "%.2f×", x)
+	for _, c := range hotCases {
+		v, ok := rp.med(hotName(c, "lockwatch"), "cmds/acq")
+		add(fmt.Sprintf("hot key, %s waiters (%s): ≤ 6 commands per acquisition", c.waiters, layoutDesc(c.layout)), ok, v <= 6, "%.2f", v)
+	}
+	for _, c := range hotCases[:2] {
+		x, ok := rp.ratio(hotName(c, "lockwatch"), hotName(c, "rueidislock"), "handoffs/s")
+		add(fmt.Sprintf("hot key, 16 waiters (%s): hand-offs per second ≥ rueidislock's", layoutDesc(c.layout)), ok, x >= 1, "%.2f×", x)
+	}
+	return goals
+}
+
+func layoutDesc(layout string) string {
+	if layout == "own" {
+		return "a Locker each"
+	}
+	return "one Locker"
+}
+
+// writeWakeup writes the wake-up section; alone, as -only wakeup writes it,
+// it states the revision, date and load of its own run and carries its raw
+// output.
+func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
+	runs := rp.r.runs("Wakeup/handoff/lockwatch", "p50-µs")
+	if runs == 0 && !alone {
+		return
+	}
+	m := rp.machine
+	p("%s\n## Wake-up on release\n\n", wakeBegin)
+	p("`BenchmarkWakeup`, %d runs, each a `go test -benchtime 1x` process of its own; medians over the runs, ratios\n", runs)
+	p("taken within each run. lockwatch %s, %s", rp.rev, m.date)
+	if alone {
+		p(", %s, %d cores, %s", m.cpu, m.cores, m.redis)
+	}
+	p(". Load: %s.\n\n", m.load)
+	p("*Hand-off*: one holder releases the key 2 ms after taking it while one waiter is blocked in a waiting acquire of\n")
+	p("the same key; holder and waiter are instances of their own, on connections of their own, as two processes\n")
+	p("would be. Per hand-off: from the start of the holder's release to the waiter holding the key, 500 hand-offs\n")
+	p("per run after 20 of warm-up, on the redis-server the cycle benchmarks use (the Cluster case: 3 masters of its\n")
+	p("own). During every hold a PING goes to the same server from another client: the round-trip floor of the same\n")
+	p("seconds. Hand-offs whose waiter had not started its acquire 1 ms before the release are left out (unwaited).\n")
+	p("Every go-redis client: `ContextTimeoutEnabled`, the default pool; rueidis: its default `ClientOption`.\n")
+	p("go-redsync: `WithTries(1<<20)` and `WithRetryDelayFunc` giving redislock's delays (4, 8, 16, 32, 64, then\n")
+	p("100 ms); its own default is a random 50–250 ms. TTLs 10 s (rueidislock: its default validity, 5 s).\n\n")
+	p("No chart: the generator draws no SVG; the distribution is given by p50, p90, p99 and max.\n\n")
+	goals := rp.wakeGoals()
+	p("### Goals (wake-up)\n\n")
+	writeGoalTable(p, goals)
+	p("### Hand-off latency (µs)\n\n")
+	p("| library | p50 | p90 | p99 | max | PING p50 | PING p99 | p50 ÷ PING p50 | p50 ÷ rueidislock p50 | unwaited |\n")
+	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, impl := range wakeImpls {
+		name := "Wakeup/handoff/" + impl
+		if _, ok := rp.med(name, "p50-µs"); !ok {
+			continue
+		}
+		overPing, ok1 := rp.r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{name, "p50-µs"}, [2]string{name, "ping-p50-µs"})
+		overRueidis, ok2 := rp.ratio(name, "Wakeup/handoff/rueidislock", "p50-µs")
+		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wakeDesc(impl), rp.val(name, "p50-µs", 0), rp.val(name, "p90-µs", 0),
+			rp.val(name, "p99-µs", 0), rp.val(name, "max-µs", 0), rp.val(name, "ping-p50-µs", 0), rp.val(name, "ping-p99-µs", 0),
+			cond(ok1, fmt.Sprintf("%.1f×", overPing)), cond(ok2, fmt.Sprintf("%.2f×", overRueidis)), num(rp.max(name, "unwaited"), 0))
+	}
+	p("\n*unwaited*: the most left out in any run.\n\n")
+	p("### One hot key\n\n")
+	p("n goroutines on one key, each acquiring (waiting as above), releasing at once and acquiring again, for one\n")
+	p("second, on a redis-server of its own. *one Locker*: all waiters on one instance (one process); *a Locker each*:\n")
+	p("an instance and its connections per waiter (n processes). *hand-offs/s* counts the acquisitions by another\n")
+	p("waiter than the last holder, *acquisitions/s* all of them. *commands/acq*: the commands the clients sent (a\n")
+	p("go-redis hook, a wrapper of the rueidis client, plus the Pub/Sub subscribe commands, which bypass go-redis's\n")
+	p("hooks, as the server counted them) per acquisition: the goal's figure. *Redis calls/acq*: every command\n")
+	p("Redis ran (INFO commandstats deltas), those the scripts call included. *failed*: acquires that returned an\n")
+	p("error under the load (the waiter waits again), most in any run. redislock and go-redsync poll and are\n")
+	p("woken by nothing: 16 waiters in one instance only.\n\n")
+	p("| waiters | layout | library | acquisitions/s | hand-offs/s | hand-offs ÷ rueidislock | commands/acq | Redis calls/acq | failed |\n")
+	p("|--:|---|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range hotCases {
+		for _, impl := range []string{"lockwatch", "rueidislock", "redislock", "redsync"} {
+			name := hotName(c, impl)
+			if _, ok := rp.med(name, "acq/s"); !ok {
+				continue
+			}
+			x, ok := rp.ratio(name, hotName(c, "rueidislock"), "handoffs/s")
+			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.waiters, layoutDesc(c.layout), impl, rp.val(name, "acq/s", 0),
+				rp.val(name, "handoffs/s", 0), cond(ok, fmt.Sprintf("%.2f×", x)), rp.val(name, "cmds/acq", 2),
+				rp.val(name, "redis-calls/acq", 2), num(rp.max(name, "failed"), 0))
+		}
+	}
+	r := wakeRun(max(runs, 1))
+	p("\n```sh\ncd bench\nfor i in $(seq %d); do LOCKWATCH_REQUIRE_INTEGRATION=1 go %s; done\n", r.times, shellJoin(r.args))
+	p("go run ./cmd/benchmd -only wakeup -wake-count %d -out ../BENCHMARKS.md   # the runs above, then this section\n```\n\n", r.times)
+	if alone && rp.raw != "" {
+		p("<details><summary>Raw <code>go test -bench</code> output of this section</summary>\n\n```\n%s\n```\n\n</details>\n\n", strings.TrimSpace(rp.raw))
+	}
+	p("%s\n\n", wakeEnd)
+}
+
+// spliceSection puts section in place of the wake-up section of report, or
+// before its Reproduce section when it has none.
+func spliceSection(report, section string) string {
+	if i := strings.Index(report, wakeBegin); i >= 0 {
+		if j := strings.Index(report[i:], wakeEnd); j >= 0 {
+			rest := strings.TrimLeft(report[i+j+len(wakeEnd):], "\n")
+			return report[:i] + section + rest
+		}
+	}
+	if i := strings.Index(report, "## Reproduce"); i >= 0 {
+		return report[:i] + section + report[i:]
+	}
+	return strings.TrimRight(report, "\n") + "\n\n" + section
+}
