@@ -63,6 +63,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
+		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
 		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
 	ev.Duration = clock.Now() - start
@@ -149,6 +150,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		if left <= 0 {
 			return nil, contended
 		}
+		set.observeWaitStart(actx, ev)
 		if err := sleep(ctx, min(left, backoff(set, attempt, r.holderTTL))); err != nil {
 			return nil, errors.Join(contended, err)
 		}

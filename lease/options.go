@@ -94,7 +94,11 @@ func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c
 
 // WithWait makes Acquire wait up to d for a contended lease, retrying with
 // full-jitter exponential backoff (see WithBackoff) capped by the holder's
-// remaining TTL and by ctx. Default 0: fail fast with ErrNotAcquired.
+// remaining TTL and by ctx. Default 0: fail fast with ErrNotAcquired. From
+// the first contended answer until Acquire returns, the caller counts in
+// lockwatch_lease_waiting, and the wait's time goes into
+// lockwatch_lease_wait_duration_seconds by result: acquired, timed_out (d
+// passed), cancelled (ctx ended), unknown or error.
 func WithWait(d time.Duration) Option { return optionFunc(func(c *config) { c.wait = d }) }
 
 // WithBackoff sets the backoff bounds used while waiting: the n-th sleep is
