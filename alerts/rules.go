@@ -69,6 +69,8 @@ func catalogue(q promql) []alert {
 	byLock := labels(labelJob, labelLock)
 	lock := map[string]string{labelLock: testLock}
 	resource := map[string]string{labelResource: testResource}
+	// The observations of the wait histogram: one per wait, by result.
+	waits := obs.PromLeaseWaitDuration + "_count"
 
 	return []alert{
 		{
@@ -151,6 +153,39 @@ func catalogue(q promql) []alert {
 					{obs.PromLeaseAcquires, map[string]string{labelLock: "idle", labelResult: string(obs.AcquireUnknown)}, "0x30"},
 				},
 				At: 15 * time.Minute,
+			},
+		},
+		{
+			Group:    "lockwatch-wait",
+			Name:     "LockwatchWaitSaturation",
+			Severity: warning,
+			Value: ratio(byLock,
+				q.rate(waits, eq(labelResult, string(obs.WaitTimedOut))),
+				q.rate(waits)),
+			By:        byLock,
+			Threshold: 0.5,
+			For:       15 * time.Minute,
+			Summary:   "Most waits for a lock time out: it is held longer than its callers wait.",
+			Description: `{{ $value | humanizePercentage }} of the waits for lock {{ $labels.lock_name }} (job {{ $labels.job }}) ended timed out over the last 5 minutes, ` +
+				`and most have for 15 minutes: its holders keep it longer than callers wait (lease.WithWait), and those callers fail with ErrNotAcquired.`,
+			Fires: testCase{
+				About: "6 of 10 waits a minute time out",
+				Series: []series{
+					{waits, with(lock, labelResult, string(obs.WaitAcquired)), "0+4x30"},
+					{waits, with(lock, labelResult, string(obs.WaitTimedOut)), "0+6x30"},
+				},
+				At:     20 * time.Minute,
+				Labels: lock,
+				Value:  0.6,
+			},
+			Silent: testCase{
+				About: "1 of 10 waits a minute times out, and another lock whose waits all timed out for 10 minutes, then stopped",
+				Series: []series{
+					{waits, with(lock, labelResult, string(obs.WaitAcquired)), "0+9x30"},
+					{waits, with(lock, labelResult, string(obs.WaitTimedOut)), "0+1x30"},
+					{waits, map[string]string{labelLock: "idle", labelResult: string(obs.WaitTimedOut)}, "0+5x10 50x20"},
+				},
+				At: 20 * time.Minute,
 			},
 		},
 		{

@@ -10,8 +10,9 @@
 //     selected locks.
 //   - lock-detail.json, "lockwatch / Lock detail" (UID
 //     lockwatch-lock-detail): the same signals with one series per selected
-//     lock, plus renewal latency, releases, the clean-up of unknown acquires
-//     and the fenced resources.
+//     lock, plus the time callers wait for contended locks, renewal
+//     latency, releases, the clean-up of unknown acquires and the fenced
+//     resources.
 //
 // The generator is the source of truth; never edit the JSON. After changing
 // it, run

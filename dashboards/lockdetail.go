@@ -5,18 +5,23 @@ import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 //lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
 
 // lockDetail is the drill-down: the same signals, one series per selected
-// lock, plus renewal latency, releases, the clean-up of unknown acquires and
-// the fenced resources.
+// lock, plus the waits for contended locks, renewal latency, releases, the
+// clean-up of unknown acquires and the fenced resources.
 func lockDetail() *dashboard.DashboardBuilder {
 	v := detailView
 	d := newDashboard(LockDetailUID, "lockwatch / Lock detail",
-		"The lockwatch signals of the selected locks, one series per lock: acquire, renewal, loss, commit and release. Fence metrics carry the resource, not the lock, and are shown for all resources at the bottom.")
+		"The lockwatch signals of the selected locks, one series per lock: acquire, wait, renewal, loss, commit and release. Fence metrics carry the resource, not the lock, and are shown for all resources at the bottom.")
 	section(d, row(100, "Is anything unsafe for $"+varLockName+"?"), unsafeStats(v, 101)...)
 	section(d, row(200, "Acquire and hold"),
 		acquireOutcomesSeries(v, 201),
 		acquireLatencySeries(v, 202),
 		unknownResolutionsSeries(v, 203),
 		activeSeries(v, 204),
+	)
+	section(d, row(600, "Waiting for $"+varLockName),
+		waitingSeries(v, 601),
+		waitResultsSeries(v, 602),
+		waitTimeSeries(v, 603),
 	)
 	section(d, row(300, "Renewal and loss"),
 		renewalResultsSeries(v, 301),

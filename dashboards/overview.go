@@ -21,6 +21,8 @@ func overview() *dashboard.DashboardBuilder {
 	section(d, row(300, "Acquire"),
 		acquireOutcomesSeries(v, 301),
 		acquireLatencySeries(v, 302),
+		waitingSeries(v, 303),
+		waitResultsSeries(v, 304),
 	)
 	section(d, row(400, "Holding and committing"),
 		activeSeries(v, 401),

@@ -83,6 +83,12 @@ func rate(m obs.Metric, by []string, extra ...string) string {
 	return sumBy(by, "rate("+selector(m, "", extra...)+"["+rateWindow+"])")
 }
 
+// observations is the per-second rate of histogram m's observations (its
+// _count series) over the rate window, summed by the given labels.
+func observations(m obs.Metric, by []string, extra ...string) string {
+	return sumBy(by, "rate("+selector(m, "_count", extra...)+"["+rateWindow+"])")
+}
+
 // gauge is gauge m summed by the given labels.
 func gauge(m obs.Metric, by []string, extra ...string) string {
 	return sumBy(by, selector(m, "", extra...))

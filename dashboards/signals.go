@@ -33,6 +33,8 @@ var (
 	active          = metric(obs.PromLeaseActive)
 	holdDuration    = metric(obs.PromLeaseHoldDuration)
 	releases        = metric(obs.PromLeaseReleases)
+	waiting         = metric(obs.PromLeaseWaiting)
+	waitDuration    = metric(obs.PromLeaseWaitDuration)
 )
 
 // view is how a dashboard splits lease series: the overview sums over the
@@ -252,4 +254,25 @@ func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 		"Releases by result: released, not_held (the key had expired or changed hands before the release: the lease outlived its validity) or unknown.",
 		units.OpsPerSecond, false,
 		query{rate(releases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
+}
+
+func waitingSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Callers waiting",
+		"Callers inside Acquire waiting for a contended lock (lease.WithWait), from the first contended answer until Acquire returns. A level that stays up means callers arrive about as fast as the holders release: they queue.",
+		units.Short, false,
+		query{gauge(waiting, v.by), v.name("waiting")})
+}
+
+func waitResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Waits by result",
+		"How waits for a contended lock ended: acquired, timed_out (the WithWait bound passed and the caller got ErrNotAcquired), cancelled (the caller's context ended first), unknown or error. Acquires that did not back off are not waits. Mostly timed_out: the lock is held longer than its callers will wait.",
+		units.OpsPerSecond, false,
+		query{observations(waitDuration, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
+}
+
+func waitTimeSeries(v view, id uint32) *timeseries.PanelBuilder {
+	byResult := view{by: v.with(obs.AttrResult)}
+	return seriesPanel(id, "Wait time by result",
+		"Time from the first contended answer to the end of the wait, by result. Timed-out waits sit at the WithWait bound; acquired ones say how long a caller queues behind the holders. Exemplars link to lease.acquire spans.",
+		units.Seconds, true, percentiles(byResult, waitDuration, 0.5, 0.99)...)
 }

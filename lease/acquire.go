@@ -63,6 +63,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
+		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
 		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
 	}
 	ev.Duration = clock.Now() - start
@@ -153,6 +154,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			return nil, contended
 		}
 		pause := min(left, backoff(set, attempt, r.holderTTL))
+		set.observeWaitStart(actx, ev)
 		if wt == nil {
 			if wt = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
 				defer lk.wake.leave(wt)

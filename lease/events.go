@@ -81,6 +81,12 @@ type acquireEvent struct {
 	Fence     fence.Token   // when acquired
 	HolderTTL time.Duration // when contended
 	Err       error         // when unknown or failed
+
+	// The wait for a contended lease, from the first contended answer
+	// Acquire backed off from (clock.Now): waiting while it is counted on
+	// the waiting gauge.
+	waiting   bool
+	waitStart time.Duration
 }
 
 // resolutionEvent reports the clean-up of an unknown acquire.

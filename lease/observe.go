@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/obs"
 
 	"context"
@@ -31,6 +32,57 @@ func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acqui
 	if h := s.hooks.onAcquire; h != nil {
 		h(ctx, ev)
 	}
+}
+
+// observeWaitStart counts the caller as waiting for a contended lease the
+// first time its Acquire backs off; the later backoffs of the same wait add
+// nothing.
+func (s *settings) observeWaitStart(ctx context.Context, ev *acquireEvent) {
+	if ev.waiting {
+		return
+	}
+	start := clock.Now()
+	s.rec.WaitStarted(ctx, s.name)
+	// Marked only once counted: a report that panicked added nothing to
+	// the gauge, so the end must not take anything off it.
+	ev.waiting, ev.waitStart = true, start
+}
+
+// observeWaitEnd records the end of the acquire's wait, if it waited: the
+// caller off the waiting gauge, and the wait's time by result. Acquire
+// defers it, so that no way out of a wait leaves the gauge counting it.
+func (s *settings) observeWaitEnd(ctx context.Context, ev *acquireEvent) {
+	if !ev.waiting {
+		return
+	}
+	ev.waiting = false
+	s.rec.WaitEnded(ctx, s.name, string(waitResult(ctx, ev)), clock.Now()-ev.waitStart)
+}
+
+// waitResult says how a wait ended, from the acquire's result and error and
+// the caller's context (ctx, or one derived from it).
+func waitResult(ctx context.Context, ev *acquireEvent) obs.WaitResult {
+	switch ev.Result {
+	case obs.AcquireAcquired:
+		return obs.WaitAcquired
+	case obs.AcquireUnknown:
+		return obs.WaitUnknown
+	case obs.AcquireContended:
+		// The last contended answer stands. Alone (the error itself, not
+		// one that wraps it), it says the wait's bound passed; joined with
+		// another error, that error stopped the wait early: the caller's
+		// context (cancelled, or a deadline that passed before its timer
+		// fired), or an attempt that could not be sent in time.
+		if _, alone := ev.Err.(*NotAcquiredError); alone {
+			return obs.WaitTimedOut
+		}
+		if ev.Err != nil && (ctx.Err() != nil || errors.Is(ev.Err, context.DeadlineExceeded)) {
+			return obs.WaitCancelled
+		}
+	}
+	// Closed, refused, not sent, or a panic: no answer came after the
+	// contended one.
+	return obs.WaitError
 }
 
 func (s *settings) observeResolution(ctx context.Context, ev resolutionEvent) {

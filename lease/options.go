@@ -99,6 +99,10 @@ func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c
 // first wait); between releases, and when a notification is missed, it
 // retries with full-jitter exponential backoff (see WithBackoff) capped by
 // the holder's remaining TTL. Default 0: fail fast with ErrNotAcquired.
+// From the first contended answer until Acquire returns, the caller counts
+// in lockwatch_lease_waiting, and the wait's time goes into
+// lockwatch_lease_wait_duration_seconds by result: acquired, timed_out (d
+// passed), cancelled (ctx ended), unknown or error.
 func WithWait(d time.Duration) Option { return optionFunc(func(c *config) { c.wait = d }) }
 
 // WithBackoff sets the backoff bounds used while waiting: the n-th sleep is

@@ -52,6 +52,13 @@
 //     time from acquire to release.
 //   - lockwatch_lease_releases_total{lock_name, result}: released, not_held,
 //     unknown.
+//   - lockwatch_lease_waiting{lock_name}: gauge of callers waiting in
+//     Acquire for a contended lease (lease.WithWait), from the first
+//     contended answer until Acquire returns.
+//   - lockwatch_lease_wait_duration_seconds{lock_name, result}: histogram
+//     of those waits by result: acquired, timed_out (the wait's bound
+//     passed), cancelled (the caller's context ended), unknown, error. An
+//     acquire that did not back off is no wait.
 //
 // Attribute keys on metrics are short (lock.name, result, reason,
 // outcome, resolution, resource) rather than namespaced: they are scoped by
@@ -73,7 +80,8 @@
 // # Exemplars and traces
 //
 // Every measurement is recorded with the context of the work it concerns:
-// the lease.acquire span (a child of the caller's) for acquire latency, the
+// the lease.acquire span (a child of the caller's) for acquire and wait
+// latency, the
 // request's span (the lease's
 // context) for renewals, losses, commits and releases, the writer's span for
 // fence rejections. With a sampled span, the SDK attaches its trace and span

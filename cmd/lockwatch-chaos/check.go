@@ -315,5 +315,6 @@ func compareCounts(a, b counts, aName, bName string) []string {
 	}
 	check("leases active at the end", a.Active, b.Active)
 	check("work overrunning a lost lease at the end", a.Overrunning, b.Overrunning)
+	check("callers waiting for a lease at the end", a.Waiting, b.Waiting)
 	return diff
 }

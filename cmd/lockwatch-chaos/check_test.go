@@ -110,8 +110,8 @@ func TestCompareCounts(t *testing.T) {
 	assert.Empty(t, compareCounts(m, counts{Rejections: 2, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5}}, "metrics", "holders saw"))
 	diff := compareCounts(m, counts{Rejections: 1, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5, outUnknown: 1}}, "metrics", "holders saw")
 	assert.Equal(t, []string{"fence rejections: metrics 2, holders saw 1", "acquires unknown: metrics 0, holders saw 1"}, diff)
-	m.Active = 1
-	assert.Equal(t, []string{"leases active at the end: metrics 1, holders saw 0"},
+	m.Active, m.Waiting = 1, 1
+	assert.Equal(t, []string{"leases active at the end: metrics 1, holders saw 0", "callers waiting for a lease at the end: metrics 1, holders saw 0"},
 		compareCounts(m, counts{Rejections: 2, Losses: 3, Late: 1, Acquires: map[string]int64{outAcquired: 5}}, "metrics", "holders saw"))
 }
 

@@ -97,7 +97,9 @@
 //     manual reader in every process, equal what the holders saw: fence
 //     rejections (the guard's 409 and ABORTED answers included, counted in
 //     this process for every holder's write), leases lost, late
-//     completions, acquires by result;
+//     completions, acquires by result; and the up-down counters back at
+//     zero at the end (no lease active, no work overrunning, no caller
+//     waiting);
 //  4. no holder went on with its work longer than the cancellation window
 //     (-cancel-window, default the lease's safety margin) after its lease's
 //     context was cancelled, except holders that were deliberately stopped;

@@ -18,10 +18,12 @@ type counts struct {
 	Acquires    map[string]int64 `json:"acquires"`     // by result
 	LossReasons map[string]int64 `json:"loss_reasons"` // for the report
 	// Up-down counters, which must be back at zero once every lease was
-	// released: a lease counted active, or work counted as overrunning its
-	// lost lease, after the end is an accounting error.
+	// released and every acquire returned: a lease counted active, work
+	// counted as overrunning its lost lease, or a caller counted as
+	// waiting for a lease after the end is an accounting error.
 	Active      int64 `json:"active"`
 	Overrunning int64 `json:"overrunning"`
+	Waiting     int64 `json:"waiting"`
 }
 
 func (c *counts) add(o counts) {
@@ -30,6 +32,7 @@ func (c *counts) add(o counts) {
 	c.Late += o.Late
 	c.Active += o.Active
 	c.Overrunning += o.Overrunning
+	c.Waiting += o.Waiting
 	for k, v := range o.Acquires {
 		if c.Acquires == nil {
 			c.Acquires = map[string]int64{}
@@ -72,6 +75,8 @@ func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error
 					c.Active += dp.Value
 				case obs.LeaseOverrunning:
 					c.Overrunning += dp.Value
+				case obs.LeaseWaiting:
+					c.Waiting += dp.Value
 				case obs.LeaseAcquires:
 					result, _ := dp.Attributes.Value(obs.AttrResult)
 					c.Acquires[result.AsString()] += dp.Value

@@ -359,8 +359,9 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 
 	// 3. Metric exactness.
 	s.Seen = holderCounts(ops, leases)
-	// s.Seen has no up-down counters: every lease was released by now, so
-	// none may still be counted active or overrunning.
+	// s.Seen has no up-down counters: every lease was released and every
+	// acquire returned by now, so none may still be counted active,
+	// overrunning or waiting.
 	diff := compareCounts(metrics, s.Seen, "metrics", "holders saw")
 	s.MetricsExact = len(diff) == 0
 	for _, d := range diff {

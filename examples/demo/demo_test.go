@@ -111,8 +111,8 @@ func runDemo(t *testing.T, redisAddr string) {
 
 // missingSignals lists what has no data yet: every metric lockwatch
 // records (a counter or histogram with a non-zero count, a gauge with a
-// series), and the acquire results, loss reasons and outcomes the faults
-// are there to produce.
+// series), the acquire results, loss reasons and outcomes the faults are
+// there to produce, and both ends of the compaction's waits.
 func missingSignals(families map[string]*dto.MetricFamily) []string {
 	var missing []string
 	for _, m := range obs.Metrics {
@@ -135,6 +135,8 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
 		{obs.PromFenceRejections, map[string]string{"resource": "ledger"}},
 		{obs.PromLeaseLateCompletions, nil},
+		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "acquired"}},
+		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "timed_out"}},
 	} {
 		if total(families, want.name, want.labels) == 0 {
 			missing = append(missing, fmt.Sprintf("%s%v", want.name, want.labels))

@@ -20,7 +20,10 @@ const jobKey = "job:compaction"
 // is the demo's long-held lease, renewed every TTL/3: a stall of its
 // replica's Redis connection fails a renewal and takes it away
 // (renewal_unknown), a pause lets it run out (deadline), and the other
-// replica takes over.
+// replica takes over. The replica that does not hold it waits for it
+// (lease.WithWait, jobWaitTTLs at a time): its waits end acquired when the
+// holder releases during one, timed_out otherwise, and show on the wait
+// signals (lockwatch_lease_waiting, lockwatch_lease_wait_duration_seconds).
 type job struct {
 	r       *replica
 	holding atomic.Bool // the replica holds the job's lease
@@ -30,14 +33,18 @@ type job struct {
 // jobMaxHoldTTLs bounds a compaction's hold time.
 const jobMaxHoldTTLs = 6
 
+// jobWaitTTLs bounds one wait for the job's lease: shorter than a
+// compaction (3 to 5 TTLs), so that a wait may end either way.
+const jobWaitTTLs = 2
+
 func (j *job) run(ctx context.Context) {
 	ttl := j.r.d.cfg.ttl
 	for ctx.Err() == nil {
-		l, err := j.r.locker.Acquire(ctx, jobKey, lease.WithName("compaction"), lease.WithMaxHold(j.r.d.ttls(jobMaxHoldTTLs)))
-		var busy *lease.NotAcquiredError
+		l, err := j.r.locker.Acquire(ctx, jobKey, lease.WithName("compaction"), lease.WithMaxHold(j.r.d.ttls(jobMaxHoldTTLs)),
+			lease.WithWait(j.r.d.ttls(jobWaitTTLs)))
 		switch {
-		case errors.As(err, &busy):
-			j.r.wait(ctx, min(busy.HolderTTL, ttl)+jitter(0, ttl/10)) // until the holder's lease could end
+		case errors.Is(err, lease.ErrNotAcquired):
+			// Waited in vain: wait again, as a job scheduler would.
 		case err != nil:
 			j.r.wait(ctx, ttl/4) // unknown: the clean-up frees the key
 		default:

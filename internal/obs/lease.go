@@ -60,6 +60,20 @@ func (t *Recorder) EndAcquire(ctx context.Context, span trace.Span, lock, result
 	span.End()
 }
 
+// WaitStarted records a caller starting to wait for a contended lease: one
+// more caller waiting, until WaitEnded. ctx is the lease.acquire span's.
+func (t *Recorder) WaitStarted(ctx context.Context, lock string) {
+	t.waiting.Add(ctx, 1, t.lock(lock, "", "").add...)
+}
+
+// WaitEnded records the end of a wait that WaitStarted recorded: one caller
+// waiting less, and the time it waited by result (a WaitResult).
+func (t *Recorder) WaitEnded(ctx context.Context, lock, result string, waited time.Duration) {
+	// The gauge first: whatever happens next, the caller no longer waits.
+	t.waiting.Add(ctx, -1, t.lock(lock, "", "").add...)
+	t.waitDuration.Record(ctx, waited.Seconds(), t.lock(lock, AttrResult, result).record...)
+}
+
 // UnknownResolved records how the clean-up of an unknown acquire ended.
 func (t *Recorder) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
 	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResolution, resolution).add...)

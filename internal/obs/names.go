@@ -45,6 +45,10 @@ const (
 	PromLeaseHoldDuration        = "lockwatch_lease_hold_duration_seconds"
 	LeaseReleases                = "lockwatch.lease.releases"
 	PromLeaseReleases            = "lockwatch_lease_releases_total"
+	LeaseWaiting                 = "lockwatch.lease.waiting"
+	PromLeaseWaiting             = "lockwatch_lease_waiting"
+	LeaseWaitDuration            = "lockwatch.lease.wait.duration"
+	PromLeaseWaitDuration        = "lockwatch_lease_wait_duration_seconds"
 )
 
 // Attribute keys (on metrics and spans) and the Prometheus labels they

@@ -36,6 +36,8 @@ type Recorder struct {
 	active          metric.Int64UpDownCounter
 	holdDuration    metric.Float64Histogram
 	releases        metric.Int64Counter
+	waiting         metric.Int64UpDownCounter
+	waitDuration    metric.Float64Histogram
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
@@ -99,6 +101,8 @@ func New(c Config) *Recorder {
 	t.active = updown(LeaseActive)
 	t.holdDuration = histogram(LeaseHoldDuration)
 	t.releases = counter(LeaseReleases)
+	t.waiting = updown(LeaseWaiting)
+	t.waitDuration = histogram(LeaseWaitDuration)
 	return t
 }
 
@@ -210,6 +214,7 @@ func (t *Recorder) introduce(firstKey, name string) {
 	t.lateCompletions.Add(ctx, 0, one...)
 	t.active.Add(ctx, 0, one...)
 	t.overrunning.Add(ctx, 0, one...)
+	t.waiting.Add(ctx, 0, one...)
 }
 
 // zero creates c's series of name at zero for every value of a closed set.

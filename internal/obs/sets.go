@@ -82,6 +82,31 @@ const (
 	ReleaseUnknown  ReleaseResult = "unknown"
 )
 
+// WaitResult is the result attribute of lockwatch.lease.wait.duration: how
+// a wait for a contended lease (lease.WithWait) ended. A wait starts with
+// the first contended answer that Acquire backs off from, and ends when
+// Acquire returns.
+type WaitResult string
+
+// Wait results.
+const (
+	// WaitAcquired: a later attempt took the lease.
+	WaitAcquired WaitResult = "acquired"
+	// WaitTimedOut: the wait's bound (WithWait) passed with the key still
+	// held; Acquire returned ErrNotAcquired.
+	WaitTimedOut WaitResult = "timed_out"
+	// WaitCancelled: the caller's context ended (cancelled, or its
+	// deadline passed) before the bound.
+	WaitCancelled WaitResult = "cancelled"
+	// WaitUnknown: an attempt's result is unknown (ErrUnknown); the work
+	// must not run.
+	WaitUnknown WaitResult = "unknown"
+	// WaitError: the wait could not go on: the Locker was closed, an
+	// attempt could not be sent within the acquire timeout, the script
+	// refused, or a panic went through Acquire.
+	WaitError WaitResult = "error"
+)
+
 // FenceResult is the result attribute of lockwatch.fence.checks.
 type FenceResult string
 
@@ -99,5 +124,6 @@ var (
 	LossReasons       = []LossReason{LossRenewalRejected, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
 	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
+	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}
 	FenceResults      = []FenceResult{FenceAccepted, FenceRejected}
 )

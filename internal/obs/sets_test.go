@@ -18,7 +18,8 @@ func TestEachSetListsEveryConstant(t *testing.T) {
 	lists := map[string]any{
 		"AcquireResult": AcquireResults, "ResolutionResult": ResolutionResults,
 		"RenewalResult": RenewalResults, "LossReason": LossReasons,
-		"CommitResult": CommitResults, "ReleaseResult": ReleaseResults, "FenceResult": FenceResults,
+		"CommitResult": CommitResults, "ReleaseResult": ReleaseResults, "WaitResult": WaitResults,
+		"FenceResult": FenceResults,
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "sets.go", nil, 0)
 	require.NoError(t, err)

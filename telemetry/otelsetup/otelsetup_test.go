@@ -41,6 +41,8 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	defer span.End()
 	actx, aspan := obs.Of(tel).StartAcquire(ctx, "report", "tenant-7", "0123456789abcdef0123456789abcdef")
+	obs.Of(tel).WaitStarted(actx, "report")
+	obs.Of(tel).WaitEnded(actx, "report", "acquired", time.Millisecond)
 	obs.Of(tel).EndAcquire(actx, aspan, "report", "acquired", 2*time.Millisecond, 42, 1, nil)
 	obs.Of(tel).UnknownResolved(ctx, "report", "released", nil)
 	obs.Of(tel).Renewal(ctx, "report", "renewed", time.Millisecond)
@@ -102,7 +104,8 @@ func TestExportedNamesMatchTheConstants(t *testing.T) {
 
 // TestExemplarsOnOpenMetricsScrape: a value recorded inside a sampled span
 // carries that span's trace id as an exemplar on the OpenMetrics scrape, on
-// the latency histograms and on the fence-rejection counter.
+// the latency histograms (the wait's among them) and on the fence-rejection
+// counter.
 func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 	p, span := recordEverySignal(t)
 	srv := httptest.NewServer(p.Handler())
@@ -122,6 +125,7 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 		obs.PromLeaseCancellationLatency + "_bucket",
 		obs.PromLeaseCommitRemaining + "_bucket",
 		obs.PromLeaseHoldDuration + "_bucket",
+		obs.PromLeaseWaitDuration + "_bucket",
 		obs.PromFenceRejections,
 	} {
 		found := false
