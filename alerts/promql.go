@@ -18,15 +18,13 @@ const (
 	labelLock     = obs.LabelLockName
 	labelResult   = obs.AttrResult
 	labelReason   = obs.AttrReason
-	labelOutcome  = obs.AttrOutcome
 	labelResource = obs.AttrResource
 )
 
 // reservedLabels are labels the test cases or the rules set themselves.
 var reservedLabels = map[string]bool{
 	"__name__": true, "alertname": true, labelSeverity: true, labelLe: true,
-	labelLock: true, labelResult: true, labelReason: true, labelOutcome: true,
-	labelResource: true, obs.AttrResolution: true,
+	labelLock: true, labelResult: true, labelReason: true, labelResource: true,
 }
 
 // window is the range of every rate and increase: five scrapes at the

@@ -249,7 +249,7 @@ func catalogue(q promql) []alert {
 			Name:     "LockwatchNearExpiryCommitsHigh",
 			Severity: warning,
 			Value: ratio(byLock,
-				q.rate(obs.PromLeaseCommits, eq(labelOutcome, string(obs.CommitNearExpiry))),
+				q.rate(obs.PromLeaseCommits, eq(labelResult, string(obs.CommitNearExpiry))),
 				q.rate(obs.PromLeaseCommits)),
 			By:        byLock,
 			Threshold: 0.1,
@@ -260,8 +260,8 @@ func catalogue(q promql) []alert {
 			Fires: testCase{
 				About: "20% of commits near expiry",
 				Series: []series{
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitCommitted)), "0+8x30"},
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitNearExpiry)), "0+2x30"},
+					{obs.PromLeaseCommits, with(lock, labelResult, string(obs.CommitCommitted)), "0+8x30"},
+					{obs.PromLeaseCommits, with(lock, labelResult, string(obs.CommitNearExpiry)), "0+2x30"},
 				},
 				At:     20 * time.Minute,
 				Labels: lock,
@@ -270,8 +270,8 @@ func catalogue(q promql) []alert {
 			Silent: testCase{
 				About: "5% of commits near expiry",
 				Series: []series{
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitCommitted)), "0+19x30"},
-					{obs.PromLeaseCommits, with(lock, labelOutcome, string(obs.CommitNearExpiry)), "0+1x30"},
+					{obs.PromLeaseCommits, with(lock, labelResult, string(obs.CommitCommitted)), "0+19x30"},
+					{obs.PromLeaseCommits, with(lock, labelResult, string(obs.CommitNearExpiry)), "0+1x30"},
 				},
 				At: 20 * time.Minute,
 			},

@@ -28,7 +28,7 @@
 //
 // Metric names and labels come from package telemetry, so a renamed series
 // breaks the generator's tests instead of a panel. Label values of closed
-// sets (result, reason, outcome) come from package lease.
+// sets (result, reason) come from internal/obs.
 //
 // Every query selects {job=~"$job", instance=~"$instance"}, and
 // lock_name=~"$lock_name" on series that carry a lock name (fence series carry

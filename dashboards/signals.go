@@ -119,7 +119,7 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 		statPanel(first+4, "Near-expiry commit ratio",
 			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write.",
 			units.PercentUnit,
-			query{ratio(orZero(rate(commits, v.by, eq(obs.AttrOutcome, string(obs.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
+			query{ratio(orZero(rate(commits, v.by, eq(obs.AttrResult, string(obs.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
 			nearExpiryStep...),
 		statPanel(first+5, "Cancellation latency p99",
 			"99th percentile of the time from a lease's loss (its context cancelled) to the end of the work it protected. Empty while no lease was lost. Seconds here mean handlers ignore their context and keep writing without a lease.",
@@ -180,7 +180,7 @@ func unknownResolutionsSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Unknown-acquire clean-up",
 		"How the clean-up after an unknown acquire ended: released (the acquire had in fact taken the lock) or absent (it had not), both barring the acquire from taking the key later; or unresolved (the key may stay held until its TTL runs out).",
 		units.OpsPerSecond, false,
-		query{rate(resolutions, v.with(obs.AttrResolution)), v.legend(label(obs.AttrResolution))})
+		query{rate(resolutions, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
 
 func renewalResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
@@ -246,7 +246,7 @@ func commitOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Commit outcomes",
 		"Commit calls by outcome: committed, near_expiry (ran below the warning threshold), refused (lease lost or below the hard margin).",
 		units.OpsPerSecond, false,
-		query{rate(commits, v.with(obs.AttrOutcome)), v.legend(label(obs.AttrOutcome))})
+		query{rate(commits, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
 
 func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {

@@ -89,7 +89,7 @@ func TestTelemetryUnknownAcquire(t *testing.T) {
 	_, err := lk.Acquire(rctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires, lockAttrs("report", obs.AttrResult, "unknown")))
-	h.EventuallySum(t, obs.LeaseUnknownResolutions, lockAttrs("report", obs.AttrResolution, "released"), 1)
+	h.EventuallySum(t, obs.LeaseUnknownResolutions, lockAttrs("report", obs.AttrResult, "released"), 1)
 	spans := h.Spans.Ended()
 	require.NotEmpty(t, spans)
 	assert.Equal(t, codes.Error, spans[0].Status().Code, "an unknown acquire is a failure on its span")
@@ -185,7 +185,7 @@ func TestTelemetryCommit(t *testing.T) {
 	request.End()
 
 	for outcome, want := range map[string]int64{"committed": 1, "near_expiry": 1, "refused": 1} {
-		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("report", obs.AttrOutcome, outcome)), outcome)
+		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("report", obs.AttrResult, outcome)), outcome)
 	}
 	n, secs := h.Hist(t, obs.LeaseCommitRemaining, lockAttrs("report"))
 	assert.EqualValues(t, 3, n)
@@ -227,7 +227,7 @@ func TestTelemetryCardinality(t *testing.T) {
 	after, kvs := h.Series(t)
 	assert.Equal(t, before, after, "distinct keys must not add series")
 	allowed := map[string]bool{obs.AttrLockName: true, obs.AttrResult: true, obs.AttrReason: true,
-		obs.AttrOutcome: true, obs.AttrResolution: true, obs.AttrResource: true}
+		obs.AttrResource: true}
 	for _, kv := range kvs {
 		k, v, _ := strings.Cut(kv, "=")
 		require.True(t, allowed[k], "attribute %s is not from the closed set", k)

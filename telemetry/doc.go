@@ -26,7 +26,7 @@
 //     result: acquired, contended, unknown, error.
 //   - lockwatch_lease_acquire_duration_seconds{lock_name, result}: histogram
 //     of Acquire calls, waits included.
-//   - lockwatch_lease_unknown_resolutions_total{lock_name, resolution}: the
+//   - lockwatch_lease_unknown_resolutions_total{lock_name, result}: the
 //     clean-up of unknown acquires: released, absent, unresolved.
 //   - lockwatch_lease_renewals_total{lock_name, result}: renewed, rejected,
 //     unknown.
@@ -34,7 +34,7 @@
 //     renewal pipelines' round trips.
 //   - lockwatch_lease_losses_total{lock_name, reason}: leases lost, by
 //     lease.LossReason.
-//   - lockwatch_lease_commits_total{lock_name, outcome}: committed,
+//   - lockwatch_lease_commits_total{lock_name, result}: committed,
 //     near_expiry, refused.
 //   - lockwatch_lease_commit_remaining_seconds{lock_name}: histogram of the
 //     validity left when Commit decided.
@@ -61,17 +61,19 @@
 //     acquire that did not back off is no wait.
 //
 // Attribute keys on metrics are short (lock.name, result, reason,
-// outcome, resolution, resource) rather than namespaced: they are scoped by
+// resource) rather than namespaced: they are scoped by
 // their instrument's lockwatch.* name, and they become the Prometheus
 // labels that queries and alert rules spell out. Spans and span events
 // carry the same keys for the same values, so a trace and a series name a
 // result alike; the attributes only spans carry are namespaced
-// (lockwatch.fence, lockwatch.key.hash, lockwatch.attempts, ...).
+// (lockwatch.fence, lockwatch.key.hash, lockwatch.attempts, ...). Every
+// outcome is a result, of its instrument's closed set; a loss has a reason
+// (lease.LossReason).
 //
 // # Cardinality
 //
-// Metric attributes come from closed sets (result, reason, outcome,
-// resolution) plus the lock name, which callers bound (a route or method,
+// Metric attributes come from closed sets (result, reason) plus the lock
+// name, which callers bound (a route or method,
 // never a per-request key), and the resource name of fence checks. The key,
 // owner token and fence go on spans only, and the key only as its hash
 // unless WithRawKeys is given. Attribute sets are built once per lock name

@@ -76,8 +76,8 @@ func (t *Recorder) WaitEnded(ctx context.Context, lock, result string, waited ti
 
 // UnknownResolved records how the clean-up of an unknown acquire ended.
 func (t *Recorder) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
-	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResolution, resolution).add...)
-	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(AttrResolution, resolution)}
+	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResult, resolution).add...)
+	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(AttrResult, resolution)}
 	if err != nil {
 		attrs = append(attrs, slog.Any("error", err))
 	}
@@ -115,10 +115,10 @@ func (t *Recorder) Lost(ctx context.Context, lock, reason string, fence int64, e
 
 // Committed records a Commit decision and the validity left at it.
 func (t *Recorder) Committed(ctx context.Context, lock, outcome string, remaining time.Duration, fence int64) {
-	t.commits.Add(ctx, 1, t.lock(lock, AttrOutcome, outcome).add...)
+	t.commits.Add(ctx, 1, t.lock(lock, AttrResult, outcome).add...)
 	t.commitRemaining.Record(ctx, remaining.Seconds(), t.lock(lock, "", "").record...)
 	trace.SpanFromContext(ctx).AddEvent(EventCommit, trace.WithAttributes(
-		attribute.String(AttrLockName, lock), attribute.String(AttrOutcome, outcome),
+		attribute.String(AttrLockName, lock), attribute.String(AttrResult, outcome),
 		attribute.Float64(AttrRemaining, remaining.Seconds()), attribute.Int64(AttrFence, fence)))
 }
 

@@ -55,13 +55,11 @@ const (
 // become. Metric attributes take values from closed sets, plus the lock name,
 // which the caller bounds (a route or method, never a per-request key).
 const (
-	AttrLockName   = "lock.name"
-	LabelLockName  = "lock_name"
-	AttrResult     = "result"
-	AttrReason     = "reason"
-	AttrOutcome    = "outcome"
-	AttrResolution = "resolution"
-	AttrResource   = "resource"
+	AttrLockName  = "lock.name"
+	LabelLockName = "lock_name"
+	AttrResult    = "result"
+	AttrReason    = "reason"
+	AttrResource  = "resource"
 )
 
 // Span-only attributes: high cardinality, never on a metric.

@@ -205,10 +205,10 @@ func (t *Recorder) introduce(firstKey, name string) {
 		return
 	}
 	zero(t, t.acquires, name, firstKey, AttrResult, AcquireResults)
-	zero(t, t.resolutions, name, firstKey, AttrResolution, ResolutionResults)
+	zero(t, t.resolutions, name, firstKey, AttrResult, ResolutionResults)
 	zero(t, t.renewals, name, firstKey, AttrResult, RenewalResults)
 	zero(t, t.losses, name, firstKey, AttrReason, LossReasons)
-	zero(t, t.commits, name, firstKey, AttrOutcome, CommitResults)
+	zero(t, t.commits, name, firstKey, AttrResult, CommitResults)
 	zero(t, t.releases, name, firstKey, AttrResult, ReleaseResults)
 	one := t.opts(firstKey, name, "", "").add
 	t.lateCompletions.Add(ctx, 0, one...)

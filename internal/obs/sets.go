@@ -20,7 +20,7 @@ const (
 	AcquireError AcquireResult = "error"
 )
 
-// ResolutionResult is the resolution attribute of
+// ResolutionResult is the result attribute of
 // lockwatch.lease.unknown.resolutions: how the clean-up of an unknown
 // acquire ended.
 type ResolutionResult string
@@ -62,7 +62,7 @@ const (
 	LossClosed          LossReason = "closed"
 )
 
-// CommitResult is the outcome attribute of lockwatch.lease.commits.
+// CommitResult is the result attribute of lockwatch.lease.commits.
 type CommitResult string
 
 // Commit results.
