@@ -103,6 +103,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	waitUntil := clock.Now() + set.wait
 	var contended *NotAcquiredError // the last answer, while waiting
 	var wt *waiter                  // this Acquire's place in the key's wait line
+	mark := waitMark(lockKey)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
 			ev.Result = obs.AcquireError
@@ -113,7 +114,11 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		// an answered attempt is barred in Redis (acquire.lua), so a late
 		// copy of it can neither take the key nor be mistaken for the next
 		// attempt, whose validity counts from its own send.
-		acq := acquireScript.Call(2, lockKey, fenceKey, rand.Text(), set.ttlArg, set.retentionArg)
+		waitArg := noWait
+		if set.wait > 0 {
+			waitArg = max(1, (waitUntil - clock.Now()).Milliseconds())
+		}
+		acq := acquireScript.Call(3, lockKey, fenceKey, mark, rand.Text(), set.ttlArg, set.retentionArg, waitArg)
 		r := lk.attempt(actx, set, lockKey, acq)
 		switch {
 		case r.notSent && r.callerEnded && contended != nil:
@@ -156,8 +161,11 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		pause := min(left, backoff(set, attempt, r.holderTTL))
 		set.observeWaitStart(actx, ev)
 		if wt == nil {
-			if wt = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
+			var subscribed bool
+			if wt, subscribed = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
 				defer lk.wake.leave(wt)
+			}
+			if wt != nil && !subscribed {
 				// A release between the answer and the subscription is
 				// published to nobody: once Redis confirms it, try again.
 				if err := sleep(ctx, pause, wt.line.confirmed); err != nil {
@@ -175,6 +183,9 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		}
 	}
 }
+
+// noWait is the wait argument of an Acquire that does not wait, boxed once.
+var noWait any = int64(0)
 
 // attemptResult is one acquire round trip: acquired with a fence, contended
 // with the holder's TTL, or an error. notSent marks an error before anything

@@ -96,9 +96,11 @@ func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c
 // WithWait makes Acquire wait up to d for a contended lease, and by ctx.
 // A release of the key through any Locker wakes one waiting Acquire per
 // Locker at once (Redis Pub/Sub, one connection per Locker opened with its
-// first wait); between releases, and when a notification is missed, it
-// retries with full-jitter exponential backoff (see WithBackoff) capped by
-// the holder's remaining TTL. Default 0: fail fast with ErrNotAcquired.
+// first wait; with a *redis.Client or *redis.ClusterClient, and, under an
+// ACL that restricts channels, the namespace's channels); between
+// releases, and when a notification is missed, it retries with full-jitter
+// exponential backoff (see WithBackoff) capped by the holder's remaining
+// TTL. Default 0: fail fast with ErrNotAcquired.
 // From the first contended answer until Acquire returns, the caller counts
 // in lockwatch_lease_waiting, and the wait's time goes into
 // lockwatch_lease_wait_duration_seconds by result: acquired, timed_out (d

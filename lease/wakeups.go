@@ -14,9 +14,15 @@ import (
 //
 // The release script publishes on the key's release channel (releaseChannel:
 // its lock key with the suffix r for l, in the same hash slot) when it
-// deletes the lock. One Pub/Sub connection per Locker, opened with the
+// deletes a lock someone may wait for (waitMark). One Pub/Sub connection
+// per Locker (shared with the Lockers derived from it), opened with the
 // first wait, subscribes to the channels its waiters wait on, and
-// unsubscribes from a channel when its last waiter leaves.
+// unsubscribes from a channel when its last waiter leaves. Wake-ups need a
+// *redis.Client (single node, Sentinel) or *redis.ClusterClient, and, under
+// a Redis ACL that restricts channels, the channels of the namespace
+// (&<namespace>:*); otherwise waiters poll. Pub/Sub ignores the database
+// number: two deployments on one server with the same namespace wake each
+// other's waiters, at the cost of an attempt.
 //
 // Subscribing never holds up a waiter: a goroutine of the connection's
 // sends the SUBSCRIBE and UNSUBSCRIBE commands in the order they were
@@ -24,15 +30,16 @@ import (
 // at once when Redis confirms the subscription (a release in between was
 // published to nobody).
 //
-// A release wakes one waiter of its key in this process, the one that has
+// A release wakes one waiter of its key in each Locker, the one that has
 // waited longest and is not already woken, so a release costs one attempt
-// per process, not one per waiter (no thundering herd). A waiter whose
-// attempt loses to another process waits on, first in line. A notification
+// per Locker, not one per waiter (no thundering herd). A waiter whose
+// attempt loses to another process waits on, first in line; one that
+// leaves with a wake it did not use passes it on. A notification
 // can be missed (the connection dropped and resubscribed, a failover, a
 // release before the subscription was confirmed): the backoff still bounds
 // every wait, as without wake-ups.
 type wakeups struct {
-	client redis.UniversalClient
+	client redis.UniversalClient // nil: wake-ups are off for this client
 
 	mu      sync.Mutex
 	ps      *redis.PubSub // nil until the first wait
@@ -63,20 +70,31 @@ type waiter struct {
 }
 
 func newWakeups(client redis.UniversalClient) *wakeups {
-	return &wakeups{client: client, lines: map[string]*waitLine{}}
+	w := &wakeups{lines: map[string]*waitLine{}}
+	switch client.(type) {
+	case *redis.Client, *redis.ClusterClient:
+		w.client = client
+	}
+	return w
 }
 
 // releaseChannel is the Pub/Sub channel a lock key's releases are published
 // on (scripts/release.lua derives it the same way).
 func releaseChannel(lockKey string) string { return lockKey[:len(lockKey)-1] + "r" }
 
+// waitMark is the key an Acquire that will wait sets (scripts/acquire.lua),
+// so that the key's release publishes: a release nobody waits for sends
+// nothing, which matters on Cluster, where a PUBLISH goes to every node.
+func waitMark(lockKey string) string { return lockKey[:len(lockKey)-1] + "w" }
+
 // join adds a waiter for channel, subscribing to it if it is the channel's
-// first. It returns nil after close.
-func (w *wakeups) join(ctx context.Context, channel string) *waiter {
+// first; subscribed tells that Redis had confirmed the subscription
+// already. It returns nil after close, and when wake-ups are off.
+func (w *wakeups) join(ctx context.Context, channel string) (wt *waiter, subscribed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
-		return nil
+	if w.closed || w.client == nil {
+		return nil, false
 	}
 	if w.ps == nil {
 		w.ps = w.client.Subscribe(context.WithoutCancel(ctx)) // connects with the first subscription
@@ -91,9 +109,14 @@ func (w *wakeups) join(ctx context.Context, channel string) *waiter {
 		w.lines[channel] = line
 		w.send(subscription{channel: channel})
 	}
-	wt := &waiter{channel: channel, wake: make(chan struct{}, 1), line: line}
+	wt = &waiter{channel: channel, wake: make(chan struct{}, 1), line: line}
 	line.waiters = append(line.waiters, wt)
-	return wt
+	select {
+	case <-line.confirmed:
+		subscribed = true
+	default:
+	}
+	return wt, subscribed
 }
 
 // leave removes wt, unsubscribing from its channel when it was the last.
@@ -109,6 +132,9 @@ func (w *wakeups) leave(wt *waiter) {
 			line.waiters = append(line.waiters[:i], line.waiters[i+1:]...)
 			break
 		}
+	}
+	if len(wt.wake) == 1 {
+		wakeFirst(line) // a wake it did not use: the key may be free
 	}
 	if len(line.waiters) == 0 {
 		delete(w.lines, wt.channel)
@@ -180,10 +206,14 @@ func (w *wakeups) confirm(channel string) {
 func (w *wakeups) wakeOne(channel string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	line := w.lines[channel]
-	if line == nil {
-		return
+	if line := w.lines[channel]; line != nil {
+		wakeFirst(line)
 	}
+}
+
+// wakeFirst wakes the first of line's waiters not woken already; mu is
+// held.
+func wakeFirst(line *waitLine) {
 	for _, wt := range line.waiters {
 		select {
 		case wt.wake <- struct{}{}:
@@ -193,16 +223,26 @@ func (w *wakeups) wakeOne(channel string) {
 	}
 }
 
-// close ends the connection and waits for the reader. Waiters still
-// registered fall back to their backoff.
+// close wakes every waiter (each finds its Locker closed at its next
+// attempt), ends the connection and waits for the reader and the writer.
+// go-redis's Close waits for a subscription being sent, including its
+// dial: against an unreachable Redis, up to the client's dial timeout.
 func (w *wakeups) close() {
 	w.mu.Lock()
 	w.closed = true
+	for _, line := range w.lines {
+		for _, wt := range line.waiters {
+			select {
+			case wt.wake <- struct{}{}:
+			default:
+			}
+		}
+	}
 	ps := w.ps
 	w.mu.Unlock()
 	if ps != nil {
-		close(w.kick)  // the writer returns (after a send in progress)
-		_ = ps.Close() // which ends that send, and the reader
+		close(w.kick) // the writer returns after the send in progress
+		_ = ps.Close()
 		w.done.Wait()
 	}
 }

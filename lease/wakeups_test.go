@@ -1,9 +1,9 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/fence"
-
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
 // acquireCounter counts the acquire scripts a client sends.
@@ -141,6 +144,123 @@ func testAMissedRelease(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, <-got)
 	assert.Less(t, time.Since(deleted), time.Second, "the 50 ms backoff bounds the wait")
 	_ = holder.Release(ctx)
+}
+
+// TestAReleaseNobodyWaitsForPublishesNothing: only a key an Acquire may
+// wait for is published on release (on Cluster a PUBLISH goes to every
+// node); a waited-for one is.
+func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	publishes := func() int64 {
+		for line := range strings.SplitSeq(c.Info(ctx, "commandstats").Val(), "\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_publish:calls="); ok {
+				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	for range 20 {
+		l, err := lk.Acquire(ctx, "quiet")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	_, err := lk.Acquire(ctx, "quiet", WithWait(time.Millisecond)) // not contended: marks nothing
+	require.NoError(t, err)
+	assert.Zero(t, publishes(), "20 releases nobody waited for")
+
+	holder, err := lk.Acquire(ctx, "waited")
+	require.NoError(t, err)
+	_, err = lk.Acquire(ctx, "waited", WithWait(20*time.Millisecond))
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.NoError(t, holder.Release(ctx))
+	assert.EqualValues(t, 1, publishes(), "the release of a key a caller waited for")
+}
+
+// TestARefusedPublishChangesNothingButTheWait: under an ACL user without
+// Pub/Sub channels, Release still succeeds and bars its token, and a
+// waiter still gets the key, by its backoff.
+func TestARefusedPublishChangesNothingButTheWait(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	require.NoError(t, srv.Client(t).Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "+@all", "resetchannels").Err())
+	c := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "limited", "pw" })
+	lk := newLocker(t, c, WithBackoff(20*time.Millisecond, 50*time.Millisecond))
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		l, err := lk.Acquire(ctx, "k", WithWait(5*time.Second))
+		if err == nil {
+			err = l.Release(ctx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter has marked the key and polls
+	require.NoError(t, holder.Release(ctx), "the refused PUBLISH comes after the delete and the bar")
+	require.NoError(t, <-got)
+	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "/", "the released tokens are barred")
+}
+
+// TestAnUnusedWakeIsPassedOn: a waiter that leaves with a wake it did not
+// use (its deadline came, its context ended) hands it to the next.
+func TestAnUnusedWakeIsPassedOn(t *testing.T) {
+	w := newWakeups(redistest.Start(t).Client(t))
+	defer w.close()
+	ctx := testCtx(t)
+	a, _ := w.join(ctx, "ns:{x}:r")
+	b, _ := w.join(ctx, "ns:{x}:r")
+	w.wakeOne("ns:{x}:r")
+	require.Len(t, a.wake, 1, "the longest waiting is woken")
+	require.Empty(t, b.wake)
+	w.leave(a)
+	assert.Len(t, b.wake, 1, "a's wake went to b")
+	w.leave(b)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	assert.Empty(t, w.lines)
+}
+
+// TestWakeupsNeedAClientOrClusterClient: with another client (a Ring),
+// waiters poll instead of subscribing, and still get the key.
+func TestWakeupsNeedAClientOrClusterClient(t *testing.T) {
+	srv := redistest.Start(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	ctx := testCtx(t)
+	lk := newLocker(t, ring, WithBackoff(10*time.Millisecond, 20*time.Millisecond))
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	time.AfterFunc(50*time.Millisecond, func() { _ = holder.Release(context.Background()) })
+	l, err := lk.Acquire(ctx, "k", WithWait(5*time.Second))
+	require.NoError(t, err)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestCloseEndsAWaitAtOnce: Close wakes the Locker's waiters, which
+// return ErrClosed instead of sleeping out their backoff.
+func TestCloseEndsAWaitAtOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), WithBackoff(3*time.Second, 3*time.Second))
+	holder, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		_, err := lk.Acquire(ctx, "k", WithWait(10*time.Second))
+		got <- err
+	}()
+	waitForWaiters(t, lk, "k", 1)
+	time.Sleep(20 * time.Millisecond)
+	closed := time.Now()
+	require.NoError(t, lk.Close())
+	require.ErrorIs(t, <-got, ErrClosed)
+	assert.Less(t, time.Since(closed), 500*time.Millisecond, "not after a 3 s backoff")
+	_ = holder
 }
 
 // waitForWaiters waits until n Acquires wait for key with a confirmed

@@ -3,11 +3,14 @@
 --
 -- KEYS[1]  lock key  (holds the owner token, expires after the TTL)
 -- KEYS[2]  fence key (the key's fence record, see record.lua; same hash slot)
+-- KEYS[3]  wait mark (same hash slot): tells the release to publish
 -- ARGV[1]  owner token of this attempt (crypto/rand Text: 26 base32
 --          characters; every attempt of an Acquire has its own)
 -- ARGV[2]  TTL in milliseconds
 -- ARGV[3]  fence retention in milliseconds (how long an idle key remembers
 --          its last token)
+-- ARGV[4]  how long this Acquire may still wait, in milliseconds (0: it
+--          will not wait)
 --
 -- Returns
 --   {1, fence}  acquired. Also when the lock already holds ARGV[1]: a copy
@@ -17,7 +20,10 @@
 --   {0, pttl}   held by another owner; pttl is its remaining TTL in ms (-1:
 --               none). The attempt has its answer, so ARGV[1] is barred: a
 --               copy of it that arrives after the holder left cannot take
---               the key.
+--               the key. A caller that will wait sets the wait mark for as
+--               long as it may wait (the longest wait wins), so that the
+--               release publishes; a release nobody waits for publishes
+--               nothing (on Cluster a PUBLISH goes to every node).
 --   {0, -3}     ARGV[1] is barred: this attempt was answered, released or
 --               cleaned up before (a late copy).
 --   error "LOCKWATCH refused: ..."  nothing was written: the server cannot
@@ -48,6 +54,10 @@ end
 if holder then
   local pttl = redis.call('PTTL', KEYS[1])
   barOwner(ARGV[1], ARGV[3], true)
+  local wait = tonumber(ARGV[4] or '0') or 0
+  if KEYS[3] and wait > 0 and redis.call('PTTL', KEYS[3]) < wait then
+    redis.pcall('SET', KEYS[3], '1', 'PX', wait)
+  end
   return {0, pttl}
 end
 local rec = redis.call('GET', KEYS[2])

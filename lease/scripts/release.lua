@@ -5,12 +5,16 @@
 --
 -- KEYS[1]  lock key
 -- KEYS[2]  fence key (same hash slot)
+-- KEYS[3]  wait mark (same hash slot): set while an Acquire may wait
 -- ARGV[1]  owner token
 -- ARGV[2]  TTL in milliseconds (unused: the acquire's argument list is reused)
 -- ARGV[3]  fence retention in milliseconds
 --
--- A deletion is published on the key's release channel (the lock key with
--- the suffix r for l), which wakes a waiting Acquire (wakeups, in Go).
+-- A deletion of a key someone may wait for (its wait mark exists) is
+-- published on the key's release channel (the lock key with the suffix r
+-- for l), which wakes a waiting Acquire (wakeups, in Go). The publish comes
+-- last and may fail (an ACL without the channel, a renamed command): that
+-- leaves the waiter to its backoff and changes nothing else.
 --
 -- Returns 1 when the lock held the token and is now deleted, 0 when it did
 -- not (it expired, or the acquire never ran). Either way the token is
@@ -26,7 +30,9 @@
 local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   released = redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
 end
 barOwner(ARGV[1], ARGV[3], false)
+if released == 1 and KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.pcall('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
+end
 return released
