@@ -45,7 +45,7 @@ func TestCallersDeadlineInTheQueueIsTheCause(t *testing.T) {
 func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	c := redistest.Start(t).Client(t)
 	late := &lateReply{}
-	c.AddHook(late)
+	c.AddHook(late.hook())
 	rec := &recorder{}
 	lk := newLocker(t, c, rec.withHooks())
 	ctx := testCtx(t)
@@ -70,23 +70,14 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 // instant in until (Unix nanoseconds).
 type lateReply struct{ until atomic.Int64 }
 
-func (h *lateReply) hold() {
-	if u := h.until.Swap(0); u != 0 {
-		time.Sleep(time.Until(time.Unix(0, u)))
-	}
-}
-
-func (h *lateReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *lateReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		defer h.hold()
-		return next(ctx, cmd)
-	}
-}
-func (h *lateReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		defer h.hold()
-		return next(ctx, cmds)
+func (h *lateReply) hook() hookFunc {
+	return func(_ []redis.Cmder, send func() error) error {
+		defer func() {
+			if u := h.until.Swap(0); u != 0 {
+				time.Sleep(time.Until(time.Unix(0, u)))
+			}
+		}()
+		return send()
 	}
 }
 
@@ -108,7 +99,7 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
 	held := &holdReply{key: lockKey, inHook: make(chan struct{}), release: make(chan struct{})}
 	held.armed.Store(true)
-	c.AddHook(held)
+	c.AddHook(held.hook())
 	done := make(chan error, 1)
 	go func() {
 		_, err := lk.Acquire(ctx, "k", WithWait(5*time.Second), WithAcquireTimeout(500*time.Millisecond))
@@ -132,8 +123,8 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	require.NoError(t, holder.Release(ctx))
 }
 
-// holdReply holds the caller of the first lone command naming key, once
-// its reply is in, until release is closed.
+// holdReply holds the caller of the first command naming key, once its
+// reply is in, until release is closed.
 type holdReply struct {
 	key     string
 	armed   atomic.Bool
@@ -141,19 +132,17 @@ type holdReply struct {
 	release chan struct{}
 }
 
-func (h *holdReply) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *holdReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		for _, a := range cmd.Args() {
-			if s, ok := a.(string); ok && s == h.key && h.armed.CompareAndSwap(true, false) {
-				close(h.inHook)
-				<-h.release
+func (h *holdReply) hook() hookFunc {
+	return func(cmds []redis.Cmder, send func() error) error {
+		err := send()
+		for _, cmd := range cmds {
+			for _, a := range cmd.Args() {
+				if s, ok := a.(string); ok && s == h.key && h.armed.CompareAndSwap(true, false) {
+					close(h.inHook)
+					<-h.release
+				}
 			}
 		}
 		return err
 	}
-}
-func (h *holdReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }

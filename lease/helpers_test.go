@@ -156,6 +156,22 @@ func lossReason(t *testing.T, cause error) LossReason {
 	return lost.Reason
 }
 
+// hookFunc is a go-redis hook made of one function, called with the
+// commands of every command or pipeline and the step that sends them.
+type hookFunc func(cmds []redis.Cmder, send func() error) error
+
+func (f hookFunc) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (f hookFunc) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		return f([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+	}
+}
+func (f hookFunc) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		return f(cmds, func() error { return next(ctx, cmds) })
+	}
+}
+
 // cmdCounter counts the scripts and pipelines of scripts a client sends,
 // for round-trip claims. (Connection set-up commands such as HELLO and
 // CLIENT SETINFO pass the hooks too; they are not counted.)

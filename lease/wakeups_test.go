@@ -17,28 +17,18 @@ import (
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
-// acquireCounter counts the acquire scripts a client sends.
-type acquireCounter struct{ n atomic.Int64 }
-
-func (h *acquireCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *acquireCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.count(cmd)
-		return next(ctx, cmd)
-	}
-}
-func (h *acquireCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.count(cmds...)
-		return next(ctx, cmds)
-	}
-}
-func (h *acquireCounter) count(cmds ...redis.Cmder) {
-	for _, c := range cmds {
-		if acquireScript.Runs(c) {
-			h.n.Add(1)
+// countAcquires adds a hook to c that counts the acquire scripts it sends.
+func countAcquires(c redis.UniversalClient) *atomic.Int64 {
+	var n atomic.Int64
+	c.AddHook(hookFunc(func(cmds []redis.Cmder, send func() error) error {
+		for _, cmd := range cmds {
+			if acquireScript.Runs(cmd) {
+				n.Add(1)
+			}
 		}
-	}
+		return send()
+	}))
+	return &n
 }
 
 // TestWakeups runs the wake-up tests on a single node and on Cluster.
@@ -88,8 +78,7 @@ func testAReleaseWakesTheWaiter(t *testing.T, c redis.UniversalClient) {
 // besides each waiter's first attempt and the one after its subscription.
 func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	counter := &acquireCounter{}
-	c.AddHook(counter)
+	attemptsSent := countAcquires(c)
 	lk := newLocker(t, c, WithBackoff(5*time.Second, 5*time.Second))
 	holder, err := lk.Acquire(ctx, "hot")
 	require.NoError(t, err)
@@ -111,11 +100,11 @@ func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 	}
 	waitForWaiters(t, lk, "hot", n)
 	time.Sleep(20 * time.Millisecond)
-	before := counter.n.Load()
+	before := attemptsSent.Load()
 	start := time.Now()
 	require.NoError(t, holder.Release(ctx))
 	wg.Wait()
-	attempts := counter.n.Load() - before
+	attempts := attemptsSent.Load() - before
 	assert.Len(t, order, n)
 	assert.Less(t, time.Since(start), 2*time.Second, "every hand-off was a wake-up, none a 5 s backoff")
 	assert.LessOrEqual(t, attempts, int64(n+4), "one attempt per release, not one per waiter (a herd: 36)")
