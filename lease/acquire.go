@@ -57,14 +57,14 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 			set = lk.set // report under the Locker's name
 		}
 	}
-	lockKey, fenceKey := redisKeys(set.namespace, key)
+	lockKey, fenceKey, mark := leaseKeys(set.namespace, key)
 	actx, span := set.rec.StartAcquire(ctx, set.name, key, hashTag(lockKey))
 	start := clock.Now()
 	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
 		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
-		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, &ev)
+		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, mark, &ev)
 	}
 	ev.Duration = clock.Now() - start
 	if l != nil {
@@ -87,7 +87,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 
 // acquire runs the attempts of one Acquire: Redis calls go under actx (the
 // lease.acquire span), the lease's context derives from ctx.
-func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey string, ev *acquireEvent) (*Lease, error) {
+func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey, mark string, ev *acquireEvent) (*Lease, error) {
 	switch {
 	case key == "":
 		return nil, invalidf("empty key")
@@ -103,7 +103,6 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 	waitUntil := clock.Now() + set.wait
 	var contended *NotAcquiredError // the last answer, while waiting
 	var wt *waiter                  // this Acquire's place in the key's wait line
-	mark := waitMark(lockKey)
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 && lk.closed.Load() {
 			ev.Result = obs.AcquireError

@@ -14,6 +14,9 @@ import (
 //	<namespace>:{<h>}:f   the fence record (last token minted, then the
 //	                      owner tokens of the attempts that ended, barred:
 //	                      "<fence>/<owner>...~<owner>...", scripts/record.lua)
+//	<namespace>:{<h>}:w   the wait mark: set while an Acquire may wait, so
+//	                      that the release publishes on <namespace>:{<h>}:r
+//	                      (wakeups)
 //
 // where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex. The
 // hash tag {h} puts both in one slot (the scripts touch both atomically), the
@@ -24,20 +27,28 @@ import (
 
 const maxNamespace = 64
 
+// redisKeys returns a lease's lock and fence keys.
 func redisKeys(namespace, key string) (lock, fence string) {
+	lock, fence, _ = leaseKeys(namespace, key)
+	return lock, fence
+}
+
+// leaseKeys returns the lock key, the fence key and the wait mark, all in
+// one allocation.
+func leaseKeys(namespace, key string) (lock, fence, mark string) {
 	var small [256]byte // keys up to this size are hashed without an allocation
 	in := append(append(append(small[:0], namespace...), 0), key...)
 	sum := sha256.Sum256(in)
-	// One string holds both keys: "<ns>:{h}:l<ns>:{h}:f".
-	var buf [2 * (maxNamespace + 2 + 32 + 3)]byte
+	// One string holds the three keys: "<ns>:{h}:l<ns>:{h}:f<ns>:{h}:w".
+	var buf [3 * (maxNamespace + 2 + 32 + 3)]byte
 	b := append(append(buf[:0], namespace...), ":{"...)
 	b = hex.AppendEncode(b, sum[:16])
 	b = append(b, "}:l"...)
 	n := len(b)
-	b = append(b, b[:n-1]...)
-	b = append(b, 'f')
-	both := string(b)
-	return both[:n], both[n:]
+	b = append(append(b, b[:n-1]...), 'f')
+	b = append(append(b, b[:n-1]...), 'w')
+	all := string(b)
+	return all[:n], all[n : 2*n], all[2*n:]
 }
 
 // hashTag returns the hash of a derived key (the part between the braces):

@@ -9,14 +9,19 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lf])$`)
+var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfw])$`)
 
 func TestRedisKeysShape(t *testing.T) {
-	lock, fence := redisKeys("lockwatch", "{user}:42")
-	assert.Regexp(t, derivedKey, lock)
+	lock, fence, mark := leaseKeys("lockwatch", "{user}:42")
+	for _, k := range []string{lock, fence, mark} {
+		assert.Regexp(t, derivedKey, k)
+	}
 	assert.True(t, strings.HasSuffix(lock, ":l"))
 	assert.True(t, strings.HasSuffix(fence, ":f"))
-	assert.Equal(t, lock[:len(lock)-1], fence[:len(fence)-1], "one hash tag for both keys")
+	assert.True(t, strings.HasSuffix(mark, ":w"))
+	assert.Equal(t, lock[:len(lock)-1], fence[:len(fence)-1], "one hash tag for the three keys")
+	assert.Equal(t, lock[:len(lock)-1], mark[:len(mark)-1])
+	assert.Equal(t, lock[:len(lock)-1]+"r", releaseChannel(lock), "and the release channel")
 	assert.NotContains(t, lock, "user", "the caller key never appears in Redis")
 
 	a, _ := redisKeys("a", "b:c")

@@ -14,7 +14,9 @@ import (
 //
 // The release script publishes on the key's release channel (releaseChannel:
 // its lock key with the suffix r for l, in the same hash slot) when it
-// deletes a lock someone may wait for (waitMark). One Pub/Sub connection
+// deletes a lock someone may wait for (its wait mark, see leaseKeys: a
+// release nobody waits for sends nothing, which matters on Cluster, where a
+// PUBLISH goes to every node). One Pub/Sub connection
 // per Locker (shared with the Lockers derived from it), opened with the
 // first wait, subscribes to the channels its waiters wait on, and
 // unsubscribes from a channel when its last waiter leaves. Wake-ups need a
@@ -81,11 +83,6 @@ func newWakeups(client redis.UniversalClient) *wakeups {
 // releaseChannel is the Pub/Sub channel a lock key's releases are published
 // on (scripts/release.lua derives it the same way).
 func releaseChannel(lockKey string) string { return lockKey[:len(lockKey)-1] + "r" }
-
-// waitMark is the key an Acquire that will wait sets (scripts/acquire.lua),
-// so that the key's release publishes: a release nobody waits for sends
-// nothing, which matters on Cluster, where a PUBLISH goes to every node.
-func waitMark(lockKey string) string { return lockKey[:len(lockKey)-1] + "w" }
 
 // join adds a waiter for channel, subscribing to it if it is the channel's
 // first; subscribed tells that Redis had confirmed the subscription
