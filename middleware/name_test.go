@@ -40,3 +40,22 @@ func TestWithNameNamesTheLock(t *testing.T) {
 
 	assert.EqualValues(t, 2, h.Sum(t, obs.LeaseAcquires, telemetrytest.Attrs(obs.AttrLockName, "reports", obs.AttrResult, "contended")))
 }
+
+// TestALeaseWithNameIsReplacedByTheMiddlewares: a lease.WithName given
+// through WithLeaseOptions does not name the lock; the route does (as
+// WithLeaseOptions says).
+func TestALeaseWithNameIsReplacedByTheMiddlewares(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+	holder, err := lk.Acquire(ctx, "42")
+	require.NoError(t, err)
+	defer holder.Release(ctx)
+	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, WithLeaseOptions(lease.WithName("ignored")))
+	resp := post(t, c, url+"/reports/42")
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Equal(t, "POST /reports/{id}", decodeProblem(t, resp).LockName)
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}", obs.AttrResult, "contended")),
+		"the lease, too, is named by the route")
+}
