@@ -194,6 +194,20 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	assert.False(t, acquire(newest[4]).acquired)
 	assert.True(t, acquire(newest[3]).acquired, "the 17th newest token is no longer listed")
 
+	// A token is barred whole: one that begins like a barred token is not.
+	// A bar already listed moves to the front and takes no second place.
+	assert.EqualValues(t, 1, resolve(newest[3]))
+	resolve("barred-token")
+	assert.True(t, acquire("barred-tok").acquired, "a prefix of a barred token is not barred")
+	resolve("barred-tok")
+	resolve(newest[10])
+	rec = c.Get(ctx, fenceKey).Val()
+	assert.True(t, strings.HasPrefix(strings.TrimLeft(rec, "0123456789"), "/"+newest[10]+"/"), "record %q", rec)
+	assert.Equal(t, 1, strings.Count(rec, newest[10]), "record %q", rec)
+	assert.Equal(t, 16, strings.Count(rec, "/"), "record %q", rec)
+	assert.False(t, acquire("barred-token").acquired)
+	assert.Zero(t, c.Exists(ctx, lockKey).Val())
+
 	// On a key with no fence record the clean-up writes no fence: the
 	// record still tells a lock that has none.
 	freshLock, freshFence := redisKeys(set.namespace, "late-fresh")

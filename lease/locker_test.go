@@ -133,6 +133,20 @@ func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
 	require.NoError(t, long.Release(ctx))
 }
 
+// TestAShortLeaseOnAnIdleLockerIsRenewed: the scheduler of a Locker that
+// holds nothing sleeps one renewal period of the Locker's TTL; a lease with
+// a shorter TTL, due before that, must wake it, or it would be lost.
+func TestAShortLeaseOnAnIdleLockerIsRenewed(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t)) // default TTL 10s: the idle loop sleeps 3.3s
+	l, err := lk.Acquire(ctx, "idle", WithTTL(300*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(time.Second)
+	require.NoError(t, l.Err(), "renewed every 100ms while the Locker's period is 3.3s")
+	require.NoError(t, l.Release(ctx))
+}
+
 func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)

@@ -205,7 +205,11 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 			batch = append(batch, l)
 		}
 	}
-	next = t + time.Hour
+	// With nothing held the loop sleeps one renewal period of the
+	// Locker's: a lease taken meanwhile with the Locker's own TTL is due
+	// after that, so its acquire costs the loop no wake-up (add), as
+	// when leases are held; a shorter per-acquire TTL wakes it.
+	next = t + s.lk.set.renewEvery
 	if l := s.renewQ.next(); l != nil {
 		next = min(next, l.renewAt)
 	}

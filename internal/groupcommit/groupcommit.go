@@ -54,6 +54,18 @@ type Lane struct {
 // MaxInFlight is how many pipelines a Lane has in flight at most.
 const MaxInFlight = 2
 
+// inlineSlack is how far past its own deadline the caller that sends a
+// pipeline may wait for it, so that its neighbours get all the time they
+// asked for. The calls that queued behind it asked for the same timeout
+// microseconds later, so their deadlines are later than its own by about
+// one round trip: without the slack nearly every shared pipeline would go
+// on a goroutine of its own (a spawn, a channel and a wake-up per
+// pipeline). A millisecond is more
+// than a loopback round trip and small beside lease's default timeouts
+// (TTL/5, 2 s). A reply that comes in the slack is late for the caller's
+// own call (for an acquire: unknown), as any reply after its deadline.
+const inlineSlack = time.Millisecond
+
 // Call is one script call through a Lane. The caller sets Script, Ctx and
 // Deadline; Do sets the rest.
 type Call struct {
@@ -159,8 +171,9 @@ var errSendPanicked = errors.New("lease: sending the pipeline panicked")
 // It returns the outcome of the caller's own call.
 //
 // The pipeline waits up to the latest deadline among its calls. When a
-// neighbour's is later than the caller's own (a release queued behind an
-// acquire, say), the pipeline goes on a goroutine of its own, so that the
+// neighbour's is later than the caller's own by more than inlineSlack (an
+// acquire with a near deadline of its caller's, leading releases that may
+// take seconds), the pipeline goes on a goroutine of its own, so that the
 // caller stops waiting at its own deadline or when its context ends, like
 // every other caller; its call is then abandoned (it may have run).
 func (g *Lane) send(ctx context.Context, batch []*Call) Outcome {
@@ -170,7 +183,7 @@ func (g *Lane) send(ctx context.Context, batch []*Call) Outcome {
 		g.exec(batch)
 		return own.outcome()
 	}
-	if !slices.ContainsFunc(batch[1:], func(c *Call) bool { return c.Deadline > own.Deadline }) {
+	if !slices.ContainsFunc(batch[1:], func(c *Call) bool { return c.Deadline > own.Deadline+inlineSlack }) {
 		return inline()
 	}
 	// Made leader after its own deadline: exec, which reads the clock

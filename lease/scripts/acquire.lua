@@ -61,11 +61,11 @@ if holder then
   return {0, pttl}
 end
 local rec = redis.call('GET', KEYS[2])
-local last, ended, contended = parse(rec)
-if not ended then
+local last, lists = parse(rec)
+if not lists then
   return redis.error_reply('LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40))
 end
-if isBarred(ended, contended, ARGV[1]) then
+if isBarred(lists, ARGV[1]) then
   return {0, -3}
 end
 local now = redis.call('TIME')
@@ -76,6 +76,6 @@ if last and last >= fence then
   end
   fence = last + 1
 end
-redis.call('SET', KEYS[2], string.format('%d', fence) .. ended .. contended, 'PX', ARGV[3])
+redis.call('SET', KEYS[2], string.format('%d', fence) .. lists, 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return {1, fence}

@@ -18,50 +18,90 @@ local FENCE_MAX = 9007199254740991
 local BARS = 16
 
 -- parse returns the record's fence (nil when it holds none) and its two
--- lists, or nil, nil, nil for a record that lockwatch cannot have written:
--- hex, exponents, 'inf', leading zeros, values at or above 2^53. Lua's
--- tonumber accepts all of these, so it is never used on the record as it
--- is.
+-- lists as one string (the ended list, then the contended one), or nil,
+-- nil for a record that lockwatch cannot have written: hex, exponents,
+-- 'inf', leading zeros, values at or above 2^53. Lua's tonumber accepts all
+-- of these, so it is never used on the record as it is.
+--
+-- The functions below work on positions in the record (string.find with
+-- plain patterns) and never split the lists into tokens: a busy key's
+-- record holds up to 32 of them, and splitting and joining them again on
+-- every release and every contended answer was most of what a busy key's
+-- scripts cost Redis beyond a new key's.
 local function parse(rec)
   if not rec then
-    return nil, '', ''
+    return nil, ''
   end
-  local digits, ended, contended = string.match(rec, '^(%d*)([^~]*)(.*)$')
-  if (ended ~= '' and string.sub(ended, 1, 1) ~= '/') or (contended ~= '' and string.sub(contended, 1, 1) ~= '~') then
-    return nil, nil, nil
+  local n = string.find(rec, '%D') or #rec + 1
+  local digits, lists = string.sub(rec, 1, n - 1), string.sub(rec, n)
+  local first = string.sub(lists, 1, 1)
+  if first ~= '' and first ~= '/' and first ~= '~' then
+    return nil, nil
   end
   if digits == '' then
-    return nil, ended, contended
+    return nil, lists
   end
   if #digits > 16 or (#digits > 1 and string.sub(digits, 1, 1) == '0') then
-    return nil, nil, nil
+    return nil, nil
   end
   local fence = tonumber(digits)
   if fence > FENCE_MAX then
-    return nil, nil, nil
+    return nil, nil
   end
-  return fence, ended, contended
+  return fence, lists
+end
+
+-- token returns where sep .. owner starts as a whole token in s (followed
+-- by a separator or the end), or nil.
+local function token(s, sep, owner)
+  local needle, i = sep .. owner, 1
+  while true do
+    i = string.find(s, needle, i, true)
+    if not i then
+      return nil
+    end
+    local after = string.sub(s, i + #needle, i + #needle)
+    if after == '' or after == '/' or after == '~' then
+      return i
+    end
+    i = i + 1
+  end
+end
+
+-- split returns where the contended list starts in lists.
+local function split(lists)
+  return string.find(lists, '~', 1, true) or #lists + 1
+end
+
+-- isBarred tells whether owner is on either list.
+local function isBarred(lists, owner)
+  local c = split(lists)
+  local i = token(lists, '/', owner)
+  if i and i < c then
+    return true
+  end
+  i = token(lists, '~', owner)
+  return i ~= nil and i >= c
 end
 
 -- push returns list (tokens each behind sep) with owner put first, once,
 -- and at most BARS tokens.
 local function push(list, sep, owner)
-  local out, n = sep .. owner, 1
-  for token in string.gmatch(list, sep .. '([^' .. sep .. ']+)') do
-    if n == BARS then
+  local i = token(list, sep, owner)
+  if i then
+    list = string.sub(list, 1, i - 1) .. string.sub(list, i + 1 + #owner)
+  end
+  local s = 1 -- where the BARS-th token starts, if there is one
+  for _ = 1, BARS - 1 do
+    s = string.find(list, sep, s + 1, true)
+    if not s then
       break
     end
-    if token ~= owner then
-      out, n = out .. sep .. token, n + 1
-    end
   end
-  return out
-end
-
--- isBarred tells whether owner is on either list.
-local function isBarred(ended, contended, owner)
-  return string.find(ended .. '/', '/' .. owner .. '/', 1, true) ~= nil
-    or string.find(contended .. '~', '~' .. owner .. '~', 1, true) ~= nil
+  if s then
+    list = string.sub(list, 1, s - 1)
+  end
+  return sep .. owner .. list
 end
 
 -- barOwner bars owner on the record of KEYS[2], on the ended list or, with
@@ -71,10 +111,12 @@ end
 -- precaution, not the answer: where Redis refuses the write (maxmemory
 -- reached under noeviction), the script answers all the same.
 local function barOwner(owner, retention, contended)
-  local fence, ended, cont = parse(redis.call('GET', KEYS[2]))
-  if not ended then
+  local fence, lists = parse(redis.call('GET', KEYS[2]))
+  if not lists then
     return
   end
+  local c = split(lists)
+  local ended, cont = string.sub(lists, 1, c - 1), string.sub(lists, c)
   if contended then
     cont = push(cont, '~', owner)
   else
