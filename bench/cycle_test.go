@@ -14,6 +14,8 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/lockwatch/lockwatch/lease"
 )
@@ -36,31 +38,37 @@ type locker struct {
 // rawRelease is the compare-and-delete every Redis lock releases with.
 var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
-// fencedAcquire is lockwatch's own acquire script, read from the lease
-// package's source, for the fenced floor.
-func fencedAcquire(b *testing.B) *redis.Script {
-	var src []byte
-	for _, f := range []string{"record.lua", "acquire.lua"} { // as lease puts them together
-		part, err := os.ReadFile("../lease/scripts/" + f)
-		if err != nil {
-			b.Fatal(err)
+// fencedScripts are lockwatch's own acquire and release scripts, read from
+// the lease package's source, for the fenced floor.
+func fencedScripts(b *testing.B) (acquire, release *redis.Script) {
+	load := func(files ...string) *redis.Script {
+		var src []byte
+		for _, f := range files { // as lease puts them together
+			part, err := os.ReadFile("../lease/scripts/" + f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			src = append(src, part...)
 		}
-		src = append(src, part...)
+		return redis.NewScript(string(src))
 	}
-	return redis.NewScript(string(src))
+	return load("record.lua", "acquire.lua"), load("record.lua", "release.lua")
 }
 
-// lockers returns the implementations, all on client c: the raw floor
-// first, the fenced floor (lockwatch's acquire script called through
-// go-redis alone: what fencing costs in Redis, without lockwatch's client),
-// then lockwatch with telemetry off and on, redislock, redsync.
-func lockers(b *testing.B, c *redis.Client, ns string) []locker {
-	fenced := fencedAcquire(b)
+// lockers returns the implementations, all on client c (rueidislock on a
+// client of its own), their round trips counted by rt: the raw floor
+// first, the fenced floor (lockwatch's acquire and release scripts called
+// through go-redis alone: what fencing costs in Redis, without lockwatch's
+// client),
+// then lockwatch with telemetry off (releasing with Release, and with
+// ReleaseAsync) and on, redislock, redsync and rueidislock.
+func lockers(b *testing.B, c *redis.Client, rt *roundTrips, ns string) []locker {
+	fencedAcquire, fencedRelease := fencedScripts(b)
 	off := lease.NewLocker(c, lease.WithNamespace(ns+"-off"), lease.WithTTL(cycleTTL), lease.WithTelemetry(telemetryOff()))
 	tel, sampled := telemetryOn(b)
 	on := lease.NewLocker(c, lease.WithNamespace(ns+"-on"), lease.WithTTL(cycleTTL), lease.WithTelemetry(tel))
 	b.Cleanup(func() { _ = off.Close(); _ = on.Close() })
-	lockwatch := func(lk *lease.Locker, ctx context.Context) func(context.Context, string) error {
+	lockwatch := func(lk *lease.Locker, ctx context.Context, async bool) func(context.Context, string) error {
 		return func(_ context.Context, key string) error {
 			l, err := lk.Acquire(ctx, key)
 			if errors.Is(err, lease.ErrNotAcquired) {
@@ -68,11 +76,16 @@ func lockers(b *testing.B, c *redis.Client, ns string) []locker {
 			} else if err != nil {
 				return err
 			}
+			if async {
+				l.ReleaseAsync(ctx)
+				return nil
+			}
 			return l.Release(ctx)
 		}
 	}
 	rl := redislock.New(c)
 	rs := redsync.New(goredis.NewPool(c))
+	rue := rueidisCycleLocker(b, ns, rt)
 	return []locker{
 		{"raw", func(ctx context.Context, key string) error {
 			key = ns + "-raw:" + key
@@ -87,17 +100,19 @@ func lockers(b *testing.B, c *redis.Client, ns string) []locker {
 		}},
 		{"raw-fenced", func(ctx context.Context, key string) error {
 			key = ns + "-raw-fenced:{" + key + "}"
-			owner := rand.Text()
-			r, err := fenced.Run(ctx, c, []string{key + ":l", key + ":f"}, owner, cycleTTL.Milliseconds(), time.Hour.Milliseconds()).Int64Slice()
+			keys, owner := []string{key + ":l", key + ":f", key + ":w"}, rand.Text()
+			args := []any{owner, cycleTTL.Milliseconds(), time.Hour.Milliseconds(), 0}
+			r, err := fencedAcquire.Run(ctx, c, keys, args...).Int64Slice()
 			if err != nil {
 				return err
 			} else if r[0] != 1 {
 				return errContended
 			}
-			return rawRelease.Run(ctx, c, []string{key + ":l"}, owner).Err()
+			return fencedRelease.Run(ctx, c, keys, args...).Err()
 		}},
-		{"lockwatch-off", lockwatch(off, context.Background())},
-		{"lockwatch-on", lockwatch(on, sampled)},
+		{"lockwatch-off", lockwatch(off, context.Background(), false)},
+		{"lockwatch-async", lockwatch(off, context.Background(), true)},
+		{"lockwatch-on", lockwatch(on, sampled, false)},
 		{"redislock", func(ctx context.Context, key string) error {
 			l, err := rl.Obtain(ctx, ns+"-redislock:"+key, cycleTTL, nil)
 			if errors.Is(err, redislock.ErrNotObtained) {
@@ -119,7 +134,43 @@ func lockers(b *testing.B, c *redis.Client, ns string) []locker {
 			_, err = m.UnlockContext(ctx)
 			return err
 		}},
+		{"rueidislock", func(ctx context.Context, key string) error {
+			_, release, err := rue.TryWithContext(ctx, key)
+			if errors.Is(err, rueidislock.ErrNotLocked) {
+				return errContended
+			} else if err != nil {
+				return err
+			}
+			release() // returns once the key is deleted
+			return nil
+		}},
 	}
+}
+
+// rueidisCycleLocker is rueidislock on the shared server with one key per
+// lock (KeyMajority 1, like every other implementation here; its default
+// takes 2 of 3) and the cycle's TTL, on a rueidis client of its own with
+// its defaults. rt counts its commands (rueidis pipelines them itself, so
+// its rtt/op is commands per op).
+func rueidisCycleLocker(b *testing.B, ns string, rt *roundTrips) rueidislock.Locker {
+	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		KeyPrefix:    ns + "-rueidislock",
+		KeyMajority:  1,
+		KeyValidity:  cycleTTL,
+		ClientOption: rueidis.ClientOption{InitAddress: []string{sharedAddr}},
+		ClientBuilder: func(o rueidis.ClientOption) (rueidis.Client, error) {
+			c, err := rueidis.NewClient(o)
+			if err != nil {
+				return nil, err
+			}
+			return countedRueidis{c, &rt.n}, nil
+		},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(lk.Close)
+	return lk
 }
 
 // BenchmarkCycle measures one acquire + release of every implementation on
@@ -135,7 +186,7 @@ func BenchmarkCycle(b *testing.B) {
 	c, rt := counted(b, sharedAddr)
 	ctx := context.Background()
 	ns := "cycle" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	impls := lockers(b, c, ns)
+	impls := lockers(b, c, rt, ns)
 
 	b.Run("single/ping", func(b *testing.B) {
 		measure(b, rt, func() {

@@ -12,12 +12,18 @@
 // The benchmarks, all against private redis-server processes on 127.0.0.1:
 //
 //   - BenchmarkCycle: one acquire + release of the raw floor, the fenced
-//     floor (lockwatch's acquire script through go-redis alone), lockwatch
-//     with telemetry off and on, bsm/redislock and go-redsync, from one
-//     goroutine and from 16, on distinct keys and on one contended key, with
-//     the Redis round trips per cycle (rtt/op); and single/interleaved, every
-//     implementation once per iteration, so that a slow phase of the machine
-//     weighs on all of them alike.
+//     floor (lockwatch's acquire and release scripts through go-redis
+//     alone), lockwatch with telemetry off (with Release and with
+//     ReleaseAsync) and on, bsm/redislock, go-redsync and rueidislock, from
+//     one goroutine and from 16, on distinct keys and on one contended key,
+//     with the Redis round trips and the client's and the server's CPU time
+//     per cycle; and single/interleaved, every implementation once per
+//     iteration, so that a slow phase of the machine weighs on all of them
+//     alike.
+//   - BenchmarkClients: the 16-goroutine cycle of the raw floor, lockwatch
+//     and redislock in each go-redis configuration a user may pick (default
+//     pool or 64 connections, ContextTimeoutEnabled on or off), on a fresh
+//     key per op and on a key reused by every op.
 //   - BenchmarkHTTP: a loopback net/http server, plain, with a PING in the
 //     handler, with the raw floor's lock around the handler, and wrapped in
 //     middleware.HTTP (background and synchronous release), with 1 and 16

@@ -91,16 +91,43 @@ func counted(b *testing.B, addr string) (*redis.Client, *roundTrips) {
 	return c, rt
 }
 
-// measure runs body, which must loop b.N times in total, and reports the
-// round trips per op it caused.
+// measure runs body, which must loop b.N times in total, and reports per
+// op the round trips it caused and the CPU time it cost: this process's
+// (cpu-µs/op: user + sys, the client and the benchmark's own loop) and the
+// shared redis-server's (redis-µs/op, from INFO cpu). On this 2-core
+// machine client and server share the cores, so under load what an op
+// costs in CPU bounds the ops per second more than its latency does.
 func measure(b *testing.B, rt *roundTrips, body func()) {
 	b.Helper()
 	b.ReportAllocs()
+	info := sharedInfo(b)
 	before := rt.n.Load()
-	body()
-	if b.N > 0 {
-		b.ReportMetric(float64(rt.n.Load()-before)/float64(b.N), "rtt/op")
+	r0, err := redisCPU(context.Background(), info)
+	if err != nil {
+		b.Fatal(err)
 	}
+	c0 := selfCPU()
+	body()
+	c1 := selfCPU()
+	r1, err := redisCPU(context.Background(), info)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if b.N > 0 {
+		n := float64(b.N)
+		b.ReportMetric(float64(rt.n.Load()-before)/n, "rtt/op")
+		b.ReportMetric(float64((c1-c0).Nanoseconds())/1e3/n, "cpu-µs/op")
+		b.ReportMetric(float64((r1-r0).Nanoseconds())/1e3/n, "redis-µs/op")
+	}
+}
+
+// sharedInfo returns how to send a command to the shared redis-server on a
+// connection of its own, outside the client under test (its round trips
+// and hooks are not counted).
+func sharedInfo(b *testing.B) func(context.Context, ...any) (any, error) {
+	c := redis.NewClient(&redis.Options{Addr: sharedAddr, PoolSize: 1})
+	b.Cleanup(func() { _ = c.Close() })
+	return func(ctx context.Context, args ...any) (any, error) { return c.Do(ctx, args...).Result() }
 }
 
 var discardLogs = telemetry.WithLogger(slog.New(slog.DiscardHandler))

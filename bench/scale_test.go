@@ -140,14 +140,14 @@ func liveHeap() int64 {
 // and srv's redis-server used meanwhile.
 func cpuOver(b *testing.B, srv *redistest.Server, d time.Duration) (self, redisServer time.Duration) {
 	ctx := context.Background()
-	r0, err := redisCPU(ctx, srv)
+	r0, err := redisCPU(ctx, srv.Do)
 	if err != nil {
 		b.Fatal(err)
 	}
 	s0 := selfCPU()
 	time.Sleep(d)
 	s1 := selfCPU()
-	r1, err := redisCPU(ctx, srv)
+	r1, err := redisCPU(ctx, srv.Do)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -160,9 +160,10 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// redisCPU is redis-server's own user + sys time, from INFO cpu.
-func redisCPU(ctx context.Context, srv *redistest.Server) (time.Duration, error) {
-	reply, err := srv.Do(ctx, "INFO", "cpu")
+// redisCPU is a redis-server's own user + sys time, from INFO cpu sent
+// with do.
+func redisCPU(ctx context.Context, do func(context.Context, ...any) (any, error)) (time.Duration, error) {
+	reply, err := do(ctx, "INFO", "cpu")
 	if err != nil {
 		return 0, err
 	}

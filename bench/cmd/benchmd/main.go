@@ -6,7 +6,8 @@
 //
 //	go run ./cmd/benchmd -out ../BENCHMARKS.md
 //
-// -in reads saved `go test -bench` output instead of running the
+// The charts (SVG) go to -charts, bench/charts by default, and the report
+// embeds them. -in reads saved `go test -bench` output instead of running the
 // benchmarks, to regenerate the report from an earlier run. -only wakeup
 // runs only the wake-up benchmark and replaces only the wake-up section of
 // the existing report, which states its own revision, date and load.
@@ -19,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 )
@@ -33,6 +35,7 @@ func main() {
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")
 	goCmd := flag.String("go", "go", "the go command")
 	rev := flag.String("rev", "", "the lockwatch revision measured (default: git describe --always --dirty)")
+	charts := flag.String("charts", "charts", "where to write the report's SVG charts (embedded by a path relative to -out)")
 	flag.Parse()
 	if *rev == "" {
 		*rev = output("git", "describe", "--always", "--dirty")
@@ -41,13 +44,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the only section is wakeup\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *count, *slowCount, *wakeCount); err != nil {
+	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *charts, *count, *slowCount, *wakeCount); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, in, raw, goCmd, rev, only string, count, slowCount, wakeCount int) error {
+func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCount int) error {
 	// Each run is a go test process of its own, with -count 1: with
 	// -count n, go test repeats every sub-benchmark n times in a row, so
 	// the floor and the implementation compared with it would be measured
@@ -55,7 +58,7 @@ func run(out, in, raw, goCmd, rev, only string, count, slowCount, wakeCount int)
 	// measures them all within seconds, against its own redis-server, and
 	// the report takes each ratio within a run.
 	runs := []benchRun{
-		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
+		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
 		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection)$", "-benchtime", "1x", "-benchmem",
 			"-count", "1", "-timeout", "30m", "."}},
 		wakeRun(wakeCount),
@@ -111,6 +114,9 @@ func run(out, in, raw, goCmd, rev, only string, count, slowCount, wakeCount int)
 	m := describeMachine(goCmd, measured)
 	m.load = ld
 	rp := &report{r: res, machine: m, rev: rev, cmds: cmds, raw: text.String()}
+	if rp.charts, err = chartsFor(out, charts); err != nil {
+		return err
+	}
 	var md bytes.Buffer
 	if only == "wakeup" {
 		old, err := os.ReadFile(out)
@@ -119,11 +125,32 @@ func run(out, in, raw, goCmd, rev, only string, count, slowCount, wakeCount int)
 		}
 		var section strings.Builder
 		rp.writeWakeup(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) }, true)
+		if rp.err != nil {
+			return rp.err
+		}
 		md.WriteString(spliceSection(string(old), section.String()))
 	} else if err := rp.write(&md); err != nil {
 		return err
 	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
+}
+
+// chartsFor returns where the charts go and how a report written to out
+// links them.
+func chartsFor(out, dir string) (chart, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return chart{}, err
+	}
+	outDir, err := filepath.Abs(filepath.Dir(out))
+	if err != nil {
+		return chart{}, err
+	}
+	link, err := filepath.Rel(outDir, abs)
+	if err != nil {
+		return chart{}, err
+	}
+	return chart{dir: dir, link: link}, nil
 }
 
 // benchRun is one go test command and how many times it runs.

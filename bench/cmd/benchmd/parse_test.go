@@ -67,9 +67,9 @@ func TestPerRunRatio(t *testing.T) {
 }
 
 func TestInterleavedRatioAndGoal(t *testing.T) {
-	out := `BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  120000 lockwatch-off-ns/cycle
-BenchmarkCycle/single/interleaved-2  100  900000 ns/op  200000 raw-ns/cycle  210000 lockwatch-off-ns/cycle
-BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  108000 lockwatch-off-ns/cycle
+	out := `BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  110000 raw-fenced-ns/cycle  120000 lockwatch-off-ns/cycle
+BenchmarkCycle/single/interleaved-2  100  900000 ns/op  200000 raw-ns/cycle  205000 raw-fenced-ns/cycle  210000 lockwatch-off-ns/cycle
+BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  104000 raw-fenced-ns/cycle  108000 lockwatch-off-ns/cycle
 `
 	r, err := parse(strings.NewReader(out))
 	require.NoError(t, err)
@@ -84,8 +84,8 @@ BenchmarkCycle/single/interleaved-2  100  900000 ns/op  100000 raw-ns/cycle  108
 		if strings.Contains(g.text, "single/interleaved") {
 			found = true
 			assert.True(t, g.known)
-			assert.True(t, g.met, g.result)
-			assert.Equal(t, "1.08×", g.result)
+			assert.True(t, g.met, g.result) // over the fenced floor: median of 1.09, 1.02, 1.04
+			assert.Equal(t, "1.04×", g.result)
 		}
 	}
 	assert.True(t, found, "no goal row for the interleaved cycle")

@@ -119,7 +119,19 @@ func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
 	p("Every go-redis client: `ContextTimeoutEnabled`, the default pool; rueidis: its default `ClientOption`.\n")
 	p("go-redsync: `WithTries(1<<20)` and `WithRetryDelayFunc` giving redislock's delays (4, 8, 16, 32, 64, then\n")
 	p("100 ms); its own default is a random 50–250 ms. TTLs 10 s (rueidislock: its default validity, 5 s).\n\n")
-	p("No chart: the generator draws no SVG; the distribution is given by p50, p90, p99 and max.\n\n")
+	var rows []spread
+	for _, impl := range wakeImpls {
+		name := "Wakeup/handoff/" + impl
+		if p50, ok := rp.med(name, "p50-µs"); ok {
+			p90, _ := rp.med(name, "p90-µs")
+			p99, _ := rp.med(name, "p99-µs")
+			rows = append(rows, spread{label: strings.SplitN(wakeDesc(impl), " (", 2)[0], p50: p50, p90: p90, p99: p99, max: rp.max(name, "max-µs")})
+		}
+	}
+	if len(rows) > 0 {
+		p("%s", rp.embed("wakeup-latency.svg", "hand-off latency per library: p50, p90, p99 and max",
+			rangeChart("Hand-off: from the start of the release to the waiter holding the key", rows)))
+	}
 	goals := rp.wakeGoals()
 	p("### Goals (wake-up)\n\n")
 	writeGoalTable(p, goals)
