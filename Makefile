@@ -115,7 +115,13 @@ lint:
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md
 # (BENCHMD_FLAGS adds flags, e.g. -rev when measuring an exported tree).
+# BenchmarkRedisInstructions counts redis-server's instructions under
+# valgrind (Debian's valgrind package, installed here when missing).
 bench: deps
+	@if ! command -v valgrind >/dev/null; then \
+		echo "installing valgrind"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null; \
+	fi
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
 	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md $(BENCHMD_FLAGS)
 

@@ -75,6 +75,9 @@ end
 
 -- isBarred tells whether owner is on either list.
 local function isBarred(lists, owner)
+  if lists == '' then -- a new key's record: the common case, made cheap
+    return false
+  end
   local c = split(lists)
   local i = token(lists, '/', owner)
   if i and i < c then
@@ -87,6 +90,9 @@ end
 -- push returns list (tokens each behind sep) with owner put first, once,
 -- and at most BARS tokens.
 local function push(list, sep, owner)
+  if list == '' then
+    return sep .. owner
+  end
   local i = token(list, sep, owner)
   if i then
     list = string.sub(list, 1, i - 1) .. string.sub(list, i + 1 + #owner)

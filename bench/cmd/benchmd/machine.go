@@ -68,3 +68,14 @@ func output(name string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// redisVersion is the redis-server version alone ("7.0.15"), or the whole
+// --version line when it has no v= field.
+func (m machine) redisVersion() string {
+	for _, f := range strings.Fields(m.redis) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	return m.redis
+}

@@ -59,7 +59,7 @@ func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCo
 	// the report takes each ratio within a run.
 	runs := []benchRun{
 		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
-		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection)$", "-benchtime", "1x", "-benchmem",
+		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection|RedisInstructions)$", "-benchtime", "1x", "-benchmem",
 			"-count", "1", "-timeout", "30m", "."}},
 		wakeRun(wakeCount),
 	}

@@ -73,6 +73,7 @@ func (rp *report) write(w io.Writer) error {
 	rp.writeInterleaved(p)
 	rp.writeClients(p)
 	rp.writeHTTP(p)
+	rp.writeInstructions(p)
 	rp.writeScale(p)
 	rp.writeLoss(p)
 	rp.writeWakeup(p, false)
