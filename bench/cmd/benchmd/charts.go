@@ -69,8 +69,7 @@ func barChart(title, axis string, bars []bar, ref float64, refLabel string) stri
 	height := 60 + len(groups)*groupH + 20*len(series) + 30
 	x := func(v float64) float64 { return left + v/top*width }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+40, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(title))
+	svgHeader(&b, left+width+40, height, title)
 	y0 := 40
 	for i, g := range groups {
 		gy := y0 + i*groupH
@@ -89,8 +88,7 @@ func barChart(title, axis string, bars []bar, ref float64, refLabel string) stri
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, axisY, left+width, axisY)
 	for k := 0; k <= 4; k++ {
 		v := top * float64(k) / 4
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
-			x(v), axisY, x(v), axisY+4, x(v), axisY+16, trimFloat(v))
+		tick(&b, x(v), axisY, trimFloat(v))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%s</text>`+"\n", left+width/2, axisY+30, esc(axis))
 	if ref > 0 {
@@ -128,8 +126,7 @@ func rangeChart(title string, rows []spread) string {
 	}
 	height := 60 + len(rows)*rowH + 60
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", left+width+40, height)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(title))
+	svgHeader(&b, left+width+40, height, title)
 	y0 := 40
 	for i, r := range rows {
 		y := y0 + i*rowH
@@ -143,13 +140,25 @@ func rangeChart(title string, rows []spread) string {
 	axisY := y0 + len(rows)*rowH
 	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, axisY, left+width, axisY)
 	for v := lo; v <= hi*1.0001; v *= 10 {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
-			x(v), axisY, x(v), axisY+4, x(v), axisY+16, trimFloat(v))
+		tick(&b, x(v), axisY, trimFloat(v))
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">µs from the start of the release to the waiter holding the key (log scale)</text>`+"\n", left+width/2, axisY+32)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" fill="#444">thick mark: p50 · box: p50 to p99, thin mark inside: p90 · whisker: max</text>`+"\n", left-200, axisY+50)
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// svgHeader starts an SVG of the given size on a white ground, with its
+// title.
+func svgHeader(b *strings.Builder, width, height int, title string) {
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", width, height)
+	fmt.Fprintf(b, `<rect width="100%%" height="100%%" fill="white"/><text x="10" y="20" font-size="14" font-weight="bold">%s</text>`+"\n", esc(title))
+}
+
+// tick draws an axis tick at x with its label.
+func tick(b *strings.Builder, x float64, axisY int, label string) {
+	fmt.Fprintf(b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="black"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
+		x, axisY, x, axisY+4, x, axisY+16, label)
 }
 
 // niceCeil rounds v up to 1, 2 or 5 times a power of ten.
