@@ -101,6 +101,10 @@ func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c
 // releases, and when a notification is missed, it retries with full-jitter
 // exponential backoff (see WithBackoff) capped by the holder's remaining
 // TTL. Default 0: fail fast with ErrNotAcquired.
+// The wait is for contention only: an attempt whose result is unknown (no
+// answer in the acquire timeout, as while a primary fails over) ends it
+// with ErrUnknown, as it ends an Acquire that does not wait; the caller
+// decides whether to wait again (TestSentinelFailover does).
 // From the first contended answer until Acquire returns, the caller counts
 // in lockwatch_lease_waiting, and the wait's time goes into
 // lockwatch_lease_wait_duration_seconds by result: acquired, timed_out (d

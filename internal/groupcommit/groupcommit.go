@@ -60,10 +60,10 @@ const MaxInFlight = 2
 // microseconds later, so their deadlines are later than its own by about
 // one round trip: without the slack nearly every shared pipeline would go
 // on a goroutine of its own (a spawn, a channel and a wake-up per
-// pipeline). A millisecond is more
-// than a loopback round trip and small beside lease's default timeouts
-// (TTL/5, 2 s). A reply that comes in the slack is late for the caller's
-// own call (for an acquire: unknown), as any reply after its deadline.
+// pipeline). A millisecond is more than a loopback round trip and small
+// beside lease's default timeouts (TTL/5, 2 s). A reply that comes in the
+// slack is late for the caller's own call (for an acquire: unknown), as
+// any reply after its deadline.
 const inlineSlack = time.Millisecond
 
 // Call is one script call through a Lane. The caller sets Script, Ctx and

@@ -43,6 +43,7 @@ type Server struct {
 	dir     string
 	logPath string
 	extra   []string
+	conf    string // a config file put first on the command line (a sentinel's), or ""
 	port    int
 	busPort int // cluster bus port we chose; 0 when not in cluster mode or chosen by the caller
 
@@ -301,7 +302,11 @@ func clusterEnabled(args []string) bool {
 }
 
 func (s *Server) args() []string {
-	args := []string{
+	var args []string
+	if s.conf != "" {
+		args = []string{s.conf, "--sentinel"}
+	}
+	args = append(args,
 		"--bind", "127.0.0.1",
 		"--port", strconv.Itoa(s.port),
 		"--dir", s.dir,
@@ -312,7 +317,7 @@ func (s *Server) args() []string {
 		// A primary otherwise waits 5s for more replicas before a diskless
 		// full sync; tests attach one replica at a time.
 		"--repl-diskless-sync-delay", "0",
-	}
+	)
 	if s.busPort != 0 {
 		args = append(args, "--cluster-port", strconv.Itoa(s.busPort))
 	}

@@ -23,8 +23,8 @@ local BARS = 16
 -- 'inf', leading zeros, values at or above 2^53. Lua's tonumber accepts all
 -- of these, so it is never used on the record as it is.
 --
--- The functions below work on positions in the record (string.find with
--- plain patterns) and never split the lists into tokens: a busy key's
+-- The functions below work on positions in the record (string.find) and
+-- never split the lists into tokens: a busy key's
 -- record holds up to 32 of them, and splitting and joining them again on
 -- every release and every contended answer was most of what a busy key's
 -- scripts cost Redis beyond a new key's.

@@ -1,0 +1,109 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// TestSentinelFailover runs lockwatch through redis.NewFailoverClient while
+// three real sentinels fail a primary with two replicas over after a kill
+// -9 of the primary; the test decides nothing, the sentinels do. A lease
+// taken with a replication ack from both replicas has its key on whichever
+// the sentinels promote, so on the new primary it is still held, renewed
+// there or, if its renewals failed meanwhile, until it expires: a second
+// Locker waiting for the key gets it only once the first lease has ended,
+// with a larger fence. (With an ack from fewer replicas than can be
+// promoted, the key may be gone on the new primary while its holder still
+// works: the fence is what rejects that holder's writes, see
+// TestFenceSurvivesPromotionOfStaleReplica.) A new key can be taken on the
+// new primary.
+func TestSentinelFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary := redistest.Start(t)
+	replicas := []*redistest.Server{redistest.Start(t), redistest.Start(t)}
+	for _, r := range replicas {
+		require.NoError(t, r.ReplicaOf(primary))
+	}
+	ss := redistest.StartSentinels(t, primary, redistest.SentinelConfig{Name: "lockwatch"})
+	timeouts := func(o *redis.FailoverOptions) { o.ContextTimeoutEnabled = true }
+	ns := testNamespace(t)
+	holder := newLocker(t, ss.Client(t, timeouts), WithNamespace(ns), WithTTL(3*time.Second), WithReplicationAck(2, 500*time.Millisecond))
+	other := newLocker(t, ss.Client(t, timeouts), WithNamespace(ns), WithTTL(3*time.Second))
+
+	first, err := holder.Acquire(ctx, "k")
+	require.NoError(t, err)
+	var firstEnded atomic.Int64 // unix nanoseconds: when its context was cancelled
+	context.AfterFunc(first.Context(), func() { firstEnded.Store(time.Now().UnixNano()) })
+
+	killed := time.Now()
+	require.NoError(t, primary.Kill())
+	type acquired struct {
+		l   *Lease
+		err error
+		at  time.Time
+	}
+	second := make(chan acquired, 1)
+	var unknowns atomic.Int32
+	go func() {
+		for {
+			// An attempt sent while the primary is down has no answer: the
+			// Acquire ends unknown (its clean-up runs in the background),
+			// and the caller waits again, as a client retrying would.
+			l, err := other.Acquire(ctx, "k", WithWait(30*time.Second))
+			if errors.Is(err, ErrUnknown) && ctx.Err() == nil {
+				unknowns.Add(1)
+				continue
+			}
+			second <- acquired{l, err, time.Now()}
+			return
+		}
+	}()
+
+	promoted, err := ss.WaitPromoted(ctx, primary)
+	require.NoError(t, err)
+	require.Contains(t, []string{replicas[0].Addr(), replicas[1].Addr()}, promoted)
+	t.Logf("kill -9 of the primary to a majority of sentinels naming %s: %v", promoted, time.Since(killed).Round(time.Millisecond))
+
+	// A new key on the new primary, once go-redis has followed the switch.
+	for {
+		l, err := other.Acquire(ctx, "fresh")
+		if err == nil {
+			t.Logf("kill -9 to the first acquire on the new primary: %v (fence %d)", time.Since(killed).Round(time.Millisecond), l.Fence())
+			require.NoError(t, l.Release(ctx))
+			break
+		}
+		require.NoError(t, ctx.Err(), "no acquire on the new primary: %v", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The first lease is renewed on the new primary or lost; either way
+	// its holder ends it now, as its work would.
+	lossErr := first.Err()
+	_ = first.Release(ctx)
+	var lost *LostError
+	if lossErr != nil {
+		require.True(t, errors.As(lossErr, &lost), "a lease ends lost or released: %v", lossErr)
+		t.Logf("the first lease was lost: %v", lossErr)
+	} else {
+		t.Log("the first lease was renewed on the new primary until its release")
+	}
+
+	r := <-second
+	require.NoError(t, r.err)
+	t.Logf("the waiting Acquire ended unknown %d times before it took the key", unknowns.Load())
+	defer func() { _ = r.l.Release(ctx) }()
+	ended := time.Unix(0, firstEnded.Load())
+	require.False(t, ended.IsZero(), "the first lease's context was never cancelled")
+	assert.False(t, r.at.Before(ended), "the key was taken at %v while the first lease held it until %v", r.at, ended)
+	assert.Greater(t, r.l.Fence(), first.Fence(), "the fence after the failover is larger")
+}
