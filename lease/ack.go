@@ -26,6 +26,7 @@ func (lk *Locker) attemptWithAck(ctx context.Context, set *settings, lockKey str
 	cmd, wait := script.RunWith(ctx, node, acq, func(pipe redis.Pipeliner) *redis.Cmd {
 		return pipe.Do(ctx, "wait", set.ackReplicas, set.ackTimeoutMs)
 	})
+	script.FollowFailover(lk.client, cmd, wait) // it went to the master's own client
 	r := parseAcquire(cmd)
 	if r.err != nil || !r.acquired {
 		return r

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"slices"
 
 	"github.com/redis/go-redis/v9"
@@ -100,7 +101,32 @@ func RunOne(ctx context.Context, c redis.UniversalClient, call Call) *redis.Cmd 
 	if isNoScript(cmd.Err()) {
 		cmd = call.send(ctx, c, true)
 	}
+	FollowFailover(c, cmd)
 	return cmd
+}
+
+// FollowFailover makes a Cluster client reload its slot map when a command
+// got no reply from its node (a refused dial, a reset, a timeout: not an
+// error reply). go-redis reloads on MOVED and ASK, which a dead master
+// never sends, and otherwise only every ClusterStateReloadInterval (60 s
+// by default in go-redis v9.23): until then every command for the dead
+// master's slots goes to the dead master, also after its replica took them
+// over. The reload is go-redis's own, asynchronous and coalesced (one at a
+// time, at most one every 200 ms), so calling it on every failed round trip
+// costs nothing more. Other clients are left alone: a Sentinel client
+// follows the sentinels itself.
+func FollowFailover(c any, cmds ...*redis.Cmd) {
+	cc, ok := c.(*redis.ClusterClient)
+	if !ok {
+		return
+	}
+	for _, cmd := range cmds {
+		var reply redis.Error
+		if err := cmd.Err(); err != nil && err != redis.Nil && !errors.As(err, &reply) {
+			cc.ReloadState(context.Background())
+			return
+		}
+	}
 }
 
 // RunPipelined sends calls in one pipeline (Cluster splits it per node) and
@@ -120,6 +146,7 @@ func RunPipelined(ctx context.Context, c redis.UniversalClient, calls []Call) []
 		cmds[i] = call.send(ctx, pipe, false)
 	}
 	_, _ = pipe.Exec(ctx) // per-command errors are read below
+	FollowFailover(c, cmds...)
 	var again []int
 	for i, cmd := range cmds {
 		if isNoScript(cmd.Err()) {

@@ -1,0 +1,126 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// TestClusterFailover kills, with SIGKILL, the master of a held lease's
+// slot on a 3-master Redis Cluster and lets its replica take over (the
+// cluster decides, after its node timeout of 2 s). lockwatch must follow:
+// go-redis reloads its slot map only on MOVED or ASK, which a dead master
+// never sends, or after ClusterStateReloadInterval (60 s by default), so
+// lockwatch asks for a reload when a round trip gets no reply
+// (script.FollowFailover); without it every acquire of those slots stays
+// unknown for a minute. The lease's acquire was
+// acknowledged by that replica, so its key is on the new master: a second
+// Locker waiting for the key takes it only after the first lease ended,
+// with a larger fence. Keys on the other masters are taken all through the
+// failover: each master has a group-commit lane of its own, so a dead
+// master holds up only its own keys.
+func TestClusterFailover(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cluster := redistest.StartCluster(t, 3)
+	c := cluster.Client(t)
+	ns := testNamespace(t)
+	holder := newLocker(t, c, WithNamespace(ns), WithTTL(3*time.Second))
+	other := newLocker(t, cluster.Client(t), WithNamespace(ns), WithTTL(3*time.Second))
+	masterOf := func(key string) string {
+		lockKey, _ := redisKeys(ns, key)
+		m, err := c.MasterForKey(ctx, lockKey)
+		require.NoError(t, err)
+		return m.Options().Addr
+	}
+	doomed := cluster.Nodes()[0]
+	replica := cluster.AddReplica(t, doomed)
+	var onDoomed []string // keys on the doomed master
+	var elsewhere string  // a key on another
+	for i := 0; len(onDoomed) < 2 || elsewhere == ""; i++ {
+		key := "k" + strconv.Itoa(i)
+		if masterOf(key) == doomed.Addr() {
+			onDoomed = append(onDoomed, key)
+		} else {
+			elsewhere = key
+		}
+	}
+	held, probe := onDoomed[0], onDoomed[1]
+
+	first, err := holder.Acquire(ctx, held, WithReplicationAck(1, 500*time.Millisecond))
+	require.NoError(t, err)
+	var firstEnded atomic.Int64 // unix nanoseconds: when its context was cancelled
+	context.AfterFunc(first.Context(), func() { firstEnded.Store(time.Now().UnixNano()) })
+
+	killed := time.Now()
+	require.NoError(t, doomed.Kill())
+	type acquired struct {
+		l   *Lease
+		err error
+		at  time.Time
+	}
+	second := make(chan acquired, 1)
+	var unknowns atomic.Int32
+	go func() {
+		for {
+			l, err := other.Acquire(ctx, held, WithWait(30*time.Second))
+			if errors.Is(err, ErrUnknown) && ctx.Err() == nil {
+				unknowns.Add(1) // no answer from the dead master: wait again
+				continue
+			}
+			second <- acquired{l, err, time.Now()}
+			return
+		}
+	}()
+
+	// The other masters serve their keys while the doomed one is down.
+	for range 5 {
+		l, err := other.Acquire(ctx, elsewhere)
+		require.NoError(t, err, "a key on a live master during the failover")
+		require.NoError(t, l.Release(ctx))
+	}
+
+	// The replica takes over on its own; the client follows once its
+	// requests to the dead master fail (go-redis reloads the slot map).
+	for {
+		l, err := other.Acquire(ctx, probe)
+		if err == nil {
+			require.NoError(t, l.Release(ctx))
+			break
+		}
+		require.NoError(t, ctx.Err(), "no acquire on the doomed master's slots: %v", err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("SIGKILL of the master to an acquire on its slots: %v", time.Since(killed).Round(time.Millisecond))
+	probeKey, _ := redisKeys(ns, probe)
+	m, err := cluster.Client(t).MasterForKey(ctx, probeKey) // a client that loads the slot map now
+	require.NoError(t, err)
+	assert.Equal(t, replica.Addr(), m.Options().Addr, "the replica took the slots over")
+
+	lossErr := first.Err()
+	_ = first.Release(ctx)
+	if lossErr != nil {
+		var lost *LostError
+		require.True(t, errors.As(lossErr, &lost), "a lease ends lost or released: %v", lossErr)
+		t.Logf("the first lease was lost: %v", lossErr)
+	} else {
+		t.Log("the first lease was renewed on the new master until its release")
+	}
+
+	r := <-second
+	require.NoError(t, r.err)
+	defer func() { _ = r.l.Release(ctx) }()
+	t.Logf("the waiting Acquire ended unknown %d times before it took the key", unknowns.Load())
+	ended := time.Unix(0, firstEnded.Load())
+	require.NotZero(t, firstEnded.Load(), "the first lease's context was never cancelled")
+	assert.False(t, r.at.Before(ended), "the key was taken at %v while the first lease held it until %v", r.at, ended)
+	assert.Greater(t, r.l.Fence(), first.Fence(), "the fence after the failover is larger")
+}
