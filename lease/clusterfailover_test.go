@@ -124,3 +124,43 @@ func TestClusterFailover(t *testing.T) {
 	assert.False(t, r.at.Before(ended), "the key was taken at %v while the first lease held it until %v", r.at, ended)
 	assert.Greater(t, r.l.Fence(), first.Fence(), "the fence after the failover is larger")
 }
+
+// TestClusterTakeoverKeepsTheLease: CLUSTER FAILOVER TAKEOVER (the replica
+// takes its master's slots without asking anyone) sent to the replica of
+// a held lease's master while the master is alive. The lease's acquire was
+// acknowledged by that replica, so its key is on the new master: the lease
+// is renewed there (the old master answers MOVED) and never lost, and its
+// Release deletes the key there.
+func TestClusterTakeoverKeepsTheLease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cluster := redistest.StartCluster(t, 3)
+	c := cluster.Client(t)
+	const ttl = 2 * time.Second
+	lk := newLocker(t, c, WithTTL(ttl))
+	master := cluster.Nodes()[0]
+	replica := cluster.AddReplica(t, master)
+	var key string
+	for i := 0; key == ""; i++ {
+		lockKey, _ := redisKeys(lk.set.namespace, "k"+strconv.Itoa(i))
+		if m, err := c.MasterForKey(ctx, lockKey); err == nil && m.Options().Addr == master.Addr() {
+			key = "k" + strconv.Itoa(i)
+		}
+	}
+	l, err := lk.Acquire(ctx, key, WithReplicationAck(1, 500*time.Millisecond))
+	require.NoError(t, err)
+
+	_, err = replica.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER")
+	require.NoError(t, err)
+	for {
+		role, err := replica.Do(ctx, "ROLE")
+		if r, ok := role.([]any); err == nil && ok && len(r) > 0 && r[0] == "master" {
+			break
+		}
+		require.NoError(t, ctx.Err(), "the replica never became master")
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2 * ttl) // several renewals on the new master
+	require.NoError(t, l.Err(), "the lease outlived the takeover")
+	require.NoError(t, l.Release(ctx), "the release deleted the key on the new master")
+}
