@@ -2,9 +2,7 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,29 +55,9 @@ func TestClusterFailover(t *testing.T) {
 
 	first, err := holder.Acquire(ctx, held, WithReplicationAck(1, 500*time.Millisecond))
 	require.NoError(t, err)
-	var firstEnded atomic.Int64 // unix nanoseconds: when its context was cancelled
-	context.AfterFunc(first.Context(), func() { firstEnded.Store(time.Now().UnixNano()) })
-
 	killed := time.Now()
 	require.NoError(t, doomed.Kill())
-	type acquired struct {
-		l   *Lease
-		err error
-		at  time.Time
-	}
-	second := make(chan acquired, 1)
-	var unknowns atomic.Int32
-	go func() {
-		for {
-			l, err := other.Acquire(ctx, held, WithWait(30*time.Second))
-			if errors.Is(err, ErrUnknown) && ctx.Err() == nil {
-				unknowns.Add(1) // no answer from the dead master: wait again
-				continue
-			}
-			second <- acquired{l, err, time.Now()}
-			return
-		}
-	}()
+	h := watchHandover(ctx, first, other)
 
 	// The other masters serve their keys while the doomed one is down.
 	for range 5 {
@@ -105,24 +83,7 @@ func TestClusterFailover(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, replica.Addr(), m.Options().Addr, "the replica took the slots over")
 
-	lossErr := first.Err()
-	_ = first.Release(ctx)
-	if lossErr != nil {
-		var lost *LostError
-		require.True(t, errors.As(lossErr, &lost), "a lease ends lost or released: %v", lossErr)
-		t.Logf("the first lease was lost: %v", lossErr)
-	} else {
-		t.Log("the first lease was renewed on the new master until its release")
-	}
-
-	r := <-second
-	require.NoError(t, r.err)
-	defer func() { _ = r.l.Release(ctx) }()
-	t.Logf("the waiting Acquire ended unknown %d times before it took the key", unknowns.Load())
-	ended := time.Unix(0, firstEnded.Load())
-	require.NotZero(t, firstEnded.Load(), "the first lease's context was never cancelled")
-	assert.False(t, r.at.Before(ended), "the key was taken at %v while the first lease held it until %v", r.at, ended)
-	assert.Greater(t, r.l.Fence(), first.Fence(), "the fence after the failover is larger")
+	h.check(ctx, t)
 }
 
 // TestClusterTakeoverKeepsTheLease: CLUSTER FAILOVER TAKEOVER (the replica

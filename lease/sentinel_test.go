@@ -2,13 +2,10 @@ package lease
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -42,32 +39,9 @@ func TestSentinelFailover(t *testing.T) {
 
 	first, err := holder.Acquire(ctx, "k")
 	require.NoError(t, err)
-	var firstEnded atomic.Int64 // unix nanoseconds: when its context was cancelled
-	context.AfterFunc(first.Context(), func() { firstEnded.Store(time.Now().UnixNano()) })
-
 	killed := time.Now()
 	require.NoError(t, primary.Kill())
-	type acquired struct {
-		l   *Lease
-		err error
-		at  time.Time
-	}
-	second := make(chan acquired, 1)
-	var unknowns atomic.Int32
-	go func() {
-		for {
-			// An attempt sent while the primary is down has no answer: the
-			// Acquire ends unknown (its clean-up runs in the background),
-			// and the caller waits again, as a client retrying would.
-			l, err := other.Acquire(ctx, "k", WithWait(30*time.Second))
-			if errors.Is(err, ErrUnknown) && ctx.Err() == nil {
-				unknowns.Add(1)
-				continue
-			}
-			second <- acquired{l, err, time.Now()}
-			return
-		}
-	}()
+	h := watchHandover(ctx, first, other)
 
 	promoted, err := ss.WaitPromoted(ctx, primary)
 	require.NoError(t, err)
@@ -86,24 +60,5 @@ func TestSentinelFailover(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The first lease is renewed on the new primary or lost; either way
-	// its holder ends it now, as its work would.
-	lossErr := first.Err()
-	_ = first.Release(ctx)
-	var lost *LostError
-	if lossErr != nil {
-		require.True(t, errors.As(lossErr, &lost), "a lease ends lost or released: %v", lossErr)
-		t.Logf("the first lease was lost: %v", lossErr)
-	} else {
-		t.Log("the first lease was renewed on the new primary until its release")
-	}
-
-	r := <-second
-	require.NoError(t, r.err)
-	t.Logf("the waiting Acquire ended unknown %d times before it took the key", unknowns.Load())
-	defer func() { _ = r.l.Release(ctx) }()
-	ended := time.Unix(0, firstEnded.Load())
-	require.False(t, ended.IsZero(), "the first lease's context was never cancelled")
-	assert.False(t, r.at.Before(ended), "the key was taken at %v while the first lease held it until %v", r.at, ended)
-	assert.Greater(t, r.l.Fence(), first.Fence(), "the fence after the failover is larger")
+	h.check(ctx, t)
 }
