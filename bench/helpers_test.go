@@ -5,10 +5,12 @@ import (
 	"crypto/sha1"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -100,14 +102,17 @@ func counted(b *testing.B, addr string) (*redis.Client, *roundTrips) {
 func measure(b *testing.B, rt *roundTrips, body func()) {
 	b.Helper()
 	b.ReportAllocs()
+	b.StopTimer() // the server's CPU is read outside the timed ops
 	info := sharedInfo(b)
-	before := rt.n.Load()
 	r0, err := redisCPU(context.Background(), info)
 	if err != nil {
 		b.Fatal(err)
 	}
+	before := rt.n.Load()
 	c0 := selfCPU()
+	b.StartTimer()
 	body()
+	b.StopTimer()
 	c1 := selfCPU()
 	r1, err := redisCPU(context.Background(), info)
 	if err != nil {
@@ -181,10 +186,16 @@ func quantile(d []time.Duration, q float64) time.Duration {
 	return d[min(max(i, 0), len(d)-1)]
 }
 
-// reportLatency reports the p50 and p99 of d in nanoseconds.
-func reportLatency(b *testing.B, d []time.Duration) {
-	b.ReportMetric(float64(quantile(d, 0.50)), "p50-ns")
-	b.ReportMetric(float64(quantile(d, 0.99)), "p99-ns")
+// reportQuantiles reports the quantiles qs of d in units of unit, each as
+// <prefix>p50-<unitName> (the quantile 1 as <prefix>max-<unitName>).
+func reportQuantiles(b *testing.B, d []time.Duration, prefix string, unit time.Duration, unitName string, qs ...float64) {
+	for _, q := range qs {
+		name := "max"
+		if q < 1 {
+			name = "p" + strconv.Itoa(int(math.Round(q*100)))
+		}
+		b.ReportMetric(float64(quantile(d, q))/float64(unit), prefix+name+"-"+unitName)
+	}
 }
 
 // loopbackOnly fails b for any address outside 127.0.0.1: every server a

@@ -121,7 +121,7 @@ func BenchmarkHTTP(b *testing.B) {
 						}
 					})
 				})
-				reportLatency(b, lat.all)
+				reportQuantiles(b, lat.all, "", time.Nanosecond, "ns", 0.50, 0.99)
 			})
 		}
 	}

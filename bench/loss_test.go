@@ -222,12 +222,8 @@ func lossDetection(b *testing.B, n int) {
 		}
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	b.ReportMetric(ms(quantile(fromStall, 0.50)), "stall-p50-ms")
-	b.ReportMetric(ms(quantile(fromStall, 0.99)), "stall-p99-ms")
-	b.ReportMetric(ms(quantile(fromStall, 1)), "stall-max-ms")
-	b.ReportMetric(ms(quantile(fromSend, 0.50)), "send-p50-ms")
-	b.ReportMetric(ms(quantile(fromSend, 0.99)), "send-p99-ms")
-	b.ReportMetric(ms(quantile(fromSend, 1)), "send-max-ms")
+	reportQuantiles(b, fromStall, "stall-", time.Millisecond, "ms", 0.50, 0.99, 1)
+	reportQuantiles(b, fromSend, "send-", time.Millisecond, "ms", 0.50, 0.99, 1)
 	b.ReportMetric(ms(renewalTimeout), "renewal-timeout-ms")
 	b.ReportMetric(float64(expired), "expired")
 	b.ReportMetric(float64(noRenewal), "no-renewal")

@@ -310,13 +310,8 @@ func handoffs(b *testing.B, impl waitImpl, ping pinger) {
 			lat = append(lat, a.at.Sub(released))
 		}
 	}
-	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-	b.ReportMetric(us(quantile(lat, 0.50)), "p50-µs")
-	b.ReportMetric(us(quantile(lat, 0.90)), "p90-µs")
-	b.ReportMetric(us(quantile(lat, 0.99)), "p99-µs")
-	b.ReportMetric(us(quantile(lat, 1)), "max-µs")
-	b.ReportMetric(us(quantile(pings, 0.50)), "ping-p50-µs")
-	b.ReportMetric(us(quantile(pings, 0.99)), "ping-p99-µs")
+	reportQuantiles(b, lat, "", time.Microsecond, "µs", 0.50, 0.90, 0.99, 1)
+	reportQuantiles(b, pings, "ping-", time.Microsecond, "µs", 0.50, 0.99)
 	b.ReportMetric(float64(len(lat)), "handoffs")
 	b.ReportMetric(float64(unwaited), "unwaited")
 }

@@ -311,3 +311,30 @@ func TestGroupCommitSurvivesAPanickingSend(t *testing.T) {
 	inFlight, _ := lane(lk).Load()
 	assert.Zero(t, inFlight)
 }
+
+// TestGroupCommitLeaderStopsAtItsOwnDeadline: the caller that sends a
+// shared pipeline whose other calls may wait much longer than it (here a
+// 600ms acquire timeout against the default 2s) stops waiting at its own
+// deadline, well before the pipeline's reply, and its acquire is unknown;
+// the others are answered. Only neighbours within a millisecond of its
+// deadline may hold it longer (inlineSlack in internal/groupcommit).
+func TestGroupCommitLeaderStopsAtItsOwnDeadline(t *testing.T) {
+	lk, _, _ := slowLocker(t, 200*time.Millisecond) // round trips of 400ms and more
+	ctx := testCtx(t)
+	first := fillPipe(ctx, t, lk)
+	leader := acquireAsync(ctx, lk, "leader", WithAcquireTimeout(600*time.Millisecond))
+	waitPipe(t, lk, groupcommit.MaxInFlight, 1)
+	var others []<-chan acquired
+	for i := range 3 {
+		others = append(others, acquireAsync(ctx, lk, "other"+strconv.Itoa(i)))
+	}
+	waitPipe(t, lk, groupcommit.MaxInFlight, 4)
+	requireAcquired(t, first)
+
+	r := <-leader
+	leaderDone := time.Now()
+	require.ErrorIs(t, r.err, ErrUnknown, "its deadline passed while its pipeline was in flight")
+	requireAcquired(t, others)
+	assert.Greater(t, time.Since(leaderDone), 50*time.Millisecond,
+		"the leader returned with the pipeline's reply (about 200ms after its deadline), not at its deadline")
+}
