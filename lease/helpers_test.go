@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strconv"
@@ -56,6 +57,19 @@ func newLocker(t testing.TB, c redis.UniversalClient, opts ...Option) *Locker {
 	lk := NewLocker(c, append([]Option{WithNamespace(testNamespace(t))}, opts...)...)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
+}
+
+// waitIdle returns once lk's renewal loop has taken its first step and
+// sleeps with nothing held, so that an acquire meets the loop as it is on
+// a Locker that has been idle, not one still starting.
+func waitIdle(t *testing.T, lk *Locker) {
+	t.Helper()
+	s := lk.sched
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.armed != math.MaxInt64 && s.dlQ.next() == nil
+	}, time.Second, time.Millisecond, "the renewal loop never took its first step")
 }
 
 func testCtx(t testing.TB) context.Context {

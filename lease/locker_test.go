@@ -122,6 +122,7 @@ func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Client(t)) // default TTL 10s
+	waitIdle(t, lk)
 	short, err := lk.Acquire(ctx, "short", WithTTL(time.Second))
 	require.NoError(t, err, "a 1s lease on a 10s Locker is valid")
 	assert.Equal(t, 200*time.Millisecond, short.set.renewalTimeout)
@@ -134,12 +135,13 @@ func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
 }
 
 // TestAShortLeaseOnAnIdleLockerIsRenewed: the scheduler of a Locker that
-// holds nothing sleeps one renewal period of the Locker's TTL; a lease with
-// a shorter TTL, due before that, must wake it, or it would be lost.
+// holds nothing sleeps; a lease with a TTL shorter than the Locker's must
+// wake it, or it would be lost.
 func TestAShortLeaseOnAnIdleLockerIsRenewed(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t)) // default TTL 10s: the idle loop sleeps 3.3s
+	lk := newLocker(t, srv.Client(t)) // default TTL 10s
+	waitIdle(t, lk)
 	l, err := lk.Acquire(ctx, "idle", WithTTL(300*time.Millisecond))
 	require.NoError(t, err)
 	time.Sleep(time.Second)

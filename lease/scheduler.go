@@ -84,10 +84,13 @@ func (s *scheduler) add(l *Lease) bool {
 	}
 	s.dlQ.push(l)
 	s.queueRenewalLocked(l)
-	// The loop's timer only needs moving when l is due before it fires;
-	// usually it is not (a lease acquired now is due after those already
-	// held), so an acquire costs the loop no wake-up.
-	at := min(l.renewAt, time.Duration(l.cancelAt.Load()))
+	// The loop's timer only needs moving when l is due before it fires,
+	// counting the schedulerPoll that bounds its sleep while anything is
+	// held (a suspend can pass l's cancel point before its renewal is
+	// due). Usually it is not: while leases are held the loop already
+	// looks within schedulerPoll, so an acquire costs it no wake-up; the
+	// first acquire on an idle Locker wakes it once.
+	at := min(l.renewAt, time.Duration(l.cancelAt.Load()), clock.Now()+schedulerPoll)
 	wake := at < s.armed
 	if wake {
 		s.armed = at
@@ -205,11 +208,8 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 			batch = append(batch, l)
 		}
 	}
-	// With nothing held the loop sleeps one renewal period of the
-	// Locker's: a lease taken meanwhile with the Locker's own TTL is due
-	// after that, so its acquire costs the loop no wake-up (add), as
-	// when leases are held; a shorter per-acquire TTL wakes it.
-	next = t + s.lk.set.renewEvery
+	// With nothing held the loop has nothing to look at: add wakes it.
+	next = t + time.Hour
 	if l := s.renewQ.next(); l != nil {
 		next = min(next, l.renewAt)
 	}
