@@ -125,10 +125,12 @@ bench: deps
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
 	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md $(BENCHMD_FLAGS)
 
-# The long chaos run (make test runs a 40-second one): every fault kind,
-# round after round, then the checks and the fault table. SEED replays a
-# schedule, e.g. make chaos SEED=42 DURATION=2m.
+# The long chaos run (make test runs a short one of each topology): every
+# fault kind of the topology, round after round, then the checks and the
+# fault table. TOPOLOGY is single or sentinel; SEED replays a schedule,
+# e.g. make chaos TOPOLOGY=sentinel SEED=42 DURATION=2m.
 DURATION ?= 10m
 SEED ?=
+TOPOLOGY ?= single
 chaos: deps
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./cmd/lockwatch-chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))
+	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./cmd/lockwatch-chaos -topology $(TOPOLOGY) -duration $(DURATION) $(if $(SEED),-seed $(SEED))

@@ -58,7 +58,7 @@ func testSentinelFailover(t *testing.T, fault string) {
 	}
 	h := watchHandover(ctx, first, other)
 
-	promoted, err := ss.WaitPromoted(ctx, primary)
+	promoted, err := ss.WaitPromoted(ctx, primary.Addr())
 	require.NoError(t, err)
 	require.Contains(t, []string{replicas[0].Addr(), replicas[1].Addr()}, promoted)
 	t.Logf("%s of the primary to a majority of sentinels naming %s: %v", fault, promoted, time.Since(broken).Round(time.Millisecond))

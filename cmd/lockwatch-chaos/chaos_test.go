@@ -17,11 +17,26 @@ import (
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
-// testSeed's schedule injects every fault kind in the first 30 seconds of
-// a 40-second run (the last kind at +27s), the first holder-stop inside a
-// Commit; and with holder-stop alone, stops a holder inside its Commit at
-// least twice in 12 seconds (TestScheduleCoversEveryKind).
+// testSeed's schedule injects every fault kind of the single topology in
+// the first 30 seconds of a 40-second run (the last kind at +27s), the
+// first holder-stop inside a Commit; and with holder-stop alone, stops a
+// holder inside its Commit at least twice in 12 seconds
+// (TestScheduleCoversEveryKind).
 const testSeed = 43
+
+// shortRuns are make test's runs of each topology: a seed whose schedule
+// injects every fault kind of the topology early enough to fire despite
+// slippage (a failover the sentinels decide takes longer than planned on a
+// loaded machine), and the run's length.
+var shortRuns = []struct {
+	topology topology
+	seed     uint64
+	duration time.Duration
+	within   time.Duration // every kind planned before this
+}{
+	{topoSingle, testSeed, 40 * time.Second, 30 * time.Second},
+	{topoSentinel, 825, 60 * time.Second, 40 * time.Second},
+}
 
 var summaryLine = regexp.MustCompile(`^chaos: seed=\d+ duration=\S+ ops=\d+ faults=\d+ stale_accepted=\d+ order_violations=\d+ unexplained_overlaps=\d+ linearizable=(ok|fail|unknown) metrics_exact=(true|false)$`)
 
@@ -65,24 +80,24 @@ func runChaos(t *testing.T, cfg config) (summary, string) {
 }
 
 func TestScheduleCoversEveryKind(t *testing.T) {
-	plan := schedule(testSeed, 40*time.Second, time.Second, allFaults, 2)
-	kinds := map[faultKind]bool{}
-	for _, f := range plan {
-		kinds[f.Kind] = true
-	}
-	assert.Len(t, kinds, len(allFaults))
-	for _, k := range allFaults {
-		i := 0
-		for i < len(plan) && plan[i].Kind != k {
-			i++
+	for _, r := range shortRuns {
+		kinds := r.topology.faults()
+		plan := schedule(r.seed, r.duration, time.Second, kinds, 2)
+		seen := map[faultKind]bool{}
+		for _, f := range plan {
+			seen[f.Kind] = true
 		}
-		require.Less(t, i, len(plan), "%s is planned", k)
-		assert.Less(t, plan[i].At, 30*time.Second, "%s is planned early enough to fire despite slippage", k)
+		assert.Len(t, seen, len(kinds), "%s", r.topology)
+		for _, k := range kinds {
+			i := slices.IndexFunc(plan, func(f fault) bool { return f.Kind == k })
+			require.GreaterOrEqual(t, i, 0, "%s: %s is planned", r.topology, k)
+			assert.Less(t, plan[i].At, r.within, "%s: %s is planned early enough to fire despite slippage", r.topology, k)
+		}
+		i := slices.IndexFunc(plan, func(f fault) bool { return f.Kind == faultHolderStop })
+		assert.True(t, plan[i].InCommit, "%s: the first holder-stop strikes inside a Commit", r.topology)
+		assert.Equal(t, plan, schedule(r.seed, r.duration, time.Second, kinds, 2), "a seed replays its schedule")
+		assert.NotEqual(t, plan, schedule(r.seed+1, r.duration, time.Second, kinds, 2))
 	}
-	i := slices.IndexFunc(plan, func(f fault) bool { return f.Kind == faultHolderStop })
-	assert.True(t, plan[i].InCommit, "the first holder-stop strikes inside a Commit")
-	assert.Equal(t, plan, schedule(testSeed, 40*time.Second, time.Second, allFaults, 2), "a seed replays its schedule")
-	assert.NotEqual(t, plan, schedule(testSeed+1, 40*time.Second, time.Second, allFaults, 2))
 
 	stops := schedule(testSeed, 12*time.Second, time.Second, []faultKind{faultHolderStop}, 2)
 	require.GreaterOrEqual(t, len(stops), 2)
@@ -91,31 +106,56 @@ func TestScheduleCoversEveryKind(t *testing.T) {
 	}
 }
 
-// TestChaos is the bounded run of make test: every fault kind, a fenced
-// workload, and a clean summary.
+// TestChaos is the bounded run of make test on each topology: every fault
+// kind of the topology, a fenced workload, and a clean summary.
 func TestChaos(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.duration = 40 * time.Second
-	sum, _ := runChaos(t, cfg)
+	for _, r := range shortRuns {
+		t.Run(string(r.topology), func(t *testing.T) {
+			cfg := testConfig(t)
+			cfg.topology, cfg.faults = r.topology, r.topology.faults()
+			cfg.seed, cfg.duration = r.seed, r.duration
+			sum, _ := runChaos(t, cfg)
 
-	assert.Empty(t, sum.Violations)
-	assert.True(t, sum.ok())
-	assert.Zero(t, sum.StaleAccepted)
-	assert.Zero(t, sum.OrderViolations)
-	assert.Zero(t, sum.UnexplainedOverlaps)
-	assert.Zero(t, sum.LateCancels)
-	assert.Equal(t, "ok", sum.Linearizable)
-	assert.True(t, sum.MetricsExact)
-	for _, k := range allFaults {
-		assert.Positive(t, sum.Fired[k], "fault %s fired", k)
+			assert.Empty(t, sum.Violations)
+			assert.True(t, sum.ok())
+			assert.Zero(t, sum.StaleAccepted)
+			assert.Zero(t, sum.OrderViolations)
+			assert.Zero(t, sum.UnexplainedOverlaps)
+			assert.Zero(t, sum.LateCancels)
+			assert.Equal(t, "ok", sum.Linearizable)
+			assert.True(t, sum.MetricsExact)
+			for _, k := range cfg.faults {
+				assert.Positive(t, sum.Fired[k], "fault %s fired", k)
+			}
+			assert.Positive(t, sum.Metrics.Acquires[outAcquired])
+			assert.Positive(t, sum.Metrics.Losses, "faults cost leases")
+			for _, via := range guardEntryPoints {
+				assert.Positive(t, sum.Guard.ByVia[via], "the guarded register was written through %s", via)
+			}
+			assert.Equal(t, sum.Guard.Accepted, sum.Guard.Logged, "every accepted guarded write is in the accept log")
+			assert.Zero(t, sum.Guard.OutOfOrder)
+			checkFailovers(t, cfg, sum)
+		})
 	}
-	assert.Positive(t, sum.Metrics.Acquires[outAcquired])
-	assert.Positive(t, sum.Metrics.Losses, "faults cost leases")
-	for _, via := range guardEntryPoints {
-		assert.Positive(t, sum.Guard.ByVia[via], "the guarded register was written through %s", via)
+}
+
+// checkFailovers: every failover the schedule made is measured, and holders
+// got leases again after it.
+func checkFailovers(t *testing.T, cfg config, sum summary) {
+	want := 0
+	for _, k := range cfg.faults {
+		switch {
+		case k == faultFailoverTwice:
+			want += 2 * sum.Fired[k]
+		case k == faultFailover || k.promotes():
+			want += sum.Fired[k]
+		}
 	}
-	assert.Equal(t, sum.Guard.Accepted, sum.Guard.Logged, "every accepted guarded write is in the accept log")
-	assert.Zero(t, sum.Guard.OutOfOrder)
+	require.Len(t, sum.Failovers, want, "one figure per promotion")
+	for _, f := range sum.Failovers {
+		assert.Positive(t, f.Promoted, "%s", f)
+		assert.Positive(t, f.FirstAcquire, "%s: an acquire succeeded on the new primary", f)
+	}
 }
 
 // TestUnfencedControl proves the checks can fail: the same harness, writes
@@ -123,7 +163,14 @@ func TestChaos(t *testing.T) {
 // while the others take the one key over. Their late writes are accepted,
 // and the run must say so.
 func TestUnfencedControl(t *testing.T) {
+	for _, r := range shortRuns {
+		t.Run(string(r.topology), func(t *testing.T) { unfencedControl(t, r.topology) })
+	}
+}
+
+func unfencedControl(t *testing.T, topo topology) {
 	cfg := testConfig(t)
+	cfg.topology = topo
 	cfg.duration = 12 * time.Second
 	cfg.unfenced = true
 	cfg.keys = 1

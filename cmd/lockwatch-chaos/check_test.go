@@ -121,7 +121,7 @@ func TestAttribute(t *testing.T) {
 		{fault: fault{Kind: faultRedisStop}, Start: 10 * s, End: 12 * s},
 		{fault: fault{Kind: faultBlackhole}, Start: 20 * s, End: 21 * s},
 	}
-	rows := attribute(faults, 2*time.Second, []event{
+	rows := attribute(topoSingle.faults(), faults, 2*time.Second, []event{
 		{evLost, 11 * s}, {evUnknown, 13 * s}, {evLost, 15 * s}, {evRejected, 22 * s}, {evAccepted, 30 * s},
 	})
 	byName := map[string]row{}

@@ -33,7 +33,7 @@ func isChild() bool { return os.Getenv(childEnv) == "1" }
 // childConfig is the first line the parent writes to a child's stdin.
 type childConfig struct {
 	Index     int           `json:"index"` // 1-based
-	LockAddr  string        `json:"lock_addr"`
+	Lock      lockTarget    `json:"lock"`
 	FenceAddr string        `json:"fence_addr"`
 	Guard     guardAddrs    `json:"guard"` // the parent's guarded register
 	DSN       string        `json:"dsn"`
@@ -148,7 +148,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	}()
 
 	id := fmt.Sprintf("p%d", cfg.Index)
-	lc := newLockClient(cfg.LockAddr, cfg.TTL, tel)
+	lc := newLockClient(cfg.Lock, cfg.TTL, tel)
 	h := newHolder(id, cfg.Index, lc.locker, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
 	h.pause = func(key string, fence int64) bool {
 		if !armed.Swap(false) {

@@ -16,6 +16,7 @@ import (
 // function of (seed, duration, ttl, faults, procs): the same flags replay
 // the same schedule.
 type config struct {
+	topology   topology
 	seed       uint64
 	duration   time.Duration
 	ttl        time.Duration
@@ -33,13 +34,14 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
+		topology:   topoSingle,
 		seed:       uint64(time.Now().UnixNano()),
 		duration:   60 * time.Second,
 		ttl:        time.Second,
 		goroutines: 3,
 		procs:      3,
 		keys:       3,
-		faults:     slices.Clone(allFaults),
+		faults:     topoSingle.faults(),
 		dsn:        pgtest.DSN(),
 		progress:   5 * time.Second,
 	}
@@ -72,15 +74,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintf(stderr, "Usage: go run ./cmd/lockwatch-chaos [flags]\n\nRuns lockwatch leases and fenced writes under a seeded schedule of\nprocess, server and network faults, and checks the history.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	faults := strings.Join(faultNames(allFaults), ",")
+	faults := ""
+	topo := string(cfg.topology)
 	var seed uint64
+	fs.StringVar(&topo, "topology", topo, "the lock Redis: single (a primary and a replica the harness promotes by hand), sentinel (a primary, two replicas and three sentinels that decide every failover)")
 	fs.Uint64Var(&seed, "seed", 0, "seed of the fault schedule and the workload; the same seed replays the same schedule (default: from the clock, printed at the start)")
 	fs.DurationVar(&cfg.duration, "duration", cfg.duration, "how long the chaos runs")
 	fs.DurationVar(&cfg.ttl, "ttl", cfg.ttl, "lease TTL; every fault timing is a multiple of it")
 	fs.IntVar(&cfg.goroutines, "goroutines", cfg.goroutines, "holders running as goroutines of this process")
 	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
-	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none")
+	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
+		strings.Join(faultNames(topoSingle.faults()), ",")+"; sentinel: "+strings.Join(faultNames(topoSentinel.faults()), ",")+")")
 	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check, and serve the guarded register without its Guard; the run must report violations")
 	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
@@ -99,8 +104,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		}
 	})
 	var err error
-	if cfg.faults, err = parseFaults(faults); err != nil {
+	if cfg.topology, err = parseTopology(topo); err != nil {
 		return cfg, err
+	}
+	cfg.faults = cfg.topology.faults()
+	if faults != "" {
+		if cfg.faults, err = parseFaults(faults); err != nil {
+			return cfg, err
+		}
 	}
 	return cfg, cfg.validate()
 }
@@ -121,6 +132,12 @@ func (c config) validate() error {
 		return errors.New("the holder-stop fault needs -procs > 0")
 	case slices.Contains(c.faults, faultSuspend) && c.procs == 0:
 		return errors.New("the suspend fault needs -procs > 0")
+	}
+	for _, k := range c.faults {
+		if !slices.Contains(c.topology.faults(), k) {
+			return fmt.Errorf("-faults: %s is not a fault of the %s topology (its faults: %s)",
+				k, c.topology, strings.Join(faultNames(c.topology.faults()), ", "))
+		}
 	}
 	return nil
 }

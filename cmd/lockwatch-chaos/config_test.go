@@ -26,8 +26,18 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotZero(t, a.seed, "without -seed, one from the clock")
 
+	cfg, err = parseFlags([]string{"-topology", "sentinel"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, topoSentinel, cfg.topology)
+	assert.Equal(t, topoSentinel.faults(), cfg.faults, "every fault of the topology by default")
+	assert.Contains(t, cfg.faults, faultPrimaryPartition)
+	assert.NotContains(t, cfg.faults, faultFailover, "the sentinels fail over, not the harness")
+
 	for _, args := range [][]string{
 		{"-faults", "bogus"},
+		{"-topology", "bogus"},
+		{"-topology", "sentinel", "-faults", "failover"},
+		{"-faults", "primary-kill"},
 		{"-ttl", "10ms"},
 		{"-goroutines", "1", "-procs", "0"},
 		{"-procs", "0", "-faults", "holder-stop"},

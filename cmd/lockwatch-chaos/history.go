@@ -71,6 +71,7 @@ type leaseRec struct {
 	Commit   int64  `json:"cs,omitempty"` // when the final write (Commit's fn) started; 0 if it did not run
 	End      int64  `json:"e"`            // when the protected work, Commit included, returned
 	Lost     bool   `json:"lost,omitempty"`
+	Reason   string `json:"why,omitempty"`    // the loss's lease.LossReason
 	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
 	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit, for a TTL or more
 	Refused  bool   `json:"refused,omitempty"`

@@ -48,22 +48,15 @@ type holder struct {
 	seq   int
 }
 
-// lockClient is one replica's connection to the lock Redis, through the
-// fault proxy at lockAddr, with the client options lockwatch recommends for
-// a lease client: context deadlines bound socket reads, so a renewal
-// against a stalled server ends at its deadline.
+// lockClient is one replica's connection to the lock Redis and its
+// Locker.
 type lockClient struct {
-	client *redis.Client
+	client redis.UniversalClient
 	locker *lease.Locker
 }
 
-func newLockClient(lockAddr string, ttl time.Duration, tel *telemetry.Telemetry) *lockClient {
-	client := redis.NewClient(&redis.Options{
-		Addr:                  lockAddr,
-		ContextTimeoutEnabled: true,
-		DialTimeout:           ttl,
-		PoolSize:              4,
-	})
+func newLockClient(target lockTarget, ttl time.Duration, tel *telemetry.Telemetry) *lockClient {
+	client := target.client(ttl)
 	locker := lease.NewLocker(client,
 		lease.WithName(lockName),
 		lease.WithNamespace("lockwatch-chaos"),
@@ -235,6 +228,9 @@ func (h *holder) once() {
 	<-signalled // Release cancels the context, so the AfterFunc has run or will
 	rec.Done, rec.ErrAt = done.Load(), <-errAt
 	rec.Lost = errors.Is(l.Err(), lease.ErrLost)
+	if lost, ok := errors.AsType[*lease.LostError](l.Err()); ok {
+		rec.Reason = string(lost.Reason)
+	}
 	if c := cancelled.Load(); c != 0 && (rec.Cancel == 0 || c < rec.Cancel) {
 		rec.Cancel = c
 	}

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"time"
-
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
 )
 
 // injected is a fault as it happened: when it started and healed (on the
@@ -19,12 +15,12 @@ type injected struct {
 	Note       string
 }
 
-// injector runs the schedule against the lock Redis, the proxy and the
+// injector runs the schedule against the lock Redis deployment and the
 // holder processes, one fault at a time.
 type injector struct {
 	seed     uint64
 	ttl      time.Duration
-	redis    *lockRedis
+	redis    deployment
 	children []*child
 	out      *output
 	start    time.Time // wall-clock start of the run, for the planned offsets
@@ -85,56 +81,13 @@ func (in *injector) run(plan []fault) error {
 }
 
 func (in *injector) inject(f fault) (string, error) {
-	r := in.redis
 	switch f.Kind {
 	case faultHolderStop:
 		return in.holderStop(f)
-	case faultRedisStop:
-		s := r.current()
-		if err := s.Pause(); err != nil {
-			return "", err
-		}
-		sleep(f.Dur, in.stop)
-		return describeServer(s) + " stopped and continued", s.Resume()
-	case faultDebugSleep:
-		secs := strconv.FormatFloat(f.Dur.Seconds(), 'f', 3, 64)
-		return "DEBUG SLEEP " + secs, r.do(context.Background(), f.Dur+30*time.Second, "DEBUG", "SLEEP", secs)
-	case faultClientPause:
-		ms := f.Dur.Milliseconds()
-		if err := r.do(context.Background(), 10*time.Second, "CLIENT", "PAUSE", ms, "ALL"); err != nil {
-			return "", err
-		}
-		sleep(f.Dur, in.stop)
-		return fmt.Sprintf("CLIENT PAUSE %d ALL", ms), r.do(context.Background(), 10*time.Second, "CLIENT", "UNPAUSE")
-	case faultDelay, faultBlackhole, faultReset, faultDuplicate, faultSlowAcquire:
-		mode := faultproxy.Blackhole
-		switch f.Kind {
-		case faultDelay, faultSlowAcquire:
-			mode = faultproxy.Delay(f.Delay)
-		case faultReset:
-			mode = faultproxy.Reset
-		case faultDuplicate:
-			mode = faultproxy.Duplicate(f.Delay)
-		}
-		copied, _ := r.proxy.Copies()
-		r.proxy.Set(mode)
-		sleep(f.Dur, in.stop)
-		r.proxy.Set(faultproxy.Pass)
-		note := "proxy " + mode.String()
-		if f.Kind == faultDuplicate {
-			now, _ := r.proxy.Copies()
-			note += fmt.Sprintf(", %d commands copied", now-copied)
-		}
-		return note, nil
-	case faultKill:
-		s := r.current()
-		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, in.stop)
-	case faultFailover:
-		return r.failover(f.Dur, f.Down, in.stop)
 	case faultSuspend:
 		return in.suspend(f)
 	}
-	return "", fmt.Errorf("unknown fault kind %q", f.Kind)
+	return in.redis.inject(f, in.stop)
 }
 
 // holderStop stops a holder process past its TTL. In its Commit when the

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/redistest"
@@ -24,11 +21,11 @@ import (
 type lockRedis struct {
 	proxy *faultproxy.Proxy
 
-	mu       sync.Mutex
-	primary  *redistest.Server
-	replica  *redistest.Server
-	cutOff   bool // the replica was cut off by StopReplication and not yet promoted
-	promoted int  // failovers so far
+	mu         sync.Mutex
+	primary    *redistest.Server
+	replica    *redistest.Server
+	cutOff     bool // the replica was cut off by StopReplication and not yet promoted
+	promotions promotions
 }
 
 // serverArgs: DEBUG is disabled by default since Redis 7; "local" allows it
@@ -91,14 +88,23 @@ func (r *lockRedis) current() *redistest.Server {
 	return r.primary
 }
 
-// do sends one command straight to the primary (not through the proxy),
-// waiting up to wait for the reply: DEBUG SLEEP answers only after sleeping.
-func (r *lockRedis) do(ctx context.Context, wait time.Duration, args ...any) error {
-	c := redis.NewClient(&redis.Options{Addr: r.current().Addr(), MaxRetries: -1, ReadTimeout: wait, DialerRetries: 1})
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	return c.Do(ctx, args...).Err()
+// inject runs f on this deployment: a crash or a hand-made failover, or
+// one of the faults every topology has.
+func (r *lockRedis) inject(f fault, stop <-chan struct{}) (string, error) {
+	switch f.Kind {
+	case faultKill:
+		s := r.current()
+		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, stop)
+	case faultFailover:
+		return r.failover(f.Dur, f.Down, stop)
+	}
+	return primaryFault(f, r.current(), r.proxy, stop)
+}
+
+func (r *lockRedis) failovers() []failover { return r.promotions.all() }
+
+func (r *lockRedis) target() lockTarget {
+	return lockTarget{Topology: topoSingle, Addrs: []string{r.proxy.Addr()}}
 }
 
 // killRestart is a crash of the primary and its restart without
@@ -135,6 +141,7 @@ func (r *lockRedis) failover(lag, down time.Duration, stop <-chan struct{}) (str
 	r.cutOff = true
 	r.mu.Unlock()
 	sleep(lag, stop)
+	broken := now()
 	if err := old.Kill(); err != nil {
 		return "", err
 	}
@@ -147,8 +154,8 @@ func (r *lockRedis) failover(lag, down time.Duration, stop <-chan struct{}) (str
 	r.proxy.Set(faultproxy.Pass)
 	r.mu.Lock()
 	r.primary, r.replica, r.cutOff = next, old, false
-	r.promoted++
 	r.mu.Unlock()
+	r.promotions.add(broken)
 	if err := old.Restart(); err != nil {
 		return "", err
 	}

@@ -4,16 +4,28 @@
 // every lease lost and every stale write rejected.
 //
 //	go run ./cmd/lockwatch-chaos -duration 2m -seed 42
+//	go run ./cmd/lockwatch-chaos -topology sentinel -duration 10m
 //
 // # What runs
 //
 // Everything on 127.0.0.1, started by the run and stopped when it ends (also
 // on Ctrl-C or failure):
 //
-//   - the lock Redis: a redis-server primary with a replica, reached by
-//     every holder through a fault proxy (internal/faultproxy) that can delay,
-//     blackhole or reset the traffic, and that is re-pointed at the replica
-//     when it is promoted;
+//   - the lock Redis, in the shape -topology names:
+//   - single (the default): a redis-server primary with a replica, reached
+//     by every holder through a fault proxy (internal/faultproxy) that can
+//     delay, blackhole or reset the traffic, and that the harness re-points
+//     at the replica when it promotes it;
+//   - sentinel: a primary, two replicas and three redis-sentinel processes
+//     (redis-server --sentinel) that decide every failover; holders connect
+//     through redis.NewFailoverClient. Each server sits behind a fault proxy
+//     of its own and announces the proxy's port (replica-announce-port), so
+//     that clients, sentinels and replicas all reach it through the proxy,
+//     as over one network: cutting the proxy off cuts the server off from
+//     all of them. down-after-milliseconds is 2 TTLs, longer than every
+//     fault not meant to fail the primary over; failover-timeout is 2 TTLs
+//     (Sentinel does not fail one master name over again within twice
+//     that);
 //   - the fenced registers: one per lock key in a fence.RedisStore on a
 //     redis-server of its own that is never faulted, and one per key in a
 //     PostgreSQL table written through a fence.Table (a schema of its own,
@@ -71,8 +83,30 @@
 //     after a system suspend, before any timer has run: Err reports the loss
 //     at once, and the context must follow within the cancellation window.
 //
+// On sentinel, the faults that hit the primary or its proxy (DEBUG SLEEP,
+// CLIENT PAUSE, the proxy's delay, reset and duplicate, slow-acquire) hit
+// whichever server the sentinels name as the primary at the time, and the
+// single topology's hand-made failover, restart, SIGSTOP and blackhole past
+// the TTL give way to five the sentinels answer:
+//
+//   - primary-kill: kill -9 of the primary; once the sentinels have
+//     promoted a replica, the old primary restarts empty, and they make it
+//     a replica;
+//   - primary-stop: SIGSTOP of the primary past down-after-milliseconds,
+//     continued after the promotion: it comes back believing it is the
+//     primary until the sentinels demote it;
+//   - primary-partition: the primary's proxy swallows everything, from
+//     clients, sentinels and replicas alike, until the promotion;
+//   - sentinel-restart: kill -9 of one sentinel, restarted later;
+//   - failover-twice: primary-kill, then the promoted primary killed too.
+//
+// The report gives, for each failover, how long the sentinels took to
+// promote a replica, how long until the first acquire succeeded on it, and
+// how many of the leases held at the break were lost, by reason.
+//
 // Every fault is printed with its timing and the seed; -seed S with the
-// same -duration, -ttl, -faults and -procs replays the schedule.
+// same -topology, -duration, -ttl, -faults and -procs replays the
+// schedule.
 //
 // # Checks
 //
@@ -114,7 +148,9 @@
 //     context's Done and its Release, both measured by its holder on the
 //     system-wide clock, so the comparison needs no tolerance. An overlap
 //     is explained, and counted apart, when Redis lost the key (a
-//     kill-restart or failover after the first lease was acquired, the
+//     fault that can lose keys (kill-restart, failover, and on sentinel
+//     every fault that fails the primary over: replication is
+//     asynchronous) after the first lease was acquired, the
 //     second acquired within a TTL of it: the first learns of the loss from
 //     its next renewal) or when the first holder's process was stopped
 //     (holder-stop, suspend) up to the window before the second acquire:

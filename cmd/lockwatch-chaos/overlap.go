@@ -10,7 +10,7 @@ import (
 // Why two holders of one key may both have had a live context.
 const (
 	overlapUnexplained = ""
-	overlapRedisLoss   = "redis-loss"     // the key vanished in Redis: a restart without persistence, a failover
+	overlapRedisLoss   = "redis-loss"     // the key vanished in Redis: a restart without persistence, a failover (losesKeys)
 	overlapStopped     = "holder-stopped" // the first holder's process was stopped (holder-stop, suspend)
 )
 
@@ -41,7 +41,7 @@ func (o overlap) String() string {
 // the lease cancelled it: the work's view, which is the one that matters.)
 //
 // An overlap is explained, and the lease not at fault, when Redis lost the
-// key (a kill-restart or failover struck after first was acquired and
+// key (a fault that can lose keys, losesKeys, struck after first was acquired and
 // before second was, and second came at most a TTL after it healed: the
 // first lease learns of the loss only from its next renewal, due within
 // TTL/3), or when first's holder process was stopped at some moment from
@@ -71,7 +71,7 @@ func overlaps(leases []leaseRec, faults []injected, ttl, window time.Duration,
 
 func explain(a, b leaseRec, faults []injected, ttl, window time.Duration, pausedDuring func(proc int, from, to int64) bool) string {
 	for _, f := range faults {
-		if (f.Kind == faultKill || f.Kind == faultFailover) &&
+		if f.Kind.losesKeys() &&
 			a.Acquired <= f.End && f.Start <= b.Acquired && b.Acquired <= f.End+int64(ttl) {
 			return overlapRedisLoss
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -32,7 +33,8 @@ type summary struct {
 	LateCancels int            // contexts live past the cancel window after Err reported the loss
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
 	Guard       guardFigures   // the guarded register's writes
-	Violations  []string       // every violation, one line each
+	Failovers   []failoverFigure
+	Violations  []string // every violation, one line each
 }
 
 // guardFigures are the guarded register's writes, by what the holders saw,
@@ -84,7 +86,7 @@ func (s summary) line() string {
 // attribute builds the table: each event counts for the fault that was
 // active when it happened, or that ended at most tail before it (a fault's
 // effects outlive it: a lease taken during a blackhole is lost a TTL later).
-func attribute(faults []injected, tail time.Duration, events []event) []row {
+func attribute(kinds []faultKind, faults []injected, tail time.Duration, events []event) []row {
 	rows := map[string]*row{}
 	var order []string
 	get := func(name string) *row {
@@ -95,7 +97,7 @@ func attribute(faults []injected, tail time.Duration, events []event) []row {
 		order = append(order, name)
 		return rows[name]
 	}
-	for _, k := range allFaults {
+	for _, k := range kinds {
 		get(string(k))
 	}
 	for _, f := range faults {
@@ -190,6 +192,9 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "guarded register: accepted %d (%s), stale rejected %d, busy %d, unknown %d; accept log %d writes, %d out of fence order\n",
 		s.Guard.Accepted, strings.Join(via, ", "), s.Guard.Rejected, s.Guard.Busy, s.Guard.Unknown, s.Guard.Logged, s.Guard.OutOfOrder)
+	for _, f := range s.Failovers {
+		fmt.Fprintln(w, f)
+	}
 	if s.Visualization != "" {
 		fmt.Fprintf(w, "porcupine visualisation: %s\n", s.Visualization)
 	}
@@ -207,11 +212,4 @@ func (s summary) print(w io.Writer) {
 	fmt.Fprintln(w, s.line())
 }
 
-func sortedKeys(m map[string]int64) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -98,9 +98,9 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		return sum, fmt.Errorf("PostgreSQL (-dsn, $LOCKWATCH_POSTGRES_DSN): %w", err)
 	}
 	cl.add(dropSchema)
-	lockRedis, err := startLockRedis(serverDir)
+	lockRedis, err := startDeployment(cfg.topology, serverDir, cfg.ttl)
 	if err != nil {
-		return sum, fmt.Errorf("start the lock Redis: %w", err)
+		return sum, fmt.Errorf("start the lock Redis (%s): %w", cfg.topology, err)
 	}
 	cl.add(lockRedis.close)
 	fenceRedis, err := launch(filepath.Join(serverDir, "fence"), "--maxmemory-policy", "noeviction")
@@ -157,7 +157,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	})
 	for i := 1; i <= cfg.procs; i++ {
 		c, err := startChild(childConfig{
-			Index: i, LockAddr: lockRedis.proxy.Addr(), FenceAddr: fenceRedis.Addr(), Guard: guardSrv.addrs, DSN: cfg.dsn, Schema: schema,
+			Index: i, Lock: lockRedis.target(), FenceAddr: fenceRedis.Addr(), Guard: guardSrv.addrs, DSN: cfg.dsn, Schema: schema,
 			Keys: keys, TTL: cfg.ttl, Work: cfg.maxWork(), Seed: cfg.seed + uint64(i), Unfenced: cfg.unfenced,
 		}, hist, filepath.Join(dir, fmt.Sprintf("p%d.log", i)))
 		if err != nil {
@@ -166,7 +166,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		children = append(children, c)
 	}
 	// The goroutine holders are the workers of one replica: one Locker.
-	shared := newLockClient(lockRedis.proxy.Addr(), cfg.ttl, tel)
+	shared := newLockClient(lockRedis.target(), cfg.ttl, tel)
 	var closeShared sync.Once
 	var sharedErr error
 	closeLocker := func() error {
@@ -250,6 +250,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	logs := map[string][]acceptEntry{regPG: audit, regGuard: guarded.accepted()}
 	sum = analyse(cfg, ops, leases, inj.injected(), metrics, logs, dir, children)
+	sum.Failovers = failoverFigures(lockRedis.failovers(), inj.injected(), ops, leases)
 	sum.Duration = elapsed
 	for i, seen := range reported {
 		var pops []op
@@ -448,7 +449,7 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 		}
 		events = append(events, event{evLost, at})
 	}
-	s.Rows = attribute(faults, 2*cfg.ttl, events)
+	s.Rows = attribute(cfg.topology.faults(), faults, 2*cfg.ttl, events)
 	s.UnexplainedOverlaps = s.Overlaps[overlapUnexplained]
 	return s
 }

@@ -24,13 +24,42 @@ const (
 	faultDuplicate   faultKind = "proxy-duplicate" // the proxy delivers a late copy of every lease command
 	faultSlowAcquire faultKind = "slow-acquire"    // the proxy delays round trips to just under the acquire timeout
 	faultSuspend     faultKind = "suspend"         // SIGSTOP of a holder process, then its lease clock jumps as after a suspend
+
+	// Sentinel: the sentinels decide each failover; the harness breaks
+	// things and waits for their decision.
+	faultPrimaryKill      faultKind = "primary-kill"      // kill -9 of the primary; restarted empty after the promotion
+	faultPrimaryStop      faultKind = "primary-stop"      // SIGSTOP of the primary past down-after-milliseconds
+	faultPrimaryPartition faultKind = "primary-partition" // the primary cut off from clients, sentinels and replicas
+	faultSentinelRestart  faultKind = "sentinel-restart"  // kill -9 of one sentinel, restarted later
+	faultFailoverTwice    faultKind = "failover-twice"    // primary-kill, then the promoted primary killed too
 )
+
+// losesKeys reports whether k can make Redis forget a key a lease holds:
+// a restart without persistence, or a promoted replica that had not
+// received the last writes (replication is asynchronous).
+func (k faultKind) losesKeys() bool {
+	switch k {
+	case faultKill, faultFailover, faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
+		return true
+	}
+	return false
+}
+
+// promotes reports whether k makes the sentinels promote a replica.
+func (k faultKind) promotes() bool {
+	switch k {
+	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
+		return true
+	}
+	return false
+}
 
 // allFaults is every kind, in the order of the report's table.
 var allFaults = []faultKind{
 	faultHolderStop, faultRedisStop, faultDebugSleep, faultClientPause,
 	faultDelay, faultBlackhole, faultReset, faultKill, faultFailover,
 	faultDuplicate, faultSlowAcquire, faultSuspend,
+	faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultSentinelRestart, faultFailoverTwice,
 }
 
 func faultNames(kinds []faultKind) []string {
@@ -87,8 +116,10 @@ func (f fault) String() string {
 		s += fmt.Sprintf(" (copies %v late)", f.Delay.Round(time.Millisecond))
 	case faultSuspend:
 		s += fmt.Sprintf(" (holder process p%d, lease clock +%v on resume)", f.Target+1, f.Jump.Round(time.Millisecond))
-	case faultKill, faultFailover:
+	case faultKill, faultFailover, faultSentinelRestart:
 		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
+	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
+		s += fmt.Sprintf(" (until the sentinels promote a replica, then %v more)", f.Dur.Round(time.Millisecond))
 	}
 	return s
 }
@@ -99,6 +130,14 @@ const (
 	tailTTLs   = 3.0 // calm end: every effect of the last fault shows up in the history
 	minGapTTLs = 1.0 // calm between two faults, so that each effect can be attributed
 	maxGapTTLs = 2.0
+
+	// sentinelDownAfterTTLs is the sentinels' down-after-milliseconds:
+	// longer than every fault that is not meant to fail the primary over
+	// (a DEBUG SLEEP or CLIENT PAUSE lasts up to 1.5 TTLs).
+	sentinelDownAfterTTLs = 2.0
+	// promotionTTLs is what the schedule plans for a Sentinel failover:
+	// down-after, then the vote and the promotion.
+	promotionTTLs = sentinelDownAfterTTLs + 1.5
 )
 
 // schedule draws the faults of a run from its seed. Each round injects
@@ -173,12 +212,29 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 					f.Dur = ttls(0.5, 1.5)
 				}
 				f.Target = rng.IntN(max(procs, 1))
+			case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition:
+				// How long the old primary stays down, stopped or cut
+				// off once a replica was promoted: it comes back to find
+				// itself demoted.
+				f.Dur = ttls(0.2, 1)
+			case faultFailoverTwice:
+				f.Dur = ttls(0.2, 1)
+			case faultSentinelRestart:
+				f.Down = ttls(0.5, 2)
+				f.Target = rng.IntN(3)
 			}
-			if f.At+f.Dur+f.Down > end {
+			length := f.Dur + f.Down
+			if f.Kind.promotes() {
+				length += time.Duration(promotionTTLs * float64(ttl))
+				if f.Kind == faultFailoverTwice {
+					length += time.Duration(promotionTTLs * float64(ttl))
+				}
+			}
+			if f.At+length > end {
 				return plan
 			}
 			plan = append(plan, f)
-			at += f.Dur + f.Down + ttls(minGapTTLs, maxGapTTLs)
+			at += length + ttls(minGapTTLs, maxGapTTLs)
 		}
 	}
 }

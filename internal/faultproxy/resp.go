@@ -24,8 +24,11 @@ func frameLen(b []byte) (int, error) {
 		return 0, nil
 	}
 	line := bytes.IndexByte(b, '\n')
-	if line < 0 {
+	switch line {
+	case -1:
 		return 0, nil
+	case 0:
+		return 1, nil // a bare newline: a replica's keep-alive to its primary
 	}
 	head := bytes.TrimSuffix(b[1:line], []byte("\r"))
 	n := line + 1

@@ -12,6 +12,7 @@ func TestFramesAcrossChunks(t *testing.T) {
 	stream := "*3\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n0\r\n" +
 		"*2\r\n$4\r\nECHO\r\n$-1\r\n" +
 		"PING\r\n" +
+		"\n" + // a replica's keep-alive, on a link the proxy carries too
 		"*1\r\n$4\r\nLONG\r\n" +
 		"%1\r\n+k\r\n*2\r\n:1\r\n_\r\n" + // a RESP3 map, as replies carry
 		"|1\r\n+ttl\r\n:3\r\n$2\r\nhi\r\n" // an attribute and the value it annotates
@@ -19,6 +20,7 @@ func TestFramesAcrossChunks(t *testing.T) {
 		"*3\r\n$7\r\nEVALSHA\r\n$3\r\nabc\r\n$1\r\n0\r\n",
 		"*2\r\n$4\r\nECHO\r\n$-1\r\n",
 		"PING\r\n",
+		"\n",
 		"*1\r\n$4\r\nLONG\r\n",
 		"%1\r\n+k\r\n*2\r\n:1\r\n_\r\n",
 		"|1\r\n+ttl\r\n:3\r\n$2\r\nhi\r\n",

@@ -2,7 +2,9 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,40 +38,71 @@ type SentinelConfig struct {
 func StartSentinels(t testing.TB, primary *Server, cfg SentinelConfig) *Sentinels {
 	t.Helper()
 	Require(t)
-	cfg = cfg.withDefaults()
-	ss := &Sentinels{name: cfg.Name}
-	for i := range cfg.Count {
-		dir := t.TempDir()
-		conf := filepath.Join(dir, "sentinel.conf")
-		text := fmt.Sprintf("sentinel monitor %[1]s 127.0.0.1 %[2]d %[3]d\n"+
-			"sentinel down-after-milliseconds %[1]s %[4]d\n"+
-			"sentinel failover-timeout %[1]s %[5]d\n"+
-			"sentinel parallel-syncs %[1]s 1\n",
-			cfg.Name, primary.Port(), cfg.Quorum, cfg.DownAfter.Milliseconds(), cfg.Failover.Milliseconds())
-		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		s, err := newServer(dir, nil)
-		s.conf = conf
+	dirs := make([]string, cfg.withDefaults().Count)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	ss, err := LaunchSentinels(dirs, primary.Addr(), cfg)
+	if ss != nil {
 		t.Cleanup(func() {
-			if err := s.Kill(); err != nil {
-				t.Errorf("redistest: kill sentinel %d: %v", i, err)
+			if err := ss.Kill(); err != nil {
+				t.Errorf("%v", err)
 			}
 		})
-		if err == nil {
-			err = s.start()
-		}
-		if err != nil {
-			t.Fatalf("redistest: sentinel %d: %v", i, err)
-		}
-		ss.servers = append(ss.servers, s)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := ss.waitReady(ctx, primary, cfg.Count); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ss
+}
+
+// LaunchSentinels is StartSentinels for code that has no testing.TB (the
+// chaos harness): one sentinel per directory of dirs (cfg.Count is
+// len(dirs)), monitoring the primary at primaryAddr, which may be a proxy
+// in front of it. On an error the Sentinels started so far are returned
+// too; the caller must Kill them.
+func LaunchSentinels(dirs []string, primaryAddr string, cfg SentinelConfig) (*Sentinels, error) {
+	cfg.Count = len(dirs)
+	cfg = cfg.withDefaults()
+	host, port, err := net.SplitHostPort(primaryAddr)
+	if err != nil {
+		return nil, fmt.Errorf("redistest: sentinels: %w", err)
+	}
+	ss := &Sentinels{name: cfg.Name}
+	for i, dir := range dirs {
+		conf := filepath.Join(dir, "sentinel.conf")
+		text := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s %[4]d\n"+
+			"sentinel down-after-milliseconds %[1]s %[5]d\n"+
+			"sentinel failover-timeout %[1]s %[6]d\n"+
+			"sentinel parallel-syncs %[1]s 1\n",
+			cfg.Name, host, port, cfg.Quorum, cfg.DownAfter.Milliseconds(), cfg.Failover.Milliseconds())
+		if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+			return ss, err
+		}
+		s, err := newServer(dir, nil)
+		if err != nil {
+			return ss, err
+		}
+		s.conf = conf
+		ss.servers = append(ss.servers, s)
+		if err := s.start(); err != nil {
+			return ss, fmt.Errorf("redistest: sentinel %d: %w", i, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	return ss, ss.waitReady(ctx, primaryAddr, cfg.Count)
+}
+
+// Kill kills every sentinel.
+func (ss *Sentinels) Kill() error {
+	var errs []error
+	for i, s := range ss.servers {
+		if err := s.Kill(); err != nil {
+			errs = append(errs, fmt.Errorf("redistest: kill sentinel %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (c SentinelConfig) withDefaults() SentinelConfig {
@@ -92,18 +125,20 @@ func (c SentinelConfig) withDefaults() SentinelConfig {
 }
 
 // waitReady waits until every sentinel knows the others and the replicas
-// primary has now: before that a failover could not be agreed on, or could
-// promote nothing.
-func (ss *Sentinels) waitReady(ctx context.Context, primary *Server, count int) error {
-	info, err := primary.Do(ctx, "INFO", "replication")
+// the primary at addr has now: before that a failover could not be agreed
+// on, or could promote nothing.
+func (ss *Sentinels) waitReady(ctx context.Context, addr string, count int) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer c.Close()
+	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {
-		return err
+		return fmt.Errorf("redistest: sentinels: primary %s: %w", addr, err)
 	}
-	replicas := parseInfo(fmt.Sprint(info))["connected_slaves"]
+	replicas := parseInfo(info)["connected_slaves"]
 	for _, s := range ss.servers {
 		err := s.waitFor(ctx, func(c *redis.SentinelClient) bool {
 			m, err := c.Master(ctx, ss.name).Result()
-			return err == nil && m["ip"] == "127.0.0.1" && m["port"] == strconv.Itoa(primary.Port()) &&
+			return err == nil && net.JoinHostPort(m["ip"], m["port"]) == addr &&
 				m["num-other-sentinels"] == strconv.Itoa(count-1) && m["num-slaves"] == replicas
 		})
 		if err != nil {
@@ -155,23 +190,33 @@ func (ss *Sentinels) Client(t testing.TB, opts ...func(*redis.FailoverOptions)) 
 	return c
 }
 
-// WaitPromoted waits until a majority of the sentinels name a master other
-// than old and returns its address ("127.0.0.1:port").
-func (ss *Sentinels) WaitPromoted(ctx context.Context, old *Server) (string, error) {
-	for {
-		votes := map[string]int{}
-		for _, s := range ss.servers {
-			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
-			addr, err := c.GetMasterAddrByName(ctx, ss.name).Result()
-			_ = c.Close()
-			if err == nil && len(addr) == 2 && addr[1] != strconv.Itoa(old.Port()) {
-				votes[addr[0]+":"+addr[1]]++
-			}
+// Master returns the address ("host:port") a majority of the sentinels
+// name as the master now, or "" when they do not agree (during a failover,
+// or while sentinels are down).
+func (ss *Sentinels) Master(ctx context.Context) string {
+	votes := map[string]int{}
+	for _, s := range ss.servers {
+		c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialerRetries: 1})
+		addr, err := c.GetMasterAddrByName(ctx, ss.name).Result()
+		_ = c.Close()
+		if err == nil && len(addr) == 2 {
+			votes[net.JoinHostPort(addr[0], addr[1])]++
 		}
-		for addr, n := range votes {
-			if n > len(ss.servers)/2 {
-				return addr, nil
-			}
+	}
+	for addr, n := range votes {
+		if n > len(ss.servers)/2 {
+			return addr
+		}
+	}
+	return ""
+}
+
+// WaitPromoted waits until a majority of the sentinels name a master other
+// than the one at old ("host:port") and returns its address.
+func (ss *Sentinels) WaitPromoted(ctx context.Context, old string) (string, error) {
+	for {
+		if addr := ss.Master(ctx); addr != "" && addr != old {
+			return addr, nil
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// failoverFigure is what one failover cost the holders: how long until a
+// replica was promoted, until the first acquire that succeeded after the
+// break (on the new primary: the old one was dead, stopped or cut off),
+// and which of the leases live at the break were lost, and why (the
+// others were released before their cancel point came).
+type failoverFigure struct {
+	Fault        string        // the fault that broke the primary, "#N kind"
+	Promoted     time.Duration // from the break to the promotion
+	FirstAcquire time.Duration // from the break to the first successful acquire; -1 if none
+	Held, Lost   int           // leases live at the break, and those of them lost
+	Reasons      map[string]int
+}
+
+func failoverFigures(fos []failover, faults []injected, ops []op, leases []leaseRec) []failoverFigure {
+	var out []failoverFigure
+	for _, fo := range fos {
+		fig := failoverFigure{Fault: "?", Promoted: time.Duration(fo.Promoted - fo.Broken), FirstAcquire: -1, Reasons: map[string]int{}}
+		for _, f := range faults {
+			if f.Start <= fo.Broken && fo.Broken <= f.End {
+				fig.Fault = fmt.Sprintf("#%d %s", f.N, f.Kind)
+			}
+		}
+		for _, o := range ops {
+			if o.Kind == kindAcquire && o.Outcome == outAcquired && o.Return > fo.Broken {
+				if d := time.Duration(o.Return - fo.Broken); fig.FirstAcquire < 0 || d < fig.FirstAcquire {
+					fig.FirstAcquire = d
+				}
+			}
+		}
+		for _, r := range leases {
+			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() {
+				fig.Held++
+				if r.Lost {
+					fig.Lost++
+					fig.Reasons[r.Reason]++
+				}
+			}
+		}
+		out = append(out, fig)
+	}
+	return out
+}
+
+func (f failoverFigure) String() string {
+	first := "no acquire succeeded after it"
+	if f.FirstAcquire >= 0 {
+		first = fmt.Sprintf("first acquire %v after it", f.FirstAcquire.Round(time.Millisecond))
+	}
+	var why []string
+	for _, k := range sortedKeys(f.Reasons) {
+		why = append(why, fmt.Sprintf("%s %d", k, f.Reasons[k]))
+	}
+	s := fmt.Sprintf("failover (%s): replica promoted %v after the break, %s; %d of the %d leases live at the break lost",
+		f.Fault, f.Promoted.Round(time.Millisecond), first, f.Lost, f.Held)
+	if len(why) > 0 {
+		s += " (" + strings.Join(why, ", ") + ")"
+	}
+	return s
+}

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// primaryFault injects the faults that hit the current primary, or the
+// proxy in front of it, the same way on every topology: a SIGSTOP, DEBUG
+// SLEEP, CLIENT PAUSE and the proxy's modes. On Sentinel the sentinels'
+// and the replicas' links pass the same proxy as the clients', as they
+// would cross the same network.
+func primaryFault(f fault, primary *redistest.Server, proxy *faultproxy.Proxy, stop <-chan struct{}) (string, error) {
+	switch f.Kind {
+	case faultRedisStop:
+		if err := primary.Pause(); err != nil {
+			return "", err
+		}
+		sleep(f.Dur, stop)
+		return describeServer(primary) + " stopped and continued", primary.Resume()
+	case faultDebugSleep:
+		secs := strconv.FormatFloat(f.Dur.Seconds(), 'f', 3, 64)
+		return "DEBUG SLEEP " + secs + " on " + describeServer(primary),
+			command(primary.Addr(), f.Dur+30*time.Second, "DEBUG", "SLEEP", secs)
+	case faultClientPause:
+		ms := f.Dur.Milliseconds()
+		if err := command(primary.Addr(), 10*time.Second, "CLIENT", "PAUSE", ms, "ALL"); err != nil {
+			return "", err
+		}
+		sleep(f.Dur, stop)
+		return fmt.Sprintf("CLIENT PAUSE %d ALL on %s", ms, describeServer(primary)),
+			command(primary.Addr(), 10*time.Second, "CLIENT", "UNPAUSE")
+	case faultDelay, faultBlackhole, faultReset, faultDuplicate, faultSlowAcquire:
+		mode := faultproxy.Blackhole
+		switch f.Kind {
+		case faultDelay, faultSlowAcquire:
+			mode = faultproxy.Delay(f.Delay)
+		case faultReset:
+			mode = faultproxy.Reset
+		case faultDuplicate:
+			mode = faultproxy.Duplicate(f.Delay)
+		}
+		copied, _ := proxy.Copies()
+		proxy.Set(mode)
+		sleep(f.Dur, stop)
+		proxy.Set(faultproxy.Pass)
+		note := "proxy " + mode.String() + " in front of " + describeServer(primary)
+		if f.Kind == faultDuplicate {
+			now, _ := proxy.Copies()
+			note += fmt.Sprintf(", %d commands copied", now-copied)
+		}
+		return note, nil
+	}
+	return "", fmt.Errorf("fault kind %q is not one of this topology's", f.Kind)
+}
+
+// command sends one command straight to the server at addr (not through a
+// proxy), waiting up to wait for the reply: DEBUG SLEEP answers only after
+// sleeping.
+func command(addr string, wait time.Duration, args ...any) error {
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, ReadTimeout: wait, DialerRetries: 1})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	return c.Do(ctx, args...).Err()
+}

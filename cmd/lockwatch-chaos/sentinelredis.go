@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// sentinelMaster is the master name the sentinels monitor.
+const sentinelMaster = "lockwatch-chaos"
+
+// sentinelReplicas is how many replicas the primary has: two, so that a
+// failover leaves one replica behind it.
+const sentinelReplicas = 2
+
+// sentinelRedis is the Sentinel topology: a primary and two replicas and
+// three redis-sentinel processes that monitor them and decide every
+// failover. Each server sits behind a fault proxy of its own and announces
+// the proxy's port (replica-announce-port), so that clients, sentinels and
+// replicas all reach it through the proxy, as they would reach it over one
+// network: cutting the proxy off cuts the server off from all of them.
+// The harness only breaks things, and waits for the sentinels' decision.
+type sentinelRedis struct {
+	nodes     []*sentinelNode
+	sentinels *redistest.Sentinels
+	// failoverTimeout is the sentinels' failover-timeout: they do not
+	// fail the same master name over again within twice that.
+	failoverTimeout time.Duration
+
+	promotions promotions
+}
+
+type sentinelNode struct {
+	server *redistest.Server
+	proxy  *faultproxy.Proxy
+}
+
+func startSentinelRedis(dir string, ttl time.Duration) (*sentinelRedis, error) {
+	r := &sentinelRedis{failoverTimeout: 2 * ttl}
+	for i := range 1 + sentinelReplicas {
+		p, err := faultproxy.Launch("") // pointed at the server once it listens
+		if err != nil {
+			_ = r.close()
+			return nil, err
+		}
+		_, port, _ := net.SplitHostPort(p.Addr())
+		n := &sentinelNode{proxy: p}
+		r.nodes = append(r.nodes, n)
+		args := append(slices.Clone(serverArgs), "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port)
+		if n.server, err = launch(filepath.Join(dir, fmt.Sprintf("node-%d", i)), args...); err != nil {
+			_ = r.close()
+			return nil, err
+		}
+		p.SetTarget(n.server.Addr())
+	}
+	for _, n := range r.nodes[1:] {
+		if err := replicate(n.server, r.nodes[0].proxy.Addr()); err != nil {
+			_ = r.close()
+			return nil, err
+		}
+	}
+	dirs := make([]string, 3)
+	for i := range dirs {
+		dirs[i] = filepath.Join(dir, fmt.Sprintf("sentinel-%d", i))
+		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+			_ = r.close()
+			return nil, err
+		}
+	}
+	var err error
+	r.sentinels, err = redistest.LaunchSentinels(dirs, r.nodes[0].proxy.Addr(), redistest.SentinelConfig{
+		Name:      sentinelMaster,
+		DownAfter: time.Duration(sentinelDownAfterTTLs * float64(ttl)),
+		Failover:  r.failoverTimeout,
+	})
+	if err != nil {
+		_ = r.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// replicate makes s a replica of the server at primary (its proxy) and
+// waits until the initial sync is done.
+func replicate(s *redistest.Server, primary string) error {
+	host, port, _ := net.SplitHostPort(primary)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := s.Do(ctx, "REPLICAOF", host, port); err != nil {
+		return fmt.Errorf("%s: REPLICAOF %s: %w", describeServer(s), primary, err)
+	}
+	for {
+		reply, err := s.Do(ctx, "INFO", "replication")
+		if text, _ := reply.(string); err == nil && infoField(text, "master_link_status") == "up" &&
+			infoField(text, "master_sync_in_progress") == "0" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: no sync with %s: %w", describeServer(s), primary, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (r *sentinelRedis) target() lockTarget {
+	return lockTarget{Topology: topoSentinel, Addrs: r.sentinels.Addrs(), Master: sentinelMaster}
+}
+
+func (r *sentinelRedis) close() error {
+	var errs []error
+	if r.sentinels != nil {
+		errs = append(errs, r.sentinels.Kill())
+	}
+	for _, n := range r.nodes {
+		errs = append(errs, n.proxy.Close())
+		if n.server != nil {
+			errs = append(errs, n.server.Kill())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// primary is the node a majority of the sentinels name as the master.
+func (r *sentinelRedis) primary() (*sentinelNode, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr := r.sentinels.Master(ctx)
+	for _, n := range r.nodes {
+		if n.proxy.Addr() == addr {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("no master named by a majority of the sentinels (%q)", addr)
+}
+
+func (r *sentinelRedis) inject(f fault, stop <-chan struct{}) (string, error) {
+	if f.Kind == faultSentinelRestart {
+		s := r.sentinels.Servers()[f.Target%len(r.sentinels.Servers())]
+		if err := s.Kill(); err != nil {
+			return "", err
+		}
+		sleep(f.Down, stop)
+		return fmt.Sprintf("sentinel 127.0.0.1:%d killed (SIGKILL) and restarted", s.Port()), s.Restart()
+	}
+	p, err := r.primary()
+	if err != nil {
+		return "", err
+	}
+	switch f.Kind {
+	case faultPrimaryKill:
+		return r.killFailover(p, f.Dur, stop)
+	case faultFailoverTwice:
+		first, err := r.killFailover(p, 0, stop)
+		if err != nil {
+			return first, err
+		}
+		q, err := r.primary()
+		if err != nil {
+			return first, err
+		}
+		second, err := r.killFailover(q, f.Dur, stop)
+		return first + "; then " + second, err
+	case faultPrimaryStop:
+		broken := now()
+		if err := p.server.Pause(); err != nil {
+			return "", err
+		}
+		promoted := r.awaitPromotion(p, broken, stop)
+		sleep(f.Dur, stop)
+		return describeServer(p.server) + " stopped (SIGSTOP), " + promoted + ", then continued", p.server.Resume()
+	case faultPrimaryPartition:
+		broken := now()
+		p.proxy.Set(faultproxy.Blackhole)
+		promoted := r.awaitPromotion(p, broken, stop)
+		sleep(f.Dur, stop)
+		p.proxy.Set(faultproxy.Pass)
+		return describeServer(p.server) + " cut off from clients, sentinels and replicas, " + promoted + ", then reconnected", nil
+	}
+	return primaryFault(f, p.server, p.proxy, stop)
+}
+
+// killFailover kills the primary p, waits for the sentinels to promote a
+// replica, then after down more restarts p empty (no persistence): the
+// sentinels find it back and make it a replica of the new primary.
+func (r *sentinelRedis) killFailover(p *sentinelNode, down time.Duration, stop <-chan struct{}) (string, error) {
+	broken := now()
+	if err := p.server.Kill(); err != nil {
+		return "", err
+	}
+	promoted := r.awaitPromotion(p, broken, stop)
+	sleep(down, stop)
+	return describeServer(p.server) + " killed (SIGKILL), " + promoted + ", restarted empty", p.server.Restart()
+}
+
+// awaitPromotion waits until a majority of the sentinels name a primary
+// other than old, which was broken at the instant broken, records the
+// promotion and says which and how long it took. The sentinels may not get
+// there (the run stops, or they cannot agree); the fault heals anyway and
+// the note says so.
+func (r *sentinelRedis) awaitPromotion(old *sentinelNode, broken int64, stop <-chan struct{}) string {
+	// Twice the failover timeout bounds a second failover of the same
+	// master name; a minute more covers the vote on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*r.failoverTimeout+time.Minute)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	addr, err := r.sentinels.WaitPromoted(ctx, old.proxy.Addr())
+	if err != nil {
+		return "no replica promoted (" + err.Error() + ")"
+	}
+	at := r.promotions.add(broken)
+	for _, n := range r.nodes {
+		if n.proxy.Addr() == addr {
+			addr = describeServer(n.server)
+		}
+	}
+	return fmt.Sprintf("%s promoted %v later", addr, time.Duration(at-broken).Round(time.Millisecond))
+}
+
+func (r *sentinelRedis) failovers() []failover { return r.promotions.all() }
+
+// infoField reads one field of an INFO reply.
+func infoField(info, name string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// topology is the shape of the lock Redis a run deploys, and with it who
+// decides a failover and which faults the schedule can draw.
+type topology string
+
+const (
+	// topoSingle: a primary and a replica behind one fault proxy. The
+	// harness itself promotes the replica and re-points the proxy, as a
+	// floating address would.
+	topoSingle topology = "single"
+	// topoSentinel: a primary, two replicas and three redis-sentinel
+	// processes; holders connect through redis.NewFailoverClient and the
+	// sentinels decide every failover.
+	topoSentinel topology = "sentinel"
+)
+
+var topologies = []topology{topoSingle, topoSentinel}
+
+func parseTopology(s string) (topology, error) {
+	t := topology(s)
+	if !slices.Contains(topologies, t) {
+		names := make([]string, len(topologies))
+		for i, t := range topologies {
+			names[i] = string(t)
+		}
+		return "", fmt.Errorf("-topology: unknown topology %q (known: %s)", s, strings.Join(names, ", "))
+	}
+	return t, nil
+}
+
+// faults are the kinds the schedule can inject on t, in allFaults' order.
+// Faults on holder processes, on the current primary and on the proxy in
+// front of it work on every topology. A hand-made failover, a restart
+// without one and a SIGSTOP or blackhole past the TTL are the single
+// topology's; on Sentinel a stop or a cut past down-after-milliseconds is
+// a failover the sentinels decide.
+func (t topology) faults() []faultKind {
+	only := map[faultKind]topology{
+		faultRedisStop: topoSingle, faultBlackhole: topoSingle, faultKill: topoSingle, faultFailover: topoSingle,
+		faultPrimaryKill: topoSentinel, faultPrimaryStop: topoSentinel, faultPrimaryPartition: topoSentinel,
+		faultSentinelRestart: topoSentinel, faultFailoverTwice: topoSentinel,
+	}
+	var kinds []faultKind
+	for _, k := range allFaults {
+		if o, ok := only[k]; !ok || o == t {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds
+}
+
+// lockTarget is how a holder reaches the lock Redis. The parent hands it
+// to every child process, so it travels as JSON.
+type lockTarget struct {
+	Topology topology `json:"topology"`
+	Addrs    []string `json:"addrs"`            // single: the proxy; sentinel: the sentinels
+	Master   string   `json:"master,omitempty"` // sentinel: the master name
+}
+
+// client opens one replica's connection to the lock Redis with the client
+// options lockwatch recommends for a lease client: context deadlines bound
+// socket reads, so a renewal against a stalled server ends at its
+// deadline.
+func (t lockTarget) client(ttl time.Duration) redis.UniversalClient {
+	if t.Topology == topoSentinel {
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:            t.Master,
+			SentinelAddrs:         t.Addrs,
+			ContextTimeoutEnabled: true,
+			DialTimeout:           ttl,
+			PoolSize:              4,
+		})
+	}
+	return redis.NewClient(&redis.Options{
+		Addr:                  t.Addrs[0],
+		ContextTimeoutEnabled: true,
+		DialTimeout:           ttl,
+		PoolSize:              4,
+	})
+}
+
+// deployment is a running lock Redis of one topology.
+type deployment interface {
+	target() lockTarget
+	// inject runs one fault on the servers (not on holders) and returns
+	// what it hit; it returns when the fault has healed or stop is closed.
+	inject(f fault, stop <-chan struct{}) (string, error)
+	// failovers are the replicas promoted so far.
+	failovers() []failover
+	close() error
+}
+
+// failover is one replica promoted in place of a failed primary: when the
+// primary was broken (killed, stopped, cut off) and when the replica was
+// promoted, on the history's clock.
+type failover struct {
+	Broken, Promoted int64
+}
+
+// promotions records failovers as a deployment's faults make them.
+type promotions struct {
+	mu   sync.Mutex
+	list []failover
+}
+
+// add records a promotion now of a primary broken at broken, and returns
+// now.
+func (p *promotions) add(broken int64) int64 {
+	at := now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.list = append(p.list, failover{Broken: broken, Promoted: at})
+	return at
+}
+
+func (p *promotions) all() []failover {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.list)
+}
+
+// startDeployment starts the lock Redis of t, its servers in directories
+// under dir.
+func startDeployment(t topology, dir string, ttl time.Duration) (deployment, error) {
+	if t == topoSentinel {
+		return startSentinelRedis(dir, ttl)
+	}
+	return startLockRedis(dir)
+}
