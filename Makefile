@@ -127,7 +127,7 @@ bench: deps
 
 # The long chaos run (make test runs a short one of each topology): every
 # fault kind of the topology, round after round, then the checks and the
-# fault table. TOPOLOGY is single or sentinel; SEED replays a schedule,
+# fault table. TOPOLOGY is single, sentinel or cluster; SEED replays a schedule,
 # e.g. make chaos TOPOLOGY=sentinel SEED=42 DURATION=2m.
 DURATION ?= 10m
 SEED ?=

@@ -36,6 +36,7 @@ var shortRuns = []struct {
 }{
 	{topoSingle, testSeed, 40 * time.Second, 30 * time.Second},
 	{topoSentinel, 825, 60 * time.Second, 40 * time.Second},
+	{topoCluster, 15, 55 * time.Second, 36 * time.Second},
 }
 
 var summaryLine = regexp.MustCompile(`^chaos: seed=\d+ duration=\S+ ops=\d+ faults=\d+ stale_accepted=\d+ order_violations=\d+ unexplained_overlaps=\d+ linearizable=(ok|fail|unknown) metrics_exact=(true|false)$`)
@@ -147,7 +148,7 @@ func checkFailovers(t *testing.T, cfg config, sum summary) {
 		switch {
 		case k == faultFailoverTwice:
 			want += 2 * sum.Fired[k]
-		case k == faultFailover || k.promotes():
+		case k == faultFailover || k.promotes() || k == faultClusterFailover || k == faultClusterTakeover:
 			want += sum.Fired[k]
 		}
 	}

@@ -77,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	faults := ""
 	topo := string(cfg.topology)
 	var seed uint64
-	fs.StringVar(&topo, "topology", topo, "the lock Redis: single (a primary and a replica the harness promotes by hand), sentinel (a primary, two replicas and three sentinels that decide every failover)")
+	fs.StringVar(&topo, "topology", topo, "the lock Redis: single (a primary and a replica the harness promotes by hand), sentinel (a primary, two replicas and three sentinels that decide every failover), cluster (three masters with a replica each)")
 	fs.Uint64Var(&seed, "seed", 0, "seed of the fault schedule and the workload; the same seed replays the same schedule (default: from the clock, printed at the start)")
 	fs.DurationVar(&cfg.duration, "duration", cfg.duration, "how long the chaos runs")
 	fs.DurationVar(&cfg.ttl, "ttl", cfg.ttl, "lease TTL; every fault timing is a multiple of it")
@@ -85,7 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
-		strings.Join(faultNames(topoSingle.faults()), ",")+"; sentinel: "+strings.Join(faultNames(topoSentinel.faults()), ",")+")")
+		strings.Join(faultNames(topoSingle.faults()), ",")+"; sentinel: "+strings.Join(faultNames(topoSentinel.faults()), ",")+
+		"; cluster: "+strings.Join(faultNames(topoCluster.faults()), ",")+")")
 	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check, and serve the guarded register without its Guard; the run must report violations")
 	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")

@@ -33,7 +33,12 @@ func TestParseFlags(t *testing.T) {
 	assert.Contains(t, cfg.faults, faultPrimaryPartition)
 	assert.NotContains(t, cfg.faults, faultFailover, "the sentinels fail over, not the harness")
 
+	cfg, err = parseFlags([]string{"-topology", "cluster", "-faults", "slot-migrate,holder-stop"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []faultKind{faultSlotMigrate, faultHolderStop}, cfg.faults)
+
 	for _, args := range [][]string{
+		{"-topology", "cluster", "-faults", "primary-kill"},
 		{"-faults", "bogus"},
 		{"-topology", "bogus"},
 		{"-topology", "sentinel", "-faults", "failover"},

@@ -2,13 +2,15 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
 
-// failoverFigure is what one failover cost the holders: how long until a
-// replica was promoted, until the first acquire that succeeded after the
-// break (on the new primary: the old one was dead, stopped or cut off),
+// failoverFigure is what one failover cost the holders of the keys the
+// failed primary served: how long until a replica was promoted, until the
+// first acquire of such a key that succeeded after the break (on the new
+// primary: the old one was dead, stopped, cut off or handing over),
 // and which of the leases live at the break were lost, and why (the
 // others were released before their cancel point came).
 type failoverFigure struct {
@@ -28,15 +30,16 @@ func failoverFigures(fos []failover, faults []injected, ops []op, leases []lease
 				fig.Fault = fmt.Sprintf("#%d %s", f.N, f.Kind)
 			}
 		}
+		served := func(key string) bool { return fo.Keys == nil || slices.Contains(fo.Keys, key) }
 		for _, o := range ops {
-			if o.Kind == kindAcquire && o.Outcome == outAcquired && o.Return > fo.Broken {
+			if o.Kind == kindAcquire && o.Outcome == outAcquired && o.Return > fo.Broken && served(o.Key) {
 				if d := time.Duration(o.Return - fo.Broken); fig.FirstAcquire < 0 || d < fig.FirstAcquire {
 					fig.FirstAcquire = d
 				}
 			}
 		}
 		for _, r := range leases {
-			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() {
+			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() && served(r.Key) {
 				fig.Held++
 				if r.Lost {
 					fig.Lost++

@@ -19,6 +19,9 @@ import (
 // lockName is the bounded lock name of every lease (a metric attribute).
 const lockName = "chaos"
 
+// lockNamespace is the Locker namespace of every holder.
+const lockNamespace = "lockwatch-chaos"
+
 // One acquire in waitShare waits for a contended key (lease.WithWait, for
 // 0.5 to 2 TTLs drawn from the seed); the others fail fast.
 const waitShare = 3
@@ -59,7 +62,7 @@ func newLockClient(target lockTarget, ttl time.Duration, tel *telemetry.Telemetr
 	client := target.client(ttl)
 	locker := lease.NewLocker(client,
 		lease.WithName(lockName),
-		lease.WithNamespace("lockwatch-chaos"),
+		lease.WithNamespace(lockNamespace),
 		lease.WithTTL(ttl),
 		lease.WithReleaseTimeout(ttl/2),
 		lease.WithTelemetry(tel))

@@ -5,6 +5,7 @@
 //
 //	go run ./cmd/lockwatch-chaos -duration 2m -seed 42
 //	go run ./cmd/lockwatch-chaos -topology sentinel -duration 10m
+//	go run ./cmd/lockwatch-chaos -topology cluster -duration 10m
 //
 // # What runs
 //
@@ -26,6 +27,14 @@
 //     fault not meant to fail the primary over; failover-timeout is 2 TTLs
 //     (Sentinel does not fail one master name over again within twice
 //     that);
+//   - cluster: three masters with a replica each; holders connect through
+//     redis.NewClusterClient. Each node sits behind two fault proxies, one
+//     for clients and replication and one for the cluster bus, announces
+//     their ports (cluster-announce-port, cluster-announce-bus-port), and
+//     connects to its peers from a loopback address of its own
+//     (bind-source-addr 127.0.0.N), so that the peers' proxies can cut its
+//     own connections too (faultproxy's Isolate). cluster-node-timeout is
+//     2 TTLs;
 //   - the fenced registers: one per lock key in a fence.RedisStore on a
 //     redis-server of its own that is never faulted, and one per key in a
 //     PostgreSQL table written through a fence.Table (a schema of its own,
@@ -100,9 +109,33 @@
 //   - sentinel-restart: kill -9 of one sentinel, restarted later;
 //   - failover-twice: primary-kill, then the promoted primary killed too.
 //
-// The report gives, for each failover, how long the sentinels took to
-// promote a replica, how long until the first acquire succeeded on it, and
-// how many of the leases held at the break were lost, by reason.
+// On cluster, every fault that hits a server hits the master serving one
+// lock key's slot (the faults take the keys in turn), and five are the
+// cluster's:
+//
+//   - master-kill: kill -9 of the master; its replica takes over after the
+//     node timeout, and the old master restarts empty and rejoins as a
+//     replica;
+//   - master-partition: the master cut off from clients, its replica and
+//     the other nodes, both ways, until its replica took over;
+//   - cluster-failover: CLUSTER FAILOVER on the master's replica, the
+//     coordinated hand-over of a maintenance;
+//   - cluster-takeover: CLUSTER FAILOVER TAKEOVER, the replica taking over
+//     without a vote and without waiting for the replication stream;
+//   - slot-migrate: the lock key's slot moved to another master as
+//     resharding does, one key at a time (MIGRATE) and slowly, while leases
+//     on it are held and renewed: ASK and TRYAGAIN while it moves, MOVED
+//     after.
+//
+// A fault that brings an old primary back (a restart, a resume, a healed
+// partition) lasts until it reports itself a replica: until then it is a
+// primary too, and takes the writes of a client that asks a sentinel not
+// yet told of the failover.
+//
+// The report gives, for each failover, how long until a replica was
+// promoted, how long until the first acquire of a key the old primary
+// served succeeded, and how many of the leases live at the break were
+// lost, by reason.
 //
 // Every fault is printed with its timing and the seed; -seed S with the
 // same -topology, -duration, -ttl, -faults and -procs replays the
@@ -148,9 +181,10 @@
 //     context's Done and its Release, both measured by its holder on the
 //     system-wide clock, so the comparison needs no tolerance. An overlap
 //     is explained, and counted apart, when Redis lost the key (a
-//     fault that can lose keys (kill-restart, failover, and on sentinel
-//     every fault that fails the primary over: replication is
-//     asynchronous) after the first lease was acquired, the
+//     fault that can lose keys (kill-restart, failover, every fault that
+//     makes Sentinel or the Cluster fail a primary over, and
+//     cluster-takeover: replication is asynchronous) after the first
+//     lease was acquired, the
 //     second acquired within a TTL of it: the first learns of the loss from
 //     its next renewal) or when the first holder's process was stopped
 //     (holder-stop, suspend) up to the window before the second acquire:

@@ -71,3 +71,30 @@ func command(addr string, wait time.Duration, args ...any) error {
 	defer cancel()
 	return c.Do(ctx, args...).Err()
 }
+
+// awaitDemotion waits until s, an old primary back after a failover,
+// reports itself a replica, and says how long that took. Until then it is
+// a primary too. On Sentinel it takes the writes of every client that asks
+// a sentinel not yet told of the failover (go-redis asks one), a second
+// holder of a key included; a Cluster master refuses writes for its first
+// two seconds after a restart and learns of the failover meanwhile. So a
+// fault that brings an old primary back lasts until its demotion, and the
+// overlaps it makes are a loss in Redis (losesKeys).
+func awaitDemotion(s *redistest.Server, stop <-chan struct{}) string {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		reply, err := s.Do(ctx, "INFO", "replication")
+		if text, _ := reply.(string); err == nil && infoField(text, "role") == "slave" {
+			return fmt.Sprintf("demoted to a replica %v after it came back", time.Since(start).Round(time.Millisecond))
+		}
+		select {
+		case <-stop:
+			return "the run stopped before its demotion"
+		case <-ctx.Done():
+			return "not demoted within a minute"
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

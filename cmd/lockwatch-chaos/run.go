@@ -98,7 +98,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		return sum, fmt.Errorf("PostgreSQL (-dsn, $LOCKWATCH_POSTGRES_DSN): %w", err)
 	}
 	cl.add(dropSchema)
-	lockRedis, err := startDeployment(cfg.topology, serverDir, cfg.ttl)
+	keys := make([]string, cfg.keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i+1)
+	}
+	lockRedis, err := startDeployment(cfg.topology, serverDir, cfg.ttl, keys)
 	if err != nil {
 		return sum, fmt.Errorf("start the lock Redis (%s): %w", cfg.topology, err)
 	}
@@ -133,10 +137,6 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	cl.add(regs.close)
 
-	keys := make([]string, cfg.keys)
-	for i := range keys {
-		keys[i] = fmt.Sprintf("k%d", i+1)
-	}
 	hist := &history{}
 	stop := make(chan struct{})
 	var stopOnce sync.Once

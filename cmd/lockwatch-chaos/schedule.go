@@ -32,6 +32,14 @@ const (
 	faultPrimaryPartition faultKind = "primary-partition" // the primary cut off from clients, sentinels and replicas
 	faultSentinelRestart  faultKind = "sentinel-restart"  // kill -9 of one sentinel, restarted later
 	faultFailoverTwice    faultKind = "failover-twice"    // primary-kill, then the promoted primary killed too
+
+	// Cluster: the cluster fails a master over itself after a kill or a
+	// cut, or when an operator tells a replica to take over.
+	faultMasterKill      faultKind = "master-kill"      // kill -9 of a master; restarted empty after its replica took over
+	faultMasterPartition faultKind = "master-partition" // a master cut off from clients, its replica and the other nodes
+	faultClusterFailover faultKind = "cluster-failover" // CLUSTER FAILOVER on a master's replica: a coordinated hand-over
+	faultClusterTakeover faultKind = "cluster-takeover" // CLUSTER FAILOVER TAKEOVER: the replica takes over without a vote or a sync
+	faultSlotMigrate     faultKind = "slot-migrate"     // a lock key's slot moved to another master while leases on it are held
 )
 
 // losesKeys reports whether k can make Redis forget a key a lease holds:
@@ -39,16 +47,19 @@ const (
 // received the last writes (replication is asynchronous).
 func (k faultKind) losesKeys() bool {
 	switch k {
-	case faultKill, faultFailover, faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
+	case faultKill, faultFailover, faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice,
+		faultMasterKill, faultMasterPartition, faultClusterTakeover:
 		return true
 	}
 	return false
 }
 
-// promotes reports whether k makes the sentinels promote a replica.
+// promotes reports whether k makes the sentinels or the cluster promote a
+// replica once the fault has struck; the schedule plans the time it takes.
 func (k faultKind) promotes() bool {
 	switch k {
-	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
+	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice,
+		faultMasterKill, faultMasterPartition:
 		return true
 	}
 	return false
@@ -60,6 +71,7 @@ var allFaults = []faultKind{
 	faultDelay, faultBlackhole, faultReset, faultKill, faultFailover,
 	faultDuplicate, faultSlowAcquire, faultSuspend,
 	faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultSentinelRestart, faultFailoverTwice,
+	faultMasterKill, faultMasterPartition, faultClusterFailover, faultClusterTakeover, faultSlotMigrate,
 }
 
 func faultNames(kinds []faultKind) []string {
@@ -118,8 +130,9 @@ func (f fault) String() string {
 		s += fmt.Sprintf(" (holder process p%d, lease clock +%v on resume)", f.Target+1, f.Jump.Round(time.Millisecond))
 	case faultKill, faultFailover, faultSentinelRestart:
 		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
-	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice:
-		s += fmt.Sprintf(" (until the sentinels promote a replica, then %v more)", f.Dur.Round(time.Millisecond))
+	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice, faultMasterKill, faultMasterPartition,
+		faultClusterFailover, faultClusterTakeover:
+		s += fmt.Sprintf(" (until a replica is promoted, then %v more)", f.Dur.Round(time.Millisecond))
 	}
 	return s
 }
@@ -138,6 +151,12 @@ const (
 	// promotionTTLs is what the schedule plans for a Sentinel failover:
 	// down-after, then the vote and the promotion.
 	promotionTTLs = sentinelDownAfterTTLs + 1.5
+
+	// clusterNodeTimeoutTTLs is the Cluster's cluster-node-timeout: a
+	// master unreachable for that long is failed over by its replica,
+	// about a second later (its election delay). The same reasoning as
+	// for Sentinel's down-after; promotionTTLs covers it too.
+	clusterNodeTimeoutTTLs = 2.0
 )
 
 // schedule draws the faults of a run from its seed. Each round injects
@@ -212,7 +231,8 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 					f.Dur = ttls(0.5, 1.5)
 				}
 				f.Target = rng.IntN(max(procs, 1))
-			case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition:
+			case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultMasterKill, faultMasterPartition,
+				faultClusterFailover, faultClusterTakeover:
 				// How long the old primary stays down, stopped or cut
 				// off once a replica was promoted: it comes back to find
 				// itself demoted.
@@ -222,6 +242,8 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 			case faultSentinelRestart:
 				f.Down = ttls(0.5, 2)
 				f.Target = rng.IntN(3)
+			case faultSlotMigrate:
+				f.Dur = ttls(0.5, 1.5)
 			}
 			length := f.Dur + f.Down
 			if f.Kind.promotes() {

@@ -177,14 +177,18 @@ func (r *sentinelRedis) inject(f fault, stop <-chan struct{}) (string, error) {
 		}
 		promoted := r.awaitPromotion(p, broken, stop)
 		sleep(f.Dur, stop)
-		return describeServer(p.server) + " stopped (SIGSTOP), " + promoted + ", then continued", p.server.Resume()
+		if err := p.server.Resume(); err != nil {
+			return "", err
+		}
+		return describeServer(p.server) + " stopped (SIGSTOP), " + promoted + ", then continued, " + awaitDemotion(p.server, stop), nil
 	case faultPrimaryPartition:
 		broken := now()
 		p.proxy.Set(faultproxy.Blackhole)
 		promoted := r.awaitPromotion(p, broken, stop)
 		sleep(f.Dur, stop)
 		p.proxy.Set(faultproxy.Pass)
-		return describeServer(p.server) + " cut off from clients, sentinels and replicas, " + promoted + ", then reconnected", nil
+		return describeServer(p.server) + " cut off from clients, sentinels and replicas, " + promoted + ", then reconnected, " +
+			awaitDemotion(p.server, stop), nil
 	}
 	return primaryFault(f, p.server, p.proxy, stop)
 }
@@ -199,7 +203,10 @@ func (r *sentinelRedis) killFailover(p *sentinelNode, down time.Duration, stop <
 	}
 	promoted := r.awaitPromotion(p, broken, stop)
 	sleep(down, stop)
-	return describeServer(p.server) + " killed (SIGKILL), " + promoted + ", restarted empty", p.server.Restart()
+	if err := p.server.Restart(); err != nil {
+		return "", err
+	}
+	return describeServer(p.server) + " killed (SIGKILL), " + promoted + ", restarted empty, " + awaitDemotion(p.server, stop), nil
 }
 
 // awaitPromotion waits until a majority of the sentinels name a primary

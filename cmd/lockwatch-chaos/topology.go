@@ -23,9 +23,13 @@ const (
 	// processes; holders connect through redis.NewFailoverClient and the
 	// sentinels decide every failover.
 	topoSentinel topology = "sentinel"
+	// topoCluster: three masters with a replica each; holders connect
+	// through redis.NewClusterClient and the cluster fails a master over
+	// itself, or when told to (CLUSTER FAILOVER).
+	topoCluster topology = "cluster"
 )
 
-var topologies = []topology{topoSingle, topoSentinel}
+var topologies = []topology{topoSingle, topoSentinel, topoCluster}
 
 func parseTopology(s string) (topology, error) {
 	t := topology(s)
@@ -50,6 +54,8 @@ func (t topology) faults() []faultKind {
 		faultRedisStop: topoSingle, faultBlackhole: topoSingle, faultKill: topoSingle, faultFailover: topoSingle,
 		faultPrimaryKill: topoSentinel, faultPrimaryStop: topoSentinel, faultPrimaryPartition: topoSentinel,
 		faultSentinelRestart: topoSentinel, faultFailoverTwice: topoSentinel,
+		faultMasterKill: topoCluster, faultMasterPartition: topoCluster, faultClusterFailover: topoCluster,
+		faultClusterTakeover: topoCluster, faultSlotMigrate: topoCluster,
 	}
 	var kinds []faultKind
 	for _, k := range allFaults {
@@ -64,7 +70,7 @@ func (t topology) faults() []faultKind {
 // to every child process, so it travels as JSON.
 type lockTarget struct {
 	Topology topology `json:"topology"`
-	Addrs    []string `json:"addrs"`            // single: the proxy; sentinel: the sentinels
+	Addrs    []string `json:"addrs"`            // single: the proxy; sentinel: the sentinels; cluster: the masters' proxies
 	Master   string   `json:"master,omitempty"` // sentinel: the master name
 }
 
@@ -73,7 +79,15 @@ type lockTarget struct {
 // socket reads, so a renewal against a stalled server ends at its
 // deadline.
 func (t lockTarget) client(ttl time.Duration) redis.UniversalClient {
-	if t.Topology == topoSentinel {
+	switch t.Topology {
+	case topoCluster:
+		return redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 t.Addrs,
+			ContextTimeoutEnabled: true,
+			DialTimeout:           ttl,
+			PoolSize:              4,
+		})
+	case topoSentinel:
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName:            t.Master,
 			SentinelAddrs:         t.Addrs,
@@ -102,10 +116,13 @@ type deployment interface {
 }
 
 // failover is one replica promoted in place of a failed primary: when the
-// primary was broken (killed, stopped, cut off) and when the replica was
-// promoted, on the history's clock.
+// primary was broken (killed, stopped, cut off, or told to hand over) and
+// when the replica was promoted, on the history's clock.
 type failover struct {
 	Broken, Promoted int64
+	// Keys are the lock keys the primary served; nil means every key (a
+	// topology with one primary).
+	Keys []string
 }
 
 // promotions records failovers as a deployment's faults make them.
@@ -114,13 +131,13 @@ type promotions struct {
 	list []failover
 }
 
-// add records a promotion now of a primary broken at broken, and returns
-// now.
-func (p *promotions) add(broken int64) int64 {
+// add records a promotion now of a primary broken at broken that served
+// keys (nil: every key), and returns now.
+func (p *promotions) add(broken int64, keys ...string) int64 {
 	at := now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.list = append(p.list, failover{Broken: broken, Promoted: at})
+	p.list = append(p.list, failover{Broken: broken, Promoted: at, Keys: keys})
 	return at
 }
 
@@ -131,10 +148,13 @@ func (p *promotions) all() []failover {
 }
 
 // startDeployment starts the lock Redis of t, its servers in directories
-// under dir.
-func startDeployment(t topology, dir string, ttl time.Duration) (deployment, error) {
-	if t == topoSentinel {
+// under dir; keys are the lock keys the holders use.
+func startDeployment(t topology, dir string, ttl time.Duration, keys []string) (deployment, error) {
+	switch t {
+	case topoSentinel:
 		return startSentinelRedis(dir, ttl)
+	case topoCluster:
+		return startClusterRedis(dir, ttl, keys)
 	}
 	return startLockRedis(dir)
 }

@@ -20,11 +20,12 @@ type Proxy struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine the proxy started
 
-	mu     sync.Mutex
-	target string // guarded by mu: SetTarget re-points the proxy
-	mode   Mode
-	closed bool
-	links  map[*link]struct{}
+	mu       sync.Mutex
+	target   string // guarded by mu: SetTarget re-points the proxy
+	mode     Mode
+	closed   bool
+	links    map[*link]struct{}
+	isolated map[string]bool // client IPs whose connections are blackholed (Isolate)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -36,6 +37,7 @@ type Proxy struct {
 // server side, and where the client's commands begin and end.
 type link struct {
 	client, server net.Conn
+	from           string // the client's IP
 	requests       frames // read by the client-to-server pipe only
 }
 
@@ -126,9 +128,36 @@ func (p *Proxy) Target() string {
 	return p.target
 }
 
-func (p *Proxy) current() Mode {
+// Isolate blackholes, in both directions, every connection open or to come
+// from the source address ip, whatever the mode; other clients are served
+// as the mode says. On loopback, where every client is 127.0.0.1, a
+// server that sends from an address of its own (redis-server
+// --bind-source-addr 127.0.0.N) can so be cut off from its peers' proxies
+// while the test's own clients still reach them: with Blackhole on its own
+// proxy, that is a server partitioned from everyone.
+func (p *Proxy) Isolate(ip string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.isolated == nil {
+		p.isolated = map[string]bool{}
+	}
+	p.isolated[ip] = true
+}
+
+// Rejoin ends an Isolate of ip.
+func (p *Proxy) Rejoin(ip string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.isolated, ip)
+}
+
+// modeFor is the mode that applies to l's next chunk.
+func (p *Proxy) modeFor(l *link) Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.isolated[l.from] {
+		return Blackhole
+	}
 	return p.mode
 }
 
@@ -157,6 +186,9 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	l := &link{client: client, server: server}
+	if a, ok := client.RemoteAddr().(*net.TCPAddr); ok {
+		l.from = a.IP.String()
+	}
 	// The mode is checked under the lock that Set holds, so a Set(Reset)
 	// racing with the dial cannot miss this connection.
 	p.mu.Lock()
@@ -195,7 +227,7 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 				// mid-stream still knows where each command starts.
 				commands = l.requests.add(buf[:n])
 			}
-			switch m := p.current(); {
+			switch m := p.modeFor(l); {
 			case m.kind == reset:
 				l.reset()
 				return

@@ -236,3 +236,33 @@ func TestDuplicateDeliversALateCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "23", v, "commands sent after the switch back are not copied")
 }
+
+// Isolate cuts one source address off, open connections included, and
+// leaves every other client alone.
+func TestIsolateCutsOneSourceOnly(t *testing.T) {
+	t.Parallel()
+	_, p, other := setup(t, 300*time.Millisecond)
+	ctx := testContext(t)
+	from := func(ip string) *redis.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		c := redis.NewClient(&redis.Options{
+			Addr: p.Addr(), ReadTimeout: 300 * time.Millisecond, MaxRetries: -1, DialerRetries: 1,
+			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				return d.DialContext(ctx, network, addr)
+			},
+		})
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	cut := from("127.0.0.2")
+	require.NoError(t, cut.Ping(ctx).Err(), "an open connection, before the cut")
+	require.NoError(t, other.Ping(ctx).Err())
+
+	p.Isolate("127.0.0.2")
+	requireTimeout(t, cut.Ping(ctx).Err())
+	requireTimeout(t, from("127.0.0.2").Ping(ctx).Err())
+	require.NoError(t, other.Ping(ctx).Err(), "other sources pass")
+
+	p.Rejoin("127.0.0.2")
+	require.NoError(t, cut.Ping(ctx).Err())
+}

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -58,30 +59,74 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 		t.Fatalf("redistest: StartCluster needs at least one master, got %d", masters)
 		return nil
 	}
+	dirs := make([]string, masters)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	c, err := LaunchCluster(dirs, nil, nil)
+	t.Cleanup(func() {
+		if err := c.Kill(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	if err != nil {
+		t.Fatalf("%v", err)
+		return nil
+	}
+	return c
+}
+
+// LaunchCluster is StartCluster for code that has no testing.TB (the chaos
+// harness): one master per directory of dirs, each started with the
+// cluster arguments plus args(i) when args is not nil, and handed to
+// started(i, node) when that is not nil, before the nodes meet. A harness
+// that puts proxies in front of node i announces their ports in args
+// (--cluster-announce-port, --cluster-announce-bus-port) and points them
+// at the node in started. The Cluster is returned on an error too, with
+// what was started: the caller must Kill it.
+func LaunchCluster(dirs []string, args func(i int) []string, started func(i int, node *Server)) (*Cluster, error) {
 	c := &Cluster{}
-	for range masters {
-		c.nodes = append(c.nodes, Start(t, clusterArgs...))
+	for i, dir := range dirs {
+		extra := slices.Clone(clusterArgs)
+		if args != nil {
+			extra = append(extra, args(i)...)
+		}
+		n, err := Launch(dir, extra...)
+		if err != nil {
+			return c, err
+		}
+		c.nodes = append(c.nodes, n)
+		if started != nil {
+			started(i, n)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
+	masters := len(c.nodes)
 	for i, n := range c.nodes {
 		first, last := i*clusterSlots/masters, (i+1)*clusterSlots/masters-1
 		if _, err := n.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", first, last); err != nil {
-			t.Fatalf("redistest: %s: CLUSTER ADDSLOTSRANGE %d %d: %v", n.Addr(), first, last, err)
-			return nil
+			return c, fmt.Errorf("redistest: %s: CLUSTER ADDSLOTSRANGE %d %d: %w", n.Addr(), first, last, err)
 		}
 	}
 	for _, n := range c.nodes[1:] {
 		if _, err := c.nodes[0].Do(ctx, "CLUSTER", "MEET", "127.0.0.1", n.Port(), n.busPort); err != nil {
-			t.Fatalf("redistest: CLUSTER MEET %s: %v", n.Addr(), err)
-			return nil
+			return c, fmt.Errorf("redistest: CLUSTER MEET %s: %w", n.Addr(), err)
 		}
 	}
 	if err := c.waitConverged(ctx); err != nil {
-		t.Fatalf("redistest: cluster did not converge: %v", err)
-		return nil
+		return c, fmt.Errorf("redistest: cluster did not converge: %w", err)
 	}
-	return c
+	return c, nil
+}
+
+// Kill kills every node, masters and replicas.
+func (c *Cluster) Kill() error {
+	var errs []error
+	for _, n := range slices.Concat(c.nodes, c.replicas) {
+		errs = append(errs, n.Kill())
+	}
+	return errors.Join(errs...)
 }
 
 // AddReplica starts one more cluster-mode redis-server, joins it to the
@@ -98,23 +143,43 @@ func StartCluster(t testing.TB, masters int) *Cluster {
 // the replica promotes itself and takes master's slots.
 func (c *Cluster) AddReplica(t testing.TB, master *Server) *Server {
 	t.Helper()
-	if master == nil || !slices.Contains(c.nodes, master) {
-		t.Fatalf("redistest: AddReplica: %v is not a master of this cluster", master)
-		return nil
+	r, err := c.LaunchReplica(t.TempDir(), master, nil)
+	if r != nil {
+		t.Cleanup(func() { _ = r.Kill() })
 	}
-	r := Start(t, clusterArgs...)
-	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
-	defer cancel()
-	if err := c.attachReplica(ctx, r, master); err != nil {
+	if err != nil {
 		t.Fatalf("%v", err)
 		return nil
 	}
-	c.replicas = append(c.replicas, r)
-	if err := c.waitConverged(ctx); err != nil {
-		t.Fatalf("redistest: cluster did not converge after adding replica %s of %s: %v", r.Addr(), master.Addr(), err)
-		return nil
-	}
 	return r
+}
+
+// LaunchReplica is AddReplica without a testing.TB: the replica runs in
+// dir with the cluster arguments plus extraArgs, is handed to started (if
+// not nil) before it joins, as in LaunchCluster, and the caller must Kill
+// it (Cluster.Kill does). On an error the replica is returned too when it
+// was started.
+func (c *Cluster) LaunchReplica(dir string, master *Server, started func(*Server), extraArgs ...string) (*Server, error) {
+	if master == nil || !slices.Contains(c.nodes, master) {
+		return nil, fmt.Errorf("redistest: LaunchReplica: %v is not a master of this cluster", master)
+	}
+	r, err := Launch(dir, slices.Concat(clusterArgs, extraArgs)...)
+	if err != nil {
+		return nil, err
+	}
+	c.replicas = append(c.replicas, r)
+	if started != nil {
+		started(r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if err := c.attachReplica(ctx, r, master); err != nil {
+		return r, err
+	}
+	if err := c.waitConverged(ctx); err != nil {
+		return r, fmt.Errorf("redistest: cluster did not converge after adding replica %s of %s: %w", r.Addr(), master.Addr(), err)
+	}
+	return r, nil
 }
 
 // attachReplica joins r to the cluster through master, makes it master's
@@ -157,6 +222,9 @@ func (c *Cluster) Addrs() []string {
 // Nodes returns the masters so tests can kill, pause or restart one shard.
 // Replicas added with AddReplica are not among them.
 func (c *Cluster) Nodes() []*Server { return slices.Clone(c.nodes) }
+
+// Replicas returns the replicas added with AddReplica or LaunchReplica.
+func (c *Cluster) Replicas() []*Server { return slices.Clone(c.replicas) }
 
 // Client returns a cluster client, closed on t.Cleanup, that has already
 // loaded the slot map and reached every master, so the first command of a

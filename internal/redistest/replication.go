@@ -35,7 +35,7 @@ func (s *Server) ReplicaOf(primary *Server) error {
 // waitReplicating waits until s, a replica of primary, has finished its
 // initial sync and primary streams to it (waitAcknowledged).
 func (s *Server) waitReplicating(ctx context.Context, primary *Server) error {
-	port := strconv.Itoa(primary.Port())
+	port := strconv.Itoa(primary.announcedPort())
 	err := s.waitInfo(ctx, "replication", func(info map[string]string) bool {
 		return info["role"] == "slave" &&
 			info["master_port"] == port &&
@@ -72,7 +72,7 @@ func (s *Server) waitAcknowledged(ctx context.Context, primary *Server) error {
 			var info string
 			if info, err = c.Info(ctx, "replication").Result(); err == nil {
 				target := parseInfo(written.Val())["master_repl_offset"]
-				last = replicaEntry(parseInfo(info), s.Port())
+				last = replicaEntry(parseInfo(info), s.announcedPort())
 				if acked(last, target) {
 					return nil
 				}

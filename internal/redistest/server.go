@@ -148,6 +148,25 @@ func (s *Server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.It
 // Port returns the TCP port, which Restart keeps.
 func (s *Server) Port() int { return s.port }
 
+// announcedPort is the port other servers see s at: the port a proxy in
+// front of it listens on when its arguments announce one
+// (--cluster-announce-port, --replica-announce-port), else its own.
+func (s *Server) announcedPort() int {
+	port := s.port
+	for i, a := range s.extra[:max(len(s.extra)-1, 0)] {
+		if a == "--cluster-announce-port" || a == "--replica-announce-port" {
+			if p, err := strconv.Atoi(s.extra[i+1]); err == nil && p != 0 {
+				port = p
+			}
+		}
+	}
+	return port
+}
+
+// BusPort is the cluster bus port Start or Launch chose, 0 when the server
+// is not in cluster mode.
+func (s *Server) BusPort() int { return s.busPort }
+
 // Client returns a client for this server, closed on t.Cleanup. opts adjust
 // the options after Addr is filled in.
 func (s *Server) Client(t testing.TB, opts ...func(*redis.Options)) *redis.Client {
