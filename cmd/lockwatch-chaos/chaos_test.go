@@ -35,7 +35,7 @@ var shortRuns = []struct {
 	within   time.Duration // every kind planned before this
 }{
 	{topoSingle, testSeed, 40 * time.Second, 30 * time.Second},
-	{topoSentinel, 825, 60 * time.Second, 40 * time.Second},
+	{topoSentinel, 878, 105 * time.Second, 85 * time.Second},
 	{topoCluster, 15, 55 * time.Second, 36 * time.Second},
 }
 

@@ -27,6 +27,7 @@ type config struct {
 	unfenced   bool
 	dsn        string
 	out        string        // directory for the history and porcupine's visualisation; "" picks a temporary one
+	timeline   string        // an SVG file to draw the run in; "" draws none
 	window     time.Duration // cancellation window; 0 means the lease's safety margin (TTL/10)
 	work       time.Duration // longest protected work per lease; 0 means 1.5 TTLs
 	progress   time.Duration // interval of the progress line
@@ -90,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.unfenced, "unfenced", false, "negative control: write without the fence check, and serve the guarded register without its Guard; the run must report violations")
 	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
+	fs.StringVar(&cfg.timeline, "timeline", "", "draw the run into this SVG file: faults as bands, each holder's leases as bars, losses and the fence's rejections as marks")
 	fs.DurationVar(&cfg.window, "cancel-window", 0, "how long work may run after its lease's context is cancelled (default TTL/10, the safety margin)")
 	fs.DurationVar(&cfg.work, "work", 0, "longest protected work under one lease (default 1.5 TTLs: most leases are renewed)")
 	fs.DurationVar(&cfg.progress, "progress", cfg.progress, "interval of the progress line")

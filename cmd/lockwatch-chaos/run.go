@@ -181,6 +181,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		holding.Go(h.run)
 	}
 
+	origin := now() // the injector's start on the history's clock
 	inj := &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, out: out, start: time.Now(), stop: stop}
 	out.restart(inj.start) // from here on, printed offsets are the schedule's
 	injResult := make(chan error, 1)
@@ -282,6 +283,18 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases); err != nil {
 		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
 	}
+	if cfg.timeline != "" {
+		title := fmt.Sprintf("lockwatch-chaos -topology %s -seed %d -duration %v", cfg.topology, cfg.seed, cfg.duration)
+		if cfg.unfenced {
+			title += " -unfenced"
+		}
+		tl := timeline{
+			title: title, start: origin, end: origin + int64(elapsed), faults: inj.injected(), ops: ops, leases: leases, stale: sum.staleOps,
+		}
+		if err := tl.write(cfg.timeline); err != nil {
+			sum.Violations = append(sum.Violations, "write the timeline: "+err.Error())
+		}
+	}
 
 	// Check 6: nothing outlives the run. Everything is stopped first.
 	if err := cl.run(); err != nil {
@@ -351,6 +364,9 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 		}
 	}
 	s.StaleAccepted = len(stale)
+	for _, k := range slices.Sorted(maps.Keys(stale)) {
+		s.staleOps = append(s.staleOps, stale[k])
+	}
 	s.Guard = guardedFigures(ops, len(logs[regGuard]), outOfOrder[regGuard])
 
 	// 2. Linearizability of every register.

@@ -152,6 +152,12 @@ const (
 	// down-after, then the vote and the promotion.
 	promotionTTLs = sentinelDownAfterTTLs + 1.5
 
+	// sentinelDemotion is what the schedule plans for an old primary
+	// that comes back after a Sentinel failover to be demoted: the
+	// sentinels see it at their next INFO of it, every 10 s (a constant
+	// of Sentinel's). The fault lasts until then (awaitDemotion).
+	sentinelDemotion = 10 * time.Second
+
 	// clusterNodeTimeoutTTLs is the Cluster's cluster-node-timeout: a
 	// master unreachable for that long is failed over by its replica,
 	// about a second later (its election delay). The same reasoning as
@@ -246,11 +252,16 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 				f.Dur = ttls(0.5, 1.5)
 			}
 			length := f.Dur + f.Down
-			if f.Kind.promotes() {
-				length += time.Duration(promotionTTLs * float64(ttl))
-				if f.Kind == faultFailoverTwice {
-					length += time.Duration(promotionTTLs * float64(ttl))
-				}
+			failovers := 0
+			switch {
+			case f.Kind == faultFailoverTwice:
+				failovers = 2
+			case f.Kind.promotes():
+				failovers = 1
+			}
+			length += time.Duration(failovers) * time.Duration(promotionTTLs*float64(ttl))
+			if slices.Contains(topoSentinel.faults(), f.Kind) {
+				length += time.Duration(failovers) * sentinelDemotion
 			}
 			if f.At+length > end {
 				return plan
