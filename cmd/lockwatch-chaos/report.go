@@ -34,7 +34,7 @@ type summary struct {
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
 	Guard       guardFigures   // the guarded register's writes
 	Failovers   []failoverFigure
-	staleOps    []op // the stale writes accepted, for the timeline
+	staleOps    []op     // the stale writes accepted, for the timeline
 	Violations  []string // every violation, one line each
 }
 
