@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -78,15 +76,11 @@ func startClusterRedis(dir string, ttl time.Duration, keys []string) (*clusterRe
 			"--bind-source-addr", n.from, "--protected-mode", "no",
 		}
 	}
-	dirs := make([]string, 2*clusterMasters)
-	for i := range dirs {
-		dirs[i] = filepath.Join(dir, fmt.Sprintf("node-%d", i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			_ = r.close()
-			return nil, err
-		}
+	dirs, err := subdirs(dir, "node", 2*clusterMasters)
+	if err != nil {
+		_ = r.close()
+		return nil, err
 	}
-	var err error
 	r.cluster, err = redistest.LaunchCluster(dirs[:clusterMasters], args, func(i int, s *redistest.Server) { r.nodes[i].attach(s) })
 	if err != nil {
 		_ = r.close()

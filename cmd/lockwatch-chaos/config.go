@@ -28,6 +28,7 @@ type config struct {
 	dsn        string
 	out        string        // directory for the history and porcupine's visualisation; "" picks a temporary one
 	timeline   string        // an SVG file to draw the run in; "" draws none
+	skew       time.Duration // how far the replicas' wall clocks are behind the machine's
 	window     time.Duration // cancellation window; 0 means the lease's safety margin (TTL/10)
 	work       time.Duration // longest protected work per lease; 0 means 1.5 TTLs
 	progress   time.Duration // interval of the progress line
@@ -92,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.dsn, "dsn", cfg.dsn, "PostgreSQL for the SQL register (default $"+pgtest.DSNEnv+"); a schema of its own is created and dropped")
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
 	fs.StringVar(&cfg.timeline, "timeline", "", "draw the run into this SVG file: faults as bands, each holder's leases as bars, losses and the fence's rejections as marks")
+	fs.DurationVar(&cfg.skew, "clock-skew", 0, "start the replicas (the servers a failover promotes; single and sentinel) with wall clocks this far behind the machine's, to try the clock assumption the fence rests on (RELIABILITY.md); needs gcc")
 	fs.DurationVar(&cfg.window, "cancel-window", 0, "how long work may run after its lease's context is cancelled (default TTL/10, the safety margin)")
 	fs.DurationVar(&cfg.work, "work", 0, "longest protected work under one lease (default 1.5 TTLs: most leases are renewed)")
 	fs.DurationVar(&cfg.progress, "progress", cfg.progress, "interval of the progress line")
@@ -131,6 +133,10 @@ func (c config) validate() error {
 		return errors.New("-keys must be at least 1")
 	case c.progress <= 0:
 		return errors.New("-progress must be positive")
+	case c.skew < 0:
+		return errors.New("-clock-skew is how far behind: it must not be negative")
+	case c.skew != 0 && c.topology == topoCluster:
+		return errors.New("-clock-skew works on the single and sentinel topologies")
 	case slices.Contains(c.faults, faultHolderStop) && c.procs == 0:
 		return errors.New("the holder-stop fault needs -procs > 0")
 	case slices.Contains(c.faults, faultSuspend) && c.procs == 0:

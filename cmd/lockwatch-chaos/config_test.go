@@ -37,7 +37,13 @@ func TestParseFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []faultKind{faultSlotMigrate, faultHolderStop}, cfg.faults)
 
+	cfg, err = parseFlags([]string{"-topology", "sentinel", "-clock-skew", "30s"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, cfg.skew)
+
 	for _, args := range [][]string{
+		{"-clock-skew", "-1s"},
+		{"-topology", "cluster", "-clock-skew", "1s"},
 		{"-topology", "cluster", "-faults", "primary-kill"},
 		{"-faults", "bogus"},
 		{"-topology", "bogus"},

@@ -33,13 +33,15 @@ type lockRedis struct {
 // a lock server.
 var serverArgs = []string{"--enable-debug-command", "local", "--maxmemory-policy", "noeviction"}
 
-func startLockRedis(dir string) (*lockRedis, error) {
+// startLockRedis starts the single topology; the replica's wall clock is
+// skew behind the machine's.
+func startLockRedis(dir string, skew time.Duration) (*lockRedis, error) {
 	r := &lockRedis{}
 	var err error
-	if r.primary, err = launch(filepath.Join(dir, "lock-a"), serverArgs...); err != nil {
+	if r.primary, err = launch(filepath.Join(dir, "lock-a"), 0, serverArgs...); err != nil {
 		return nil, err
 	}
-	if r.replica, err = launch(filepath.Join(dir, "lock-b"), serverArgs...); err != nil {
+	if r.replica, err = launch(filepath.Join(dir, "lock-b"), skew, serverArgs...); err != nil {
 		_ = r.close()
 		return nil, err
 	}
@@ -54,12 +56,28 @@ func startLockRedis(dir string) (*lockRedis, error) {
 	return r, nil
 }
 
-// launch starts a redis-server in its own directory under the run's.
-func launch(dir string, args ...string) (*redistest.Server, error) {
+// launch starts a redis-server in its own directory under the run's, its
+// wall clock skew behind the machine's (-clock-skew).
+func launch(dir string, skew time.Duration, args ...string) (*redistest.Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
+	if skew != 0 {
+		return redistest.LaunchSkewed(dir, -skew, args...)
+	}
 	return redistest.Launch(dir, args...)
+}
+
+// subdirs makes n directories prefix-0 ... under dir, one per server.
+func subdirs(dir, prefix string, n int) ([]string, error) {
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = filepath.Join(dir, fmt.Sprintf("%s-%d", prefix, i))
+		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
+			return nil, err
+		}
+	}
+	return dirs, nil
 }
 
 // close stops the proxy and kills both servers (a paused one included).

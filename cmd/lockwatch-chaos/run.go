@@ -87,8 +87,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if cfg.unfenced {
 		mode = "UNFENCED (negative control)"
 	}
-	out.event("seed=%d duration=%v ttl=%v holders=%d goroutines + %d processes keys=%d writes %s; %d faults planned; output in %s",
-		cfg.seed, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.keys, mode, len(plan), dir)
+	if cfg.skew != 0 {
+		mode += fmt.Sprintf(", replicas' clocks %v behind", cfg.skew)
+	}
+	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes keys=%d writes %s; %d faults planned; output in %s",
+		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.keys, mode, len(plan), dir)
 	for _, f := range plan {
 		fmt.Fprintf(faultLog, "plan: %s\n", f)
 	}
@@ -102,12 +105,12 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%d", i+1)
 	}
-	lockRedis, err := startDeployment(cfg.topology, serverDir, cfg.ttl, keys)
+	lockRedis, err := startDeployment(cfg, serverDir, keys)
 	if err != nil {
 		return sum, fmt.Errorf("start the lock Redis (%s): %w", cfg.topology, err)
 	}
 	cl.add(lockRedis.close)
-	fenceRedis, err := launch(filepath.Join(serverDir, "fence"), "--maxmemory-policy", "noeviction")
+	fenceRedis, err := launch(filepath.Join(serverDir, "fence"), 0, "--maxmemory-policy", "noeviction")
 	if err != nil {
 		return sum, fmt.Errorf("start the fence store's Redis: %w", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -44,7 +43,9 @@ type sentinelNode struct {
 	proxy  *faultproxy.Proxy
 }
 
-func startSentinelRedis(dir string, ttl time.Duration) (*sentinelRedis, error) {
+// startSentinelRedis starts the Sentinel topology; the replicas' wall
+// clocks are skew behind the machine's.
+func startSentinelRedis(dir string, ttl, skew time.Duration) (*sentinelRedis, error) {
 	r := &sentinelRedis{failoverTimeout: 2 * ttl}
 	for i := range 1 + sentinelReplicas {
 		p, err := faultproxy.Launch("") // pointed at the server once it listens
@@ -56,7 +57,11 @@ func startSentinelRedis(dir string, ttl time.Duration) (*sentinelRedis, error) {
 		n := &sentinelNode{proxy: p}
 		r.nodes = append(r.nodes, n)
 		args := append(slices.Clone(serverArgs), "--replica-announce-ip", "127.0.0.1", "--replica-announce-port", port)
-		if n.server, err = launch(filepath.Join(dir, fmt.Sprintf("node-%d", i)), args...); err != nil {
+		behind := skew
+		if i == 0 {
+			behind = 0 // the first primary keeps the machine's clock
+		}
+		if n.server, err = launch(filepath.Join(dir, fmt.Sprintf("node-%d", i)), behind, args...); err != nil {
 			_ = r.close()
 			return nil, err
 		}
@@ -68,15 +73,11 @@ func startSentinelRedis(dir string, ttl time.Duration) (*sentinelRedis, error) {
 			return nil, err
 		}
 	}
-	dirs := make([]string, 3)
-	for i := range dirs {
-		dirs[i] = filepath.Join(dir, fmt.Sprintf("sentinel-%d", i))
-		if err := os.MkdirAll(dirs[i], 0o755); err != nil {
-			_ = r.close()
-			return nil, err
-		}
+	dirs, err := subdirs(dir, "sentinel", 3)
+	if err != nil {
+		_ = r.close()
+		return nil, err
 	}
-	var err error
 	r.sentinels, err = redistest.LaunchSentinels(dirs, r.nodes[0].proxy.Addr(), redistest.SentinelConfig{
 		Name:      sentinelMaster,
 		DownAfter: time.Duration(sentinelDownAfterTTLs * float64(ttl)),

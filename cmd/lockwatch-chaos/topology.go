@@ -147,14 +147,14 @@ func (p *promotions) all() []failover {
 	return slices.Clone(p.list)
 }
 
-// startDeployment starts the lock Redis of t, its servers in directories
-// under dir; keys are the lock keys the holders use.
-func startDeployment(t topology, dir string, ttl time.Duration, keys []string) (deployment, error) {
-	switch t {
+// startDeployment starts the lock Redis of cfg's topology, its servers in
+// directories under dir; keys are the lock keys the holders use.
+func startDeployment(cfg config, dir string, keys []string) (deployment, error) {
+	switch cfg.topology {
 	case topoSentinel:
-		return startSentinelRedis(dir, ttl)
+		return startSentinelRedis(dir, cfg.ttl, cfg.skew)
 	case topoCluster:
-		return startClusterRedis(dir, ttl, keys)
+		return startClusterRedis(dir, cfg.ttl, keys)
 	}
-	return startLockRedis(dir)
+	return startLockRedis(dir, cfg.skew)
 }

@@ -43,7 +43,8 @@ type Server struct {
 	dir     string
 	logPath string
 	extra   []string
-	conf    string // a config file put first on the command line (a sentinel's), or ""
+	conf    string   // a config file put first on the command line (a sentinel's), or ""
+	env     []string // added to the process's environment (StartSkewed)
 	port    int
 	busPort int // cluster bus port we chose; 0 when not in cluster mode or chosen by the caller
 
@@ -78,7 +79,14 @@ func (p *process) exited() bool {
 func Start(t testing.TB, extraArgs ...string) *Server {
 	t.Helper()
 	Require(t)
+	return startWith(t, nil, extraArgs)
+}
+
+// startWith is Start with env added to the server's environment.
+func startWith(t testing.TB, env, extraArgs []string) *Server {
+	t.Helper()
 	s, err := newServer(t.TempDir(), extraArgs)
+	s.env = env
 	// Registered before the first launch so that a server which started but
 	// failed its readiness check is still killed.
 	t.Cleanup(func() {
@@ -101,7 +109,13 @@ func Start(t testing.TB, extraArgs ...string) *Server {
 // TestMain that serves runnable examples. dir is its working directory; the
 // caller must Kill it.
 func Launch(dir string, extraArgs ...string) (*Server, error) {
+	return launchWith(dir, nil, extraArgs)
+}
+
+// launchWith is Launch with env added to the server's environment.
+func launchWith(dir string, env, extraArgs []string) (*Server, error) {
 	s, err := newServer(dir, extraArgs)
+	s.env = env
 	if err == nil {
 		err = s.start()
 	}
@@ -357,6 +371,9 @@ func (s *Server) launch() error {
 	}
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	err = cmd.Start()
 	_ = logFile.Close() // the child has its own copies

@@ -1,0 +1,71 @@
+package lease
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// TestFenceAcrossPromotionOfAReplicaWithAClockBehind tries the one clock
+// assumption the fence rests on (RELIABILITY.md), from both sides. A
+// replica misses the primary's last acquires, the failover takes failover,
+// and the promoted replica's wall clock is behind the old primary's by
+// skew. Its fence record for the key is stale, so it mints from its clock:
+// max(stale + 1, TIME).
+//
+//   - skew below the failover time: the new fence is still above every
+//     fence the old primary minted;
+//   - skew above it (30 s): the new fence is below the old primary's last
+//     one. What the resource then does is what the paragraph says: if the
+//     old fence was written first, the new holder is refused (unavailable,
+//     not unsafe); if the new holder writes first, a late write of the old
+//     holder is accepted over it, the one way a stale write gets in.
+func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
+	const failover = time.Second
+	for _, tc := range []struct {
+		name  string
+		skew  time.Duration
+		above bool // the new fence passes the old primary's last
+	}{
+		{"behind by less than the failover", 200 * time.Millisecond, true},
+		{"behind by more than the failover", 30 * time.Second, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			primary := redistest.Start(t)
+			replica := redistest.StartSkewed(t, -tc.skew)
+			require.NoError(t, replica.ReplicaOf(primary))
+			ns := testNamespace(t)
+			onPrimary := newLocker(t, primary.Client(t), WithNamespace(ns))
+			acquireReleaseN(ctx, t, onPrimary, "k", 1)
+			require.NoError(t, replica.StopReplication())
+			last := acquireReleaseN(ctx, t, onPrimary, "k", 3) // the replica misses these
+			time.Sleep(failover)
+			require.NoError(t, primary.Kill())
+			require.NoError(t, replica.Promote())
+
+			l, err := newLocker(t, replica.Client(t), WithNamespace(ns)).Acquire(ctx, "k")
+			require.NoError(t, err)
+			defer func() { _ = l.Release(ctx) }()
+			if tc.above {
+				assert.Greater(t, l.Fence(), last, "a clock behind by less than the failover time keeps the fence rising")
+				return
+			}
+			require.Less(t, l.Fence(), last, "a clock behind by more than the failover time mints below the old primary")
+
+			// The resource, in both orders of the two holders' writes.
+			store := fence.NewRedisStore(redistest.Start(t).Client(t), "skew")
+			require.NoError(t, store.Write(ctx, "old-first", last, []byte("old holder")))
+			assert.ErrorIs(t, store.Write(ctx, "old-first", l.Fence(), []byte("new holder")), fence.ErrStale,
+				"the new holder is refused: unavailable until its primary's clock passes the old fence")
+			require.NoError(t, store.Write(ctx, "new-first", l.Fence(), []byte("new holder")))
+			assert.NoError(t, store.Write(ctx, "new-first", last, []byte("old holder, late")),
+				"the old holder's late write is accepted over the new holder's: the gap")
+		})
+	}
+}
