@@ -24,16 +24,22 @@ import (
 //     one. What the resource then does is what the paragraph says: if the
 //     old fence was written first, the new holder is refused (unavailable,
 //     not unsafe); if the new holder writes first, a late write of the old
-//     holder is accepted over it, the one way a stale write gets in.
+//     holder is accepted over it, the one way a stale write gets in;
+//   - the same skew with WithReplicationAck: the acquires the replica
+//     missed were never held (each is unknown and released), and every
+//     fence a holder got is in the replica's record, so the new fence is
+//     above them all: the gap is closed for a replica that acknowledged.
 func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 	const failover = time.Second
 	for _, tc := range []struct {
 		name  string
 		skew  time.Duration
-		above bool // the new fence passes the old primary's last
+		ack   bool // acquires wait for the replica (WithReplicationAck)
+		above bool // the new fence passes every fence a holder got
 	}{
-		{"behind by less than the failover", 200 * time.Millisecond, true},
-		{"behind by more than the failover", 30 * time.Second, false},
+		{"behind by less than the failover", 200 * time.Millisecond, false, true},
+		{"behind by more than the failover", 30 * time.Second, false, false},
+		{"behind by more, acquires acknowledged", 30 * time.Second, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
@@ -41,10 +47,21 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			replica := redistest.StartSkewed(t, -tc.skew)
 			require.NoError(t, replica.ReplicaOf(primary))
 			ns := testNamespace(t)
-			onPrimary := newLocker(t, primary.Client(t), WithNamespace(ns))
-			acquireReleaseN(ctx, t, onPrimary, "k", 1)
+			opts := []Option{WithNamespace(ns)}
+			if tc.ack {
+				opts = append(opts, WithReplicationAck(1, 200*time.Millisecond))
+			}
+			onPrimary := newLocker(t, primary.Client(t), opts...)
+			last := acquireReleaseN(ctx, t, onPrimary, "k", 1)
 			require.NoError(t, replica.StopReplication())
-			last := acquireReleaseN(ctx, t, onPrimary, "k", 3) // the replica misses these
+			if tc.ack {
+				for range 3 {
+					_, err := onPrimary.Acquire(ctx, "k")
+					require.ErrorIs(t, err, ErrUnknown, "unacknowledged: never held")
+				}
+			} else {
+				last = acquireReleaseN(ctx, t, onPrimary, "k", 3) // the replica misses these
+			}
 			time.Sleep(failover)
 			require.NoError(t, primary.Kill())
 			require.NoError(t, replica.Promote())
@@ -53,7 +70,7 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { _ = l.Release(ctx) }()
 			if tc.above {
-				assert.Greater(t, l.Fence(), last, "a clock behind by less than the failover time keeps the fence rising")
+				assert.Greater(t, l.Fence(), last, "the fence keeps rising past every fence a holder got")
 				return
 			}
 			require.Less(t, l.Fence(), last, "a clock behind by more than the failover time mints below the old primary")
