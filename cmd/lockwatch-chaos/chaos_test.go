@@ -18,7 +18,7 @@ import (
 )
 
 // testSeed's schedule injects every fault kind of the single topology in
-// the first 30 seconds of a 40-second run (the last kind at +27s), the
+// the first 30 seconds of a 40-second run (the last kind at +29.7s), the
 // first holder-stop inside a Commit; and with holder-stop alone, stops a
 // holder inside its Commit at least twice in 12 seconds
 // (TestScheduleCoversEveryKind).
@@ -115,7 +115,7 @@ func TestChaos(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.topology, cfg.faults = r.topology, r.topology.faults()
 			cfg.seed, cfg.duration = r.seed, r.duration
-			sum, _ := runChaos(t, cfg)
+			sum, out := runChaos(t, cfg)
 
 			assert.Empty(t, sum.Violations)
 			assert.True(t, sum.ok())
@@ -136,8 +136,31 @@ func TestChaos(t *testing.T) {
 			assert.Equal(t, sum.Guard.Accepted, sum.Guard.Logged, "every accepted guarded write is in the accept log")
 			assert.Zero(t, sum.Guard.OutOfOrder)
 			checkFailovers(t, cfg, sum)
+			if slices.Contains(cfg.faults, faultHolderPartition) {
+				want := "the cuts fall back to per-holder forwarders"
+				if netnsAvailable() == nil {
+					want = "every holder process in a network namespace of its own"
+				}
+				assert.Contains(t, out, want)
+			}
 		})
 	}
+}
+
+// TestHolderPartitionWithoutNamespaces: where no network namespace can be
+// made, holder-partition cuts through the holder's forwarders, says so,
+// and the run is as clean.
+func TestHolderPartitionWithoutNamespaces(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.duration = 15 * time.Second
+	cfg.faults = []faultKind{faultHolderPartition}
+	cfg.noNetns = true
+	sum, out := runChaos(t, cfg)
+	assert.Contains(t, out, "no network namespaces here (-no-netns); the cuts fall back to per-holder forwarders on loopback")
+	assert.Empty(t, sum.Violations)
+	assert.Positive(t, sum.Fired[faultHolderPartition])
+	assert.Positive(t, sum.Metrics.Losses, "a holder cut off past its TTL loses its lease")
+	assert.Zero(t, sum.UnexplainedOverlaps)
 }
 
 // checkFailovers: every failover the schedule made is measured, and holders

@@ -228,6 +228,7 @@ type child struct {
 	errs   chan string
 	done   chan struct{} // closed when stdout is drained
 	log    *os.File
+	net    *childNet // how it reaches the servers
 
 	pauseMu sync.Mutex
 	pauses  [][2]int64 // [SIGSTOP, SIGCONT] intervals
@@ -236,8 +237,10 @@ type child struct {
 
 // startChild re-executes this binary as holder process cfg.Index. Its
 // stderr goes to logPath. With Pdeathsig (Linux) the kernel kills it if the
-// parent dies without cleaning up.
-func startChild(cfg childConfig, h *history, logPath string) (*child, error) {
+// parent dies without cleaning up. With a network namespace of its own
+// (netns), startChild joins it to the harness's as cn.ns; with cn not nil,
+// cfg's addresses point at cn's forwarders before cfg is sent.
+func startChild(cfg childConfig, h *history, logPath string, cn *childNet, netns bool) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -250,6 +253,9 @@ func startChild(cfg childConfig, h *history, logPath string) (*child, error) {
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = childAttr()
+	if netns {
+		netnsAttr(cmd.SysProcAttr)
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		logFile.Close()
@@ -265,8 +271,19 @@ func startChild(cfg childConfig, h *history, logPath string) (*child, error) {
 		return nil, err
 	}
 	c := &child{index: cfg.Index, cmd: cmd, stdin: stdin, stopMe: make(chan stopMe), report: make(chan childReport, 1),
-		errs: make(chan string, 1), done: make(chan struct{}), log: logFile}
+		errs: make(chan string, 1), done: make(chan struct{}), log: logFile, net: cn}
 	go c.read(stdout, h)
+	if netns {
+		cn.ns, err = newNetNS(cmd.Process.Pid, cfg.Index)
+	}
+	if err == nil && cn != nil {
+		err = cn.rewrite(&cfg)
+	}
+	if err != nil {
+		c.kill()
+		_ = c.wait(time.Second)
+		return nil, err
+	}
 	b, _ := json.Marshal(cfg)
 	if err := c.send(string(b)); err != nil {
 		c.kill()

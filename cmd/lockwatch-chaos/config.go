@@ -29,6 +29,7 @@ type config struct {
 	out        string        // directory for the history and porcupine's visualisation; "" picks a temporary one
 	timeline   string        // an SVG file to draw the run in; "" draws none
 	skew       time.Duration // how far the replicas' wall clocks are behind the machine's
+	noNetns    bool          // holder-partition through forwarders even where namespaces can be made
 	window     time.Duration // cancellation window; 0 means the lease's safety margin (TTL/10)
 	work       time.Duration // longest protected work per lease; 0 means 1.5 TTLs
 	progress   time.Duration // interval of the progress line
@@ -94,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.out, "out", "", "directory for the fault log, the history and porcupine's visualisation (default: a new temporary directory)")
 	fs.StringVar(&cfg.timeline, "timeline", "", "draw the run into this SVG file: faults as bands, each holder's leases as bars, losses and the fence's rejections as marks")
 	fs.DurationVar(&cfg.skew, "clock-skew", 0, "start the replicas (the servers a failover promotes; single and sentinel) with wall clocks this far behind the machine's, to try the clock assumption the fence rests on (RELIABILITY.md); needs gcc")
+	fs.BoolVar(&cfg.noNetns, "no-netns", false, "holder-partition cuts through per-holder forwarders on loopback even where each holder process could have a network namespace of its own (the default where the harness is root and has ip and nsenter)")
 	fs.DurationVar(&cfg.window, "cancel-window", 0, "how long work may run after its lease's context is cancelled (default TTL/10, the safety margin)")
 	fs.DurationVar(&cfg.work, "work", 0, "longest protected work under one lease (default 1.5 TTLs: most leases are renewed)")
 	fs.DurationVar(&cfg.progress, "progress", cfg.progress, "interval of the progress line")
@@ -141,6 +143,8 @@ func (c config) validate() error {
 		return errors.New("the holder-stop fault needs -procs > 0")
 	case slices.Contains(c.faults, faultSuspend) && c.procs == 0:
 		return errors.New("the suspend fault needs -procs > 0")
+	case slices.Contains(c.faults, faultHolderPartition) && c.procs == 0:
+		return errors.New("the holder-partition fault needs -procs > 0")
 	}
 	for _, k := range c.faults {
 		if !slices.Contains(c.topology.faults(), k) {

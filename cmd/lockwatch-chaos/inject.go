@@ -86,6 +86,13 @@ func (in *injector) inject(f fault) (string, error) {
 		return in.holderStop(f)
 	case faultSuspend:
 		return in.suspend(f)
+	case faultHolderPartition:
+		c := in.children[f.Target%len(in.children)]
+		if err := c.net.cut(f.Dir); err != nil {
+			return "", err
+		}
+		sleep(f.Dur, in.stop)
+		return fmt.Sprintf("p%d cut off (%s dropped) by %s", c.index, f.Dir, c.net), c.net.heal()
 	}
 	return in.redis.inject(f, in.stop)
 }

@@ -137,6 +137,17 @@
 // served succeeded, and how many of the leases live at the break were
 // lost, by reason.
 //
+// On single, holder-partition cuts one holder process off from every
+// server for 1.5 to 2.5 TTLs, dropping what it sends, what it is sent, or
+// both (drawn from the seed). Where the harness is root and has ip and
+// nsenter, every holder process runs in a network namespace of its own
+// (CLONE_NEWNET), joined to the harness's by a veth pair, and reaches each
+// server through a forwarder listening on the harness's end; a cut is a
+// blackhole route, so the kernel drops the packets and the holder's TCP
+// retransmits into nothing, then delivers what it held back once healed.
+// Elsewhere (or with -no-netns) the forwarders listen on loopback and cut
+// in user space, and the run says so.
+//
 // Every fault is printed with its timing and the seed; -seed S with the
 // same -topology, -duration, -ttl, -faults and -procs replays the
 // schedule.

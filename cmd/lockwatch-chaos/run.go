@@ -158,11 +158,32 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 		return errors.Join(errs...)
 	})
+	// holder-partition cuts one holder process off: through a network
+	// namespace of its own where one can be made, else through forwarders.
+	partition := slices.Contains(cfg.faults, faultHolderPartition)
+	netns := false
+	if partition {
+		err := netnsAvailable()
+		if cfg.noNetns {
+			err = errors.New("-no-netns")
+		}
+		if err != nil {
+			out.event("holder-partition: no network namespaces here (%v); the cuts fall back to per-holder forwarders on loopback", err)
+		} else {
+			netns = true
+			out.event("holder-partition: every holder process in a network namespace of its own; the cuts are blackhole routes")
+		}
+	}
 	for i := 1; i <= cfg.procs; i++ {
+		var cn *childNet
+		if partition {
+			cn = &childNet{}
+			cl.add(cn.close)
+		}
 		c, err := startChild(childConfig{
 			Index: i, Lock: lockRedis.target(), FenceAddr: fenceRedis.Addr(), Guard: guardSrv.addrs, DSN: cfg.dsn, Schema: schema,
 			Keys: keys, TTL: cfg.ttl, Work: cfg.maxWork(), Seed: cfg.seed + uint64(i), Unfenced: cfg.unfenced,
-		}, hist, filepath.Join(dir, fmt.Sprintf("p%d.log", i)))
+		}, hist, filepath.Join(dir, fmt.Sprintf("p%d.log", i)), cn, netns)
 		if err != nil {
 			return sum, fmt.Errorf("start holder process p%d: %w", i, err)
 		}

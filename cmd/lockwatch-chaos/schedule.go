@@ -24,6 +24,9 @@ const (
 	faultDuplicate   faultKind = "proxy-duplicate" // the proxy delivers a late copy of every lease command
 	faultSlowAcquire faultKind = "slow-acquire"    // the proxy delays round trips to just under the acquire timeout
 	faultSuspend     faultKind = "suspend"         // SIGSTOP of a holder process, then its lease clock jumps as after a suspend
+	// holder-partition: a holder process cut off from every server, one
+	// way or both, in the kernel (its own network namespace) where it can.
+	faultHolderPartition faultKind = "holder-partition"
 
 	// Sentinel: the sentinels decide each failover; the harness breaks
 	// things and waits for their decision.
@@ -69,7 +72,7 @@ func (k faultKind) promotes() bool {
 var allFaults = []faultKind{
 	faultHolderStop, faultRedisStop, faultDebugSleep, faultClientPause,
 	faultDelay, faultBlackhole, faultReset, faultKill, faultFailover,
-	faultDuplicate, faultSlowAcquire, faultSuspend,
+	faultDuplicate, faultSlowAcquire, faultSuspend, faultHolderPartition,
 	faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultSentinelRestart, faultFailoverTwice,
 	faultMasterKill, faultMasterPartition, faultClusterFailover, faultClusterTakeover, faultSlotMigrate,
 }
@@ -109,7 +112,8 @@ type fault struct {
 	Down     time.Duration // kill-restart and failover: how long the primary stays dead
 	Delay    time.Duration // proxy-delay, slow-acquire: the delay per chunk; proxy-duplicate: how late the copies come
 	Jump     time.Duration // suspend: how far the holder's lease clock jumps on resume
-	Target   int           // holder-stop, suspend: the child process
+	Target   int           // holder-stop, suspend, holder-partition: the child process
+	Dir      string        // holder-partition: what is dropped (cutOut, cutIn, cutBoth)
 	InCommit bool          // holder-stop: stop the holder inside its Commit rather than wherever it is
 }
 
@@ -128,6 +132,8 @@ func (f fault) String() string {
 		s += fmt.Sprintf(" (copies %v late)", f.Delay.Round(time.Millisecond))
 	case faultSuspend:
 		s += fmt.Sprintf(" (holder process p%d, lease clock +%v on resume)", f.Target+1, f.Jump.Round(time.Millisecond))
+	case faultHolderPartition:
+		s += fmt.Sprintf(" (holder process p%d, dropped: %s)", f.Target+1, f.Dir)
 	case faultKill, faultFailover, faultSentinelRestart:
 		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
 	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice, faultMasterKill, faultMasterPartition,
@@ -250,6 +256,12 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 				f.Target = rng.IntN(3)
 			case faultSlotMigrate:
 				f.Dur = ttls(0.5, 1.5)
+			case faultHolderPartition:
+				// Past the TTL: the cut holder's lease must end by its own
+				// clock, and another holder takes the key meanwhile.
+				f.Dur = ttls(1.5, 2.5)
+				f.Target = rng.IntN(max(procs, 1))
+				f.Dir = cutDirections[rng.IntN(len(cutDirections))]
 			}
 			length := f.Dur + f.Down
 			failovers := 0

@@ -52,7 +52,8 @@ func parseTopology(s string) (topology, error) {
 func (t topology) faults() []faultKind {
 	only := map[faultKind]topology{
 		faultRedisStop: topoSingle, faultBlackhole: topoSingle, faultKill: topoSingle, faultFailover: topoSingle,
-		faultPrimaryKill: topoSentinel, faultPrimaryStop: topoSentinel, faultPrimaryPartition: topoSentinel,
+		faultHolderPartition: topoSingle, // Sentinel and Cluster clients dial the addresses the servers announce
+		faultPrimaryKill:     topoSentinel, faultPrimaryStop: topoSentinel, faultPrimaryPartition: topoSentinel,
 		faultSentinelRestart: topoSentinel, faultFailoverTwice: topoSentinel,
 		faultMasterKill: topoCluster, faultMasterPartition: topoCluster, faultClusterFailover: topoCluster,
 		faultClusterTakeover: topoCluster, faultSlotMigrate: topoCluster,

@@ -60,8 +60,13 @@ func Start(t testing.TB, target string) *Proxy {
 
 // Launch starts a proxy like Start, for code that has no testing.TB (a
 // long-running harness such as cmd/lockwatch-chaos). The caller must Close it.
-func Launch(target string) (*Proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Launch(target string) (*Proxy, error) { return LaunchOn("127.0.0.1:0", target) }
+
+// LaunchOn is Launch listening on listen, an address of a network
+// namespace the caller made (the veth end a holder in another namespace
+// reaches this one through), or of loopback.
+func LaunchOn(listen, target string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: listen: %w", err)
 	}
