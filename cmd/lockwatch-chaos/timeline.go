@@ -85,7 +85,7 @@ func (tl timeline) svg() string {
 	for i, f := range tl.faults {
 		x0, x1 := tl.x(f.Start), tl.x(f.End)
 		fmt.Fprintf(&b, `<rect class="fault" x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#f28e2b" fill-opacity="0.15"><title>%s</title></rect>`+"\n",
-			x0, tlTop, max(x1-x0, 1), bottom-tlTop, html.EscapeString(f.fault.String()+"; "+f.Note))
+			x0, tlTop, max(x1-x0, 1), bottom-tlTop, html.EscapeString(f.String()+"; "+f.Note))
 		y := tlTop + 10 + float64(i%2)*12
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" font-size="9">%s</text>`+"\n", x0+1, y, html.EscapeString(string(f.Kind)))
 	}
