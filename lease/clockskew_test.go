@@ -55,9 +55,13 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			last := acquireReleaseN(ctx, t, onPrimary, "k", 1)
 			require.NoError(t, replica.StopReplication())
 			if tc.ack {
+				lockKey, _ := redisKeys(ns, "k")
+				pc := primary.Client(t)
 				for range 3 {
 					_, err := onPrimary.Acquire(ctx, "k")
 					require.ErrorIs(t, err, ErrUnknown, "unacknowledged: never held")
+					require.Eventually(t, func() bool { return pc.Exists(ctx, lockKey).Val() == 0 },
+						5*time.Second, 5*time.Millisecond, "the unacknowledged lock is released, not left to expire")
 				}
 			} else {
 				last = acquireReleaseN(ctx, t, onPrimary, "k", 3) // the replica misses these

@@ -142,35 +142,57 @@ func TestOverlaps(t *testing.T) {
 	}
 	// Back to back is no overlap: a's Release call and b's acquire return
 	// are exact times on one clock.
-	assert.Empty(t, overlaps([]leaseRec{lease("a", 0, 1, 0, 101, 100), lease("b", 0, 2, 100, 300, 300)}, nil, time.Second, 50*time.Millisecond, never))
+	assert.Empty(t, overlaps([]leaseRec{lease("a", 0, 1, 0, 101, 100), lease("b", 0, 2, 100, 300, 300)}, nil, nil, time.Second, 50*time.Millisecond, never))
 
 	// b got the key while a's context was live (a's Done came after b's
 	// acquire, a's Release later still): unexplained without a fault.
-	got := overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, time.Second, 50*time.Millisecond, never)
+	got := overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, nil, time.Second, 50*time.Millisecond, never)
 	require.Len(t, got, 1)
 	assert.Equal(t, overlapUnexplained, got[0].why)
 	assert.Contains(t, got[0].String(), "b acquired k (fence 2) 50ms before a's lease (fence 1) ended: unexplained")
 
 	// The same after a restart that lost the key: explained.
 	restart := []injected{{fault: fault{Kind: faultKill}, Start: 100 * ms, End: 150 * ms}}
-	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, restart, time.Second, 50*time.Millisecond, never)
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, restart, nil, time.Second, 50*time.Millisecond, never)
 	require.Len(t, got, 1)
 	assert.Equal(t, overlapRedisLoss, got[0].why)
 	// A restart before a was acquired explains nothing.
 	early := []injected{{fault: fault{Kind: faultKill}, Start: -200 * ms, End: -100 * ms}}
-	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, early, time.Second, 50*time.Millisecond, never)
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, early, nil, time.Second, 50*time.Millisecond, never)
 	assert.Equal(t, overlapUnexplained, got[0].why)
 	// Nor does a fault of another kind.
 	stall := []injected{{fault: fault{Kind: faultRedisStop}, Start: 100 * ms, End: 150 * ms}}
-	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, stall, time.Second, 50*time.Millisecond, never)
+	got = overlaps([]leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, stall, nil, time.Second, 50*time.Millisecond, never)
 	assert.Equal(t, overlapUnexplained, got[0].why)
+
+	// A failover that served k, promoting a replica after a was acquired
+	// and before b: explained; one of another key's primary, or the
+	// coordinated CLUSTER FAILOVER that loses nothing, explains nothing.
+	pair := []leaseRec{lease("a", 0, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}
+	promoted := failover{Kind: faultPrimaryKill, Broken: 100 * ms, Promoted: 150 * ms}
+	for _, tc := range []struct {
+		fo   failover
+		want string
+	}{
+		{promoted, overlapRedisLoss},
+		{failover{Kind: faultMasterKill, Broken: 100 * ms, Promoted: 150 * ms, Keys: []string{"other"}}, overlapUnexplained},
+		{failover{Kind: faultMasterKill, Broken: 100 * ms, Promoted: 150 * ms, Keys: []string{"k"}}, overlapRedisLoss},
+		{failover{Kind: faultClusterFailover, Broken: 100 * ms, Promoted: 150 * ms, Keys: []string{"k"}}, overlapUnexplained},
+		// Promoted before a: a was taken on the new primary; but the old
+		// one was back as a primary too when both were acquired.
+		{failover{Kind: faultPrimaryStop, Broken: -3000 * ms, Promoted: -2000 * ms, Back: -100 * ms, Demoted: 300 * ms}, overlapRedisLoss},
+		{failover{Kind: faultPrimaryStop, Broken: -3000 * ms, Promoted: -2000 * ms, Back: -1900 * ms, Demoted: -1800 * ms}, overlapUnexplained},
+	} {
+		got = overlaps(pair, nil, []failover{tc.fo}, time.Second, 50*time.Millisecond, never)
+		assert.Equal(t, tc.want, got[0].why, "%+v", tc.fo)
+	}
 
 	// a's process was stopped until just before b's acquire: explained.
 	stopped := func(proc int, from, to int64) bool { return proc == 1 && from <= 180*ms && to >= 100*ms }
-	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, time.Second, 50*time.Millisecond, stopped)
+	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 250, 260), lease("b", 0, 2, 200, 400, 400)}, nil, nil, time.Second, 50*time.Millisecond, stopped)
 	assert.Equal(t, overlapStopped, got[0].why)
 	// ... but not if it had been running again for longer than the window.
-	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 350, 360), lease("b", 0, 2, 300, 400, 400)}, nil, time.Second, 50*time.Millisecond, stopped)
+	got = overlaps([]leaseRec{lease("a", 1, 1, 0, 350, 360), lease("b", 0, 2, 300, 400, 400)}, nil, nil, time.Second, 50*time.Millisecond, stopped)
 	assert.Equal(t, overlapUnexplained, got[0].why)
 }
 

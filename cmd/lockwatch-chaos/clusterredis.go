@@ -74,6 +74,7 @@ func startClusterRedis(dir string, ttl time.Duration, keys []string) (*clusterRe
 			// Connections from 127.0.0.N are not "local" to protected
 			// mode; the server still listens on 127.0.0.1 only.
 			"--bind-source-addr", n.from, "--protected-mode", "no",
+			"--rdb-del-sync-files", "yes", // a restart starts empty, not from its last sync
 		}
 	}
 	dirs, err := subdirs(dir, "node", 2*clusterMasters)
@@ -96,9 +97,11 @@ func startClusterRedis(dir string, ttl time.Duration, keys []string) (*clusterRe
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	c := r.nodes[0].client()
+	defer c.Close()
 	for _, k := range keys {
 		lock, _, _ := leasekeys.Derive(lockNamespace, k)
-		slot, err := r.nodes[0].client().ClusterKeySlot(ctx, lock).Result()
+		slot, err := c.ClusterKeySlot(ctx, lock).Result()
 		if err != nil {
 			_ = r.close()
 			return nil, err
@@ -275,72 +278,95 @@ func (v view) keysOf(m *clusterNode) []string {
 }
 
 func (r *clusterRedis) inject(f fault, stop <-chan struct{}) (string, error) {
-	v, err := r.look()
-	if err != nil {
-		return "", err
-	}
 	// Every fault hits the master serving the slot of one lock key, so
 	// that leases are held where it strikes: the faults take the keys in
 	// turn.
 	key := r.keys[(f.N-1)%len(r.keys)]
-	m := v.owner[key]
+	needsReplica := f.Kind == faultMasterKill || f.Kind == faultMasterPartition || f.Kind == faultClusterFailover || f.Kind == faultClusterTakeover
+	v, m, err := r.masterOf(key, needsReplica)
+	if err != nil {
+		return "", err
+	}
 	switch f.Kind {
 	case faultMasterKill:
 		broken := now()
 		if err := m.server.Kill(); err != nil {
 			return "", err
 		}
-		promoted := r.awaitPromotion(v, m, broken, stop)
+		promoted, perr := r.awaitPromotion(f, v, m, broken, stop)
 		sleep(f.Dur, stop)
 		if err := m.server.Restart(); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s (serving %s) killed (SIGKILL), %s, restarted empty, %s", m, key, promoted, awaitDemotion(m.server, stop)), nil
+		return fmt.Sprintf("%s (serving %s) killed (SIGKILL), %s, restarted empty, %s", m, key, promoted,
+			awaitDemotion(m.server, &r.promotions, stop)), perr
 	case faultMasterPartition:
 		broken := now()
 		r.partition(m, true)
-		promoted := r.awaitPromotion(v, m, broken, stop)
+		promoted, perr := r.awaitPromotion(f, v, m, broken, stop)
 		sleep(f.Dur, stop)
 		r.partition(m, false)
 		return fmt.Sprintf("%s (serving %s) cut off from clients, its replica and the other nodes, %s, then reconnected, %s",
-			m, key, promoted, awaitDemotion(m.server, stop)), nil
+			m, key, promoted, awaitDemotion(m.server, &r.promotions, stop)), perr
 	case faultClusterFailover, faultClusterTakeover:
-		rep := v.replicaOf(m)
-		if rep == nil {
-			return "", fmt.Errorf("%s has no replica", m)
-		}
 		args := []any{"CLUSTER", "FAILOVER"}
 		if f.Kind == faultClusterTakeover {
 			args = append(args, "TAKEOVER")
 		}
+		rep := v.replicaOf(m)
 		broken := now()
 		if err := command(rep.server.Addr(), 5*time.Second, args...); err != nil {
 			return "", err
 		}
-		promoted := r.awaitPromotion(v, m, broken, stop)
+		promoted, perr := r.awaitPromotion(f, v, m, broken, stop)
 		sleep(f.Dur, stop)
-		return fmt.Sprintf("%v on %s, replica of %s (serving %s): %s", args, rep, m, key, promoted), nil
+		return fmt.Sprintf("%v on %s, replica of %s (serving %s): %s", args, rep, m, key, promoted), perr
 	case faultSlotMigrate:
 		return r.migrate(v, m, key, f.Dur, stop)
 	}
 	return primaryFault(f, m.server, m.proxy, stop)
 }
 
+// masterOf finds the master serving key's slot, and with replica the
+// master's replica too: after a failover the old master rejoins as a
+// replica within seconds, so it is looked for again until then.
+func (r *clusterRedis) masterOf(key string, replica bool) (view, *clusterNode, error) {
+	deadline := time.Now().Add(10*r.nodeTimeout + 30*time.Second)
+	for {
+		v, err := r.look()
+		if err != nil {
+			return v, nil, err
+		}
+		m := v.owner[key]
+		if !replica || v.replicaOf(m) != nil {
+			return v, m, nil
+		}
+		if time.Now().After(deadline) {
+			return v, nil, fmt.Errorf("%s, serving %s, has no replica", m, key)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // partition cuts m off from every client and every other node (cut), or
 // ends the cut: its own proxies swallow what comes in, the others' swallow
-// what it sends.
+// what it sends. At the end every connection that crossed the cut is
+// reset (its stream lost bytes: a cluster bus or replication link with a
+// gap is one no network delivers), so that the nodes reconnect.
 func (r *clusterRedis) partition(m *clusterNode, cut bool) {
-	mode := faultproxy.Pass
-	if cut {
-		mode = faultproxy.Blackhole
+	for _, p := range []*faultproxy.Proxy{m.proxy, m.bus} {
+		if cut {
+			p.Set(faultproxy.Blackhole)
+		} else {
+			p.Set(faultproxy.Reset)
+			p.Set(faultproxy.Pass)
+		}
 	}
-	m.proxy.Set(mode)
-	m.bus.Set(mode)
 	for _, n := range r.nodes {
+		if n == m {
+			continue
+		}
 		for _, p := range []*faultproxy.Proxy{n.proxy, n.bus} {
-			if n == m {
-				continue
-			}
 			if cut {
 				p.Isolate(m.from)
 			} else {
@@ -351,31 +377,29 @@ func (r *clusterRedis) partition(m *clusterNode, cut bool) {
 }
 
 // awaitPromotion waits until old's replica in v reports itself a master,
-// records the promotion for old's lock keys and says how long it took. As
-// with Sentinel, a cluster that does not get there leaves a note, not an
-// error.
-func (r *clusterRedis) awaitPromotion(v view, old *clusterNode, broken int64, stop <-chan struct{}) string {
+// records the promotion (fault f, broken at broken) for old's lock keys
+// and says how long it took. A cluster that does not get there is an
+// error, unless the run stopped first; the caller heals the fault either
+// way.
+func (r *clusterRedis) awaitPromotion(f fault, v view, old *clusterNode, broken int64, stop <-chan struct{}) (string, error) {
 	rep := v.replicaOf(old)
-	if rep == nil {
-		return "no replica to promote"
-	}
 	deadline := time.Now().Add(10*r.nodeTimeout + 30*time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case <-stop:
-			return "the run stopped before a promotion"
+			return "the run stopped before a promotion", nil
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		reply, err := rep.server.Do(ctx, "INFO", "replication")
 		cancel()
 		if text, _ := reply.(string); err == nil && infoField(text, "role") == "master" {
-			at := r.promotions.add(broken, v.keysOf(old)...)
-			return fmt.Sprintf("%s promoted %v later", rep, time.Duration(at-broken).Round(time.Millisecond))
+			at := r.promotions.add(f, broken, v.keysOf(old)...)
+			return fmt.Sprintf("%s promoted %v later", rep, time.Duration(at-broken).Round(time.Millisecond)), nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return "no replica promoted in time"
+	return "no replica promoted", fmt.Errorf("%s, replica of %s, not promoted within %v", rep, old, 10*r.nodeTimeout+30*time.Second)
 }
 
 // migrate moves the slot of key's Redis keys from m to the next master,
@@ -400,6 +424,14 @@ func (r *clusterRedis) migrate(v view, m *clusterNode, key string, d time.Durati
 	src, to := m.client(), dst.client()
 	defer src.Close()
 	defer to.Close()
+	moved := false
+	defer func() {
+		if !moved { // an error midway: the slot goes back to where it was
+			for _, c := range []*redis.Client{to, src} {
+				_ = c.Do(context.Background(), "CLUSTER", "SETSLOT", slot, "STABLE").Err()
+			}
+		}
+	}()
 	if err := to.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", v.id[m]).Err(); err != nil {
 		return "", err
 	}
@@ -414,8 +446,9 @@ func (r *clusterRedis) migrate(v view, m *clusterNode, key string, d time.Durati
 	host, p, _ := net.SplitHostPort(dst.server.Addr())
 	for _, k := range keys {
 		// One key at a time, a pause between: a lease's lock key and its
-		// fence record spend a while on different nodes.
-		if err := src.Migrate(ctx, host, p, k, 0, 5*time.Second).Err(); err != nil && !errors.Is(err, redis.Nil) && err.Error() != "NOKEY" {
+		// fence record spend a while on different nodes. A key that
+		// expired meanwhile answers NOKEY, a status, not an error.
+		if err := src.Migrate(ctx, host, p, k, 0, 5*time.Second).Err(); err != nil {
 			return "", fmt.Errorf("MIGRATE %s: %w", k, err)
 		}
 		sleep(d/time.Duration(2*max(len(keys), 1)), stop)
@@ -424,6 +457,7 @@ func (r *clusterRedis) migrate(v view, m *clusterNode, key string, d time.Durati
 		if err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", v.id[dst]).Err(); err != nil {
 			return "", err
 		}
+		moved = true // from the first SETSLOT NODE on, STABLE would not undo it
 	}
 	for _, n := range r.nodes {
 		if n == m || n == dst || v.master[n] != nil {

@@ -143,8 +143,8 @@ func (c config) validate() error {
 		return errors.New("the holder-stop fault needs -procs > 0")
 	case slices.Contains(c.faults, faultSuspend) && c.procs == 0:
 		return errors.New("the suspend fault needs -procs > 0")
-	case slices.Contains(c.faults, faultHolderPartition) && c.procs == 0:
-		return errors.New("the holder-partition fault needs -procs > 0")
+	case slices.Contains(c.faults, faultHolderPartition) && (c.procs == 0 || c.procs > 60):
+		return errors.New("the holder-partition fault needs -procs from 1 to 60 (a /30 each in a /24)")
 	}
 	for _, k := range c.faults {
 		if !slices.Contains(c.topology.faults(), k) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -21,25 +20,22 @@ type failoverFigure struct {
 	Reasons      map[string]int
 }
 
-func failoverFigures(fos []failover, faults []injected, ops []op, leases []leaseRec) []failoverFigure {
+func failoverFigures(fos []failover, ops []op, leases []leaseRec) []failoverFigure {
 	var out []failoverFigure
 	for _, fo := range fos {
-		fig := failoverFigure{Fault: "?", Promoted: time.Duration(fo.Promoted - fo.Broken), FirstAcquire: -1, Reasons: map[string]int{}}
-		for _, f := range faults {
-			if f.Start <= fo.Broken && fo.Broken <= f.End {
-				fig.Fault = fmt.Sprintf("#%d %s", f.N, f.Kind)
-			}
-		}
-		served := func(key string) bool { return fo.Keys == nil || slices.Contains(fo.Keys, key) }
+		fig := failoverFigure{Fault: fmt.Sprintf("#%d %s", fo.Fault, fo.Kind), Promoted: time.Duration(fo.Promoted - fo.Broken),
+			FirstAcquire: -1, Reasons: map[string]int{}}
 		for _, o := range ops {
-			if o.Kind == kindAcquire && o.Outcome == outAcquired && o.Return > fo.Broken && served(o.Key) {
+			// Sent after the break: a reply in flight from the old
+			// primary does not count.
+			if o.Kind == kindAcquire && o.Outcome == outAcquired && o.Invoke >= fo.Broken && fo.serves(o.Key) {
 				if d := time.Duration(o.Return - fo.Broken); fig.FirstAcquire < 0 || d < fig.FirstAcquire {
 					fig.FirstAcquire = d
 				}
 			}
 		}
 		for _, r := range leases {
-			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() && served(r.Key) {
+			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() && fo.serves(r.Key) {
 				fig.Held++
 				if r.Lost {
 					fig.Lost++

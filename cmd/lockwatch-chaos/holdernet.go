@@ -76,8 +76,11 @@ func (c *childNet) cut(dir string) error {
 		return c.ns.cut(dir)
 	}
 	mode := faultproxy.Blackhole
-	if dir == cutIn {
+	switch dir {
+	case cutIn:
 		mode = faultproxy.DropReplies
+	case cutOut:
+		mode = faultproxy.DropRequests
 	}
 	for _, p := range c.fwd {
 		p.Set(mode)
@@ -85,11 +88,15 @@ func (c *childNet) cut(dir string) error {
 	return nil
 }
 
+// heal ends the cut. The forwarders' open connections are reset: they
+// dropped bytes, which no TCP connection does (in the kernel, TCP
+// retransmits them).
 func (c *childNet) heal() error {
 	if c.ns != nil {
 		return c.ns.heal()
 	}
 	for _, p := range c.fwd {
+		p.Set(faultproxy.Reset)
 		p.Set(faultproxy.Pass)
 	}
 	return nil

@@ -30,8 +30,10 @@ type lockRedis struct {
 
 // serverArgs: DEBUG is disabled by default since Redis 7; "local" allows it
 // from loopback connections only. noeviction is what lockwatch requires of
-// a lock server.
-var serverArgs = []string{"--enable-debug-command", "local", "--maxmemory-policy", "noeviction"}
+// a lock server. rdb-del-sync-files: a replica keeps the RDB file of its
+// last full sync, and loads it when restarted, so a server that had ever
+// been a replica would not restart empty.
+var serverArgs = []string{"--enable-debug-command", "local", "--maxmemory-policy", "noeviction", "--rdb-del-sync-files", "yes"}
 
 // startLockRedis starts the single topology; the replica's wall clock is
 // skew behind the machine's.
@@ -114,7 +116,7 @@ func (r *lockRedis) inject(f fault, stop <-chan struct{}) (string, error) {
 		s := r.current()
 		return describeServer(s) + " killed (SIGKILL) and restarted empty", r.killRestart(f.Down, stop)
 	case faultFailover:
-		return r.failover(f.Dur, f.Down, stop)
+		return r.failover(f, stop)
 	}
 	return primaryFault(f, r.current(), r.proxy, stop)
 }
@@ -148,7 +150,8 @@ func (r *lockRedis) killRestart(down time.Duration, stop <-chan struct{}) error 
 // the proxy at it. Clients' pooled connections are reset so that they
 // reconnect to the new primary at once. The old primary restarts empty and
 // becomes the new replica.
-func (r *lockRedis) failover(lag, down time.Duration, stop <-chan struct{}) (string, error) {
+func (r *lockRedis) failover(f fault, stop <-chan struct{}) (string, error) {
+	lag, down := f.Dur, f.Down
 	r.mu.Lock()
 	old, next := r.primary, r.replica
 	r.mu.Unlock()
@@ -173,7 +176,7 @@ func (r *lockRedis) failover(lag, down time.Duration, stop <-chan struct{}) (str
 	r.mu.Lock()
 	r.primary, r.replica, r.cutOff = next, old, false
 	r.mu.Unlock()
-	r.promotions.add(broken)
+	r.promotions.add(f, broken)
 	if err := old.Restart(); err != nil {
 		return "", err
 	}

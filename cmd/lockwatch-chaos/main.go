@@ -9,8 +9,10 @@
 //
 // # What runs
 //
-// Everything on 127.0.0.1, started by the run and stopped when it ends (also
-// on Ctrl-C or failure):
+// Everything on loopback (127.0.0.1; Cluster nodes send from 127.0.0.11
+// to 127.0.0.16), or in network namespaces the run makes (10.250.0.0/16,
+// for holder-partition), started by the run and stopped when it ends
+// (also on Ctrl-C or failure):
 //
 //   - the lock Redis, in the shape -topology names:
 //   - single (the default): a redis-server primary with a replica, reached
@@ -148,6 +150,15 @@
 // Elsewhere (or with -no-netns) the forwarders listen on loopback and cut
 // in user space, and the run says so.
 //
+// -clock-skew D starts the replicas (single and sentinel) with wall clocks
+// D behind the machine's, through internal/redistest's clock shim: the
+// fence's one clock assumption broken on purpose (RELIABILITY.md). The
+// whole server's wall clock moves, key expiry included (Redis replicates
+// expiry as absolute times, so a key lives D longer on a promoted replica
+// that is behind); after a failover the skewed server is the primary.
+// -timeline FILE.svg draws the run: faults as bands, each holder's leases
+// as bars, losses, rejected and accepted writes as marks.
+//
 // Every fault is printed with its timing and the seed; -seed S with the
 // same -topology, -duration, -ttl, -faults and -procs replays the
 // schedule.
@@ -191,13 +202,14 @@
 //     time. A lease is live from its Acquire's return to the first of its
 //     context's Done and its Release, both measured by its holder on the
 //     system-wide clock, so the comparison needs no tolerance. An overlap
-//     is explained, and counted apart, when Redis lost the key (a
-//     fault that can lose keys (kill-restart, failover, every fault that
-//     makes Sentinel or the Cluster fail a primary over, and
-//     cluster-takeover: replication is asynchronous) after the first
-//     lease was acquired, the
-//     second acquired within a TTL of it: the first learns of the loss from
-//     its next renewal) or when the first holder's process was stopped
+//     is explained, and counted apart, when Redis lost or split the key,
+//     on the primary that served it: a failover that may lose writes
+//     (replication is asynchronous; all but the coordinated
+//     cluster-failover), the first lease taken by the promotion and the
+//     second after the break, at most a TTL after the promotion (the first
+//     learns of the loss from its next renewal); an old primary back as a
+//     primary too, both leases taken before a TTL after its demotion; a
+//     kill-restart. Or when the first holder's process was stopped
 //     (holder-stop, suspend) up to the window before the second acquire:
 //     only the fence protects against a stopped process. The others are
 //     unexplained_overlaps;

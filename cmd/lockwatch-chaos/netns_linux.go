@@ -13,10 +13,13 @@ import (
 // netNS is a holder process's network namespace: the process was started
 // in a new one (CLONE_NEWNET, childAttr), and a veth pair joins it to the
 // harness's, host on the harness's end and peer on the holder's, a /30 of
-// 10.250.0.0/16 of its own. A cut is a blackhole route: in the holder's
-// namespace for what it sends (to host), in the harness's for what it
-// receives (to peer). The kernel drops the packets; the holder's TCP
-// retransmits into nothing and delivers what it held back once healed.
+// 10.250.0.0/16 of its own (the block from the harness's pid, so that two
+// runs at once rarely share one). A cut is a blackhole route: in the
+// holder's namespace for what it sends (to host), in the harness's for
+// what it receives (to peer). The kernel drops the packets of open
+// connections, whose TCP retransmits into nothing and delivers what it
+// held back once healed; a new connection from the cut side fails at once
+// (a blackhole route answers a local sender's connect with EINVAL).
 type netNS struct {
 	pid        int
 	host, peer string
@@ -99,24 +102,40 @@ func (n *netNS) cut(dir string) error {
 	return nil
 }
 
+// heal removes the cuts; one that could not be removed stays listed, so
+// that close tries again.
 func (n *netNS) heal() error {
 	var errs []error
+	var left []string
 	for _, d := range n.routes {
-		errs = append(errs, n.route(d, "del"))
+		if err := n.route(d, "del"); err != nil {
+			errs = append(errs, err)
+			left = append(left, d)
+		}
 	}
-	n.routes = nil
+	n.routes = left
 	return errors.Join(errs...)
 }
 
 // close heals and removes the harness's end of the veth pair (the other
 // end goes with it; the namespace goes with its process, which takes the
-// pair with it when it exits first).
+// pair with it when it exits first). A cut left in the harness's routing
+// table is an error; one inside an exited holder's namespace went with it.
 func (n *netNS) close() error {
-	err := n.heal()
-	if system("ip", "link", "show", "dev", n.dev) == nil {
-		err = errors.Join(err, system("ip", "link", "del", n.dev))
+	var errs []error
+	for _, d := range n.routes {
+		if err := n.route(d, "del"); err != nil && d == cutIn {
+			errs = append(errs, err)
+		}
 	}
-	return err
+	n.routes = nil
+	// The kernel tears an exited process's namespace down, and the pair
+	// with it, in its own time: a device that vanished meanwhile is gone,
+	// not an error.
+	if err := system("ip", "link", "del", n.dev); err != nil && system("ip", "link", "show", "dev", n.dev) == nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // system runs one command of the harness's network set-up.

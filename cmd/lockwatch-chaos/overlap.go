@@ -10,7 +10,7 @@ import (
 // Why two holders of one key may both have had a live context.
 const (
 	overlapUnexplained = ""
-	overlapRedisLoss   = "redis-loss"     // the key vanished in Redis: a restart without persistence, a failover (losesKeys)
+	overlapRedisLoss   = "redis-loss"     // the key vanished or split in Redis: a restart without persistence, a failover (explain)
 	overlapStopped     = "holder-stopped" // the first holder's process was stopped (holder-stop, suspend)
 )
 
@@ -39,15 +39,8 @@ func (o overlap) String() string {
 // moment its holder measured, so the comparison needs no tolerance. (What
 // is measured is when the holder could learn of the end, a little after
 // the lease cancelled it: the work's view, which is the one that matters.)
-//
-// An overlap is explained, and the lease not at fault, when Redis lost the
-// key (a fault that can lose keys, losesKeys, struck after first was acquired and
-// before second was, and second came at most a TTL after it healed: the
-// first lease learns of the loss only from its next renewal, due within
-// TTL/3), or when first's holder process was stopped at some moment from
-// window before second's acquire to that acquire (a stopped process cannot
-// stop its work, and after its resume gets window to do so).
-func overlaps(leases []leaseRec, faults []injected, ttl, window time.Duration,
+// explain says why an overlap was allowed, if it was.
+func overlaps(leases []leaseRec, faults []injected, fos []failover, ttl, window time.Duration,
 	pausedDuring func(proc int, from, to int64) bool) []overlap {
 	byKey := map[string][]leaseRec{}
 	for _, r := range leases {
@@ -61,7 +54,7 @@ func overlaps(leases []leaseRec, faults []injected, ttl, window time.Duration,
 				if b.Acquired >= a.liveUntil() {
 					break // sorted by start: no later lease begins inside a
 				}
-				found = append(found, overlap{first: a, second: b, why: explain(a, b, faults, ttl, window, pausedDuring)})
+				found = append(found, overlap{first: a, second: b, why: explain(a, b, faults, fos, ttl, window, pausedDuring)})
 			}
 		}
 	}
@@ -69,10 +62,39 @@ func overlaps(leases []leaseRec, faults []injected, ttl, window time.Duration,
 	return found
 }
 
-func explain(a, b leaseRec, faults []injected, ttl, window time.Duration, pausedDuring func(proc int, from, to int64) bool) string {
+// explain: an overlap is allowed, and the lease not at fault, when Redis
+// lost or split the key, or when the first holder's process was stopped.
+// Redis lost the key of a, which the failed primary served:
+//
+//   - in a failover that may lose writes (all but the coordinated
+//     cluster-failover): a was acquired by the promotion, b after the
+//     break and at most a TTL after the promotion (a learns of the loss
+//     from its next renewal, due within TTL/3);
+//   - while the old primary was back as a primary too, before its
+//     demotion: a acquired by the demotion, b from the old primary's
+//     return to a TTL after its demotion;
+//   - in a restart without persistence (kill-restart): a acquired by the
+//     restart's end, b from its start to a TTL after its end.
+//
+// The first holder's process was stopped (holder-stop, suspend) at some
+// moment from window before b's acquire to that acquire: a stopped
+// process cannot stop its work, and after its resume gets window to do so.
+func explain(a, b leaseRec, faults []injected, fos []failover, ttl, window time.Duration,
+	pausedDuring func(proc int, from, to int64) bool) string {
+	within := func(from, to int64) bool { return from <= b.Acquired && b.Acquired <= to+int64(ttl) }
+	for _, fo := range fos {
+		if !fo.serves(a.Key) {
+			continue
+		}
+		if fo.Kind != faultClusterFailover && a.Acquired <= fo.Promoted && within(fo.Broken, fo.Promoted) {
+			return overlapRedisLoss
+		}
+		if fo.Back != 0 && a.Acquired <= fo.Demoted && within(fo.Back, fo.Demoted) {
+			return overlapRedisLoss
+		}
+	}
 	for _, f := range faults {
-		if f.Kind.losesKeys() &&
-			a.Acquired <= f.End && f.Start <= b.Acquired && b.Acquired <= f.End+int64(ttl) {
+		if f.Kind == faultKill && a.Acquired <= f.End && within(f.Start, f.End) {
 			return overlapRedisLoss
 		}
 	}

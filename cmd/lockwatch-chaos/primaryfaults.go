@@ -73,26 +73,31 @@ func command(addr string, wait time.Duration, args ...any) error {
 }
 
 // awaitDemotion waits until s, an old primary back after a failover,
-// reports itself a replica, and says how long that took. Until then it is
-// a primary too. On Sentinel it takes the writes of every client that asks
-// a sentinel not yet told of the failover (go-redis asks one), a second
-// holder of a key included; a Cluster master refuses writes for its first
-// two seconds after a restart and learns of the failover meanwhile. So a
-// fault that brings an old primary back lasts until its demotion, and the
-// overlaps it makes are a loss in Redis (losesKeys).
-func awaitDemotion(s *redistest.Server, stop <-chan struct{}) string {
-	start := time.Now()
+// reports itself a replica, records the interval in p (the last
+// promotion's) and says how long it took. Until then it is a primary too.
+// On Sentinel it takes the writes of every client that asks a sentinel
+// not yet told of the failover (go-redis asks one), a second holder of a
+// key included; a Cluster master refuses writes for its first two seconds
+// after a restart and learns of the failover meanwhile. So a fault that
+// brings an old primary back lasts until its demotion, and an overlap of
+// two leases acquired in that interval is a loss in Redis.
+func awaitDemotion(s *redistest.Server, p *promotions, stop <-chan struct{}) string {
+	back := now()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
 		reply, err := s.Do(ctx, "INFO", "replication")
 		if text, _ := reply.(string); err == nil && infoField(text, "role") == "slave" {
-			return fmt.Sprintf("demoted to a replica %v after it came back", time.Since(start).Round(time.Millisecond))
+			at := now()
+			p.demoted(back, at)
+			return fmt.Sprintf("demoted to a replica %v after it came back", time.Duration(at-back).Round(time.Millisecond))
 		}
 		select {
 		case <-stop:
+			p.demoted(back, now())
 			return "the run stopped before its demotion"
 		case <-ctx.Done():
+			p.demoted(back, now())
 			return "not demoted within a minute"
 		case <-time.After(20 * time.Millisecond):
 		}

@@ -34,8 +34,9 @@ type summary struct {
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
 	Guard       guardFigures   // the guarded register's writes
 	Failovers   []failoverFigure
-	staleOps    []op     // the stale writes accepted, for the timeline
-	Violations  []string // every violation, one line each
+	staleOps    []op       // the stale writes accepted, for the timeline
+	injected    []injected // the faults as they happened
+	Violations  []string   // every violation, one line each
 }
 
 // guardFigures are the guarded register's writes, by what the holders saw,

@@ -274,8 +274,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		harnessErr = errors.Join(harnessErr, fmt.Errorf("read the audit log: %w", err))
 	}
 	logs := map[string][]acceptEntry{regPG: audit, regGuard: guarded.accepted()}
-	sum = analyse(cfg, ops, leases, inj.injected(), metrics, logs, dir, children)
-	sum.Failovers = failoverFigures(lockRedis.failovers(), inj.injected(), ops, leases)
+	fos := lockRedis.failovers()
+	sum = analyse(cfg, ops, leases, inj.injected(), fos, metrics, logs, dir, children)
+	sum.Failovers = failoverFigures(fos, ops, leases)
+	sum.injected = inj.injected()
 	sum.Duration = elapsed
 	for i, seen := range reported {
 		var pops []op
@@ -338,7 +340,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 
 // analyse runs checks 1 to 5 on the history and on the accept logs, by
 // register, of the registers that keep one.
-func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics counts,
+func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, fos []failover, metrics counts,
 	logs map[string][]acceptEntry, dir string, children []*child) summary {
 	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
 	for _, f := range faults {
@@ -430,7 +432,7 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, metrics
 
 	// 5. Two live holders of one key.
 	s.Overlaps = map[string]int{}
-	for _, o := range overlaps(leases, faults, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
+	for _, o := range overlaps(leases, faults, fos, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
 		s.Overlaps[o.why]++
 		if o.why == overlapUnexplained {
 			s.Violations = append(s.Violations, "overlap: "+o.String())

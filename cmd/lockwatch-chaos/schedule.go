@@ -45,18 +45,6 @@ const (
 	faultSlotMigrate     faultKind = "slot-migrate"     // a lock key's slot moved to another master while leases on it are held
 )
 
-// losesKeys reports whether k can make Redis forget a key a lease holds:
-// a restart without persistence, or a promoted replica that had not
-// received the last writes (replication is asynchronous).
-func (k faultKind) losesKeys() bool {
-	switch k {
-	case faultKill, faultFailover, faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice,
-		faultMasterKill, faultMasterPartition, faultClusterTakeover:
-		return true
-	}
-	return false
-}
-
 // promotes reports whether k makes the sentinels or the cluster promote a
 // replica once the fault has struck; the schedule plans the time it takes.
 func (k faultKind) promotes() bool {

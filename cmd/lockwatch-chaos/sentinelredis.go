@@ -131,17 +131,25 @@ func (r *sentinelRedis) close() error {
 	return errors.Join(errs...)
 }
 
-// primary is the node a majority of the sentinels name as the master.
+// primary is the node a majority of the sentinels name as the master,
+// asked again until they agree (right after a failover or a sentinel's
+// restart they may not, for a moment), for up to 10 seconds.
 func (r *sentinelRedis) primary() (*sentinelNode, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	addr := r.sentinels.Master(ctx)
-	for _, n := range r.nodes {
-		if n.proxy.Addr() == addr {
-			return n, nil
+	for {
+		addr := r.sentinels.Master(ctx)
+		for _, n := range r.nodes {
+			if n.proxy.Addr() == addr {
+				return n, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no master named by a majority of the sentinels (%q)", addr)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return nil, fmt.Errorf("no master named by a majority of the sentinels (%q)", addr)
 }
 
 func (r *sentinelRedis) inject(f fault, stop <-chan struct{}) (string, error) {
@@ -159,9 +167,9 @@ func (r *sentinelRedis) inject(f fault, stop <-chan struct{}) (string, error) {
 	}
 	switch f.Kind {
 	case faultPrimaryKill:
-		return r.killFailover(p, f.Dur, stop)
+		return r.killFailover(f, p, f.Dur, stop)
 	case faultFailoverTwice:
-		first, err := r.killFailover(p, 0, stop)
+		first, err := r.killFailover(f, p, 0, stop)
 		if err != nil {
 			return first, err
 		}
@@ -169,75 +177,88 @@ func (r *sentinelRedis) inject(f fault, stop <-chan struct{}) (string, error) {
 		if err != nil {
 			return first, err
 		}
-		second, err := r.killFailover(q, f.Dur, stop)
+		second, err := r.killFailover(f, q, f.Dur, stop)
 		return first + "; then " + second, err
 	case faultPrimaryStop:
 		broken := now()
 		if err := p.server.Pause(); err != nil {
 			return "", err
 		}
-		promoted := r.awaitPromotion(p, broken, stop)
+		promoted, perr := r.awaitPromotion(f, p, broken, stop)
 		sleep(f.Dur, stop)
 		if err := p.server.Resume(); err != nil {
 			return "", err
 		}
-		return describeServer(p.server) + " stopped (SIGSTOP), " + promoted + ", then continued, " + awaitDemotion(p.server, stop), nil
+		return describeServer(p.server) + " stopped (SIGSTOP), " + promoted + ", then continued, " +
+			awaitDemotion(p.server, &r.promotions, stop), perr
 	case faultPrimaryPartition:
 		broken := now()
 		p.proxy.Set(faultproxy.Blackhole)
-		promoted := r.awaitPromotion(p, broken, stop)
+		promoted, perr := r.awaitPromotion(f, p, broken, stop)
 		sleep(f.Dur, stop)
+		// Reset, then pass: the cut connections lost bytes, and a
+		// replication stream with a gap is one no network delivers.
+		p.proxy.Set(faultproxy.Reset)
 		p.proxy.Set(faultproxy.Pass)
 		return describeServer(p.server) + " cut off from clients, sentinels and replicas, " + promoted + ", then reconnected, " +
-			awaitDemotion(p.server, stop), nil
+			awaitDemotion(p.server, &r.promotions, stop), perr
 	}
 	return primaryFault(f, p.server, p.proxy, stop)
 }
 
-// killFailover kills the primary p, waits for the sentinels to promote a
-// replica, then after down more restarts p empty (no persistence): the
-// sentinels find it back and make it a replica of the new primary.
-func (r *sentinelRedis) killFailover(p *sentinelNode, down time.Duration, stop <-chan struct{}) (string, error) {
+// killFailover kills the primary p (fault f), waits for the sentinels to
+// promote a replica, then after down more restarts p empty (no
+// persistence, rdb-del-sync-files): the sentinels find it back and make it
+// a replica of the new primary.
+func (r *sentinelRedis) killFailover(f fault, p *sentinelNode, down time.Duration, stop <-chan struct{}) (string, error) {
 	broken := now()
 	if err := p.server.Kill(); err != nil {
 		return "", err
 	}
-	promoted := r.awaitPromotion(p, broken, stop)
+	promoted, perr := r.awaitPromotion(f, p, broken, stop)
 	sleep(down, stop)
 	if err := p.server.Restart(); err != nil {
 		return "", err
 	}
-	return describeServer(p.server) + " killed (SIGKILL), " + promoted + ", restarted empty, " + awaitDemotion(p.server, stop), nil
+	return describeServer(p.server) + " killed (SIGKILL), " + promoted + ", restarted empty, " +
+		awaitDemotion(p.server, &r.promotions, stop), perr
 }
 
 // awaitPromotion waits until a majority of the sentinels name a primary
-// other than old, which was broken at the instant broken, records the
-// promotion and says which and how long it took. The sentinels may not get
-// there (the run stops, or they cannot agree); the fault heals anyway and
-// the note says so.
-func (r *sentinelRedis) awaitPromotion(old *sentinelNode, broken int64, stop <-chan struct{}) string {
+// other than old, which fault f broke at the instant broken, records the
+// promotion and says which and how long it took. Sentinels that do not
+// get there are an error (the run would measure nothing), unless the run
+// stopped first; the caller heals the fault either way.
+func (r *sentinelRedis) awaitPromotion(f fault, old *sentinelNode, broken int64, stop <-chan struct{}) (string, error) {
 	// Twice the failover timeout bounds a second failover of the same
 	// master name; a minute more covers the vote on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*r.failoverTimeout+time.Minute)
 	defer cancel()
+	stopped := make(chan struct{})
 	go func() {
 		select {
 		case <-stop:
+			close(stopped)
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
 	addr, err := r.sentinels.WaitPromoted(ctx, old.proxy.Addr())
 	if err != nil {
-		return "no replica promoted (" + err.Error() + ")"
+		select {
+		case <-stopped:
+			return "the run stopped before a promotion", nil
+		default:
+		}
+		return "no replica promoted", err
 	}
-	at := r.promotions.add(broken)
+	at := r.promotions.add(f, broken)
 	for _, n := range r.nodes {
 		if n.proxy.Addr() == addr {
 			addr = describeServer(n.server)
 		}
 	}
-	return fmt.Sprintf("%s promoted %v later", addr, time.Duration(at-broken).Round(time.Millisecond))
+	return fmt.Sprintf("%s promoted %v later", addr, time.Duration(at-broken).Round(time.Millisecond)), nil
 }
 
 func (r *sentinelRedis) failovers() []failover { return r.promotions.all() }

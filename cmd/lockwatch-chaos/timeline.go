@@ -108,8 +108,12 @@ func (tl timeline) svg() string {
 		}
 		fmt.Fprintf(&b, `<rect class="lease" x="%.1f" y="%.1f" width="%.1f" height="%.0f" fill="%s" stroke="%s" stroke-width="1.5"><title>%s</title></rect>`+"\n",
 			x0, y, max(x1-x0, 1), tlRow-8, keyColours[keys[r.Key]%len(keyColours)], stroke, html.EscapeString(tip))
-		if r.Lost && r.Cancel != 0 {
-			cx := tl.x(r.Cancel)
+		if r.Lost {
+			at := r.Cancel
+			if at == 0 {
+				at = r.End // as the fault table counts it
+			}
+			cx := tl.x(at)
 			fmt.Fprintf(&b, `<path class="loss" d="M%.1f %.1fl6 6m0 -6l-6 6" stroke="#e15759" stroke-width="2"/>`+"\n", cx-3, y+2)
 		}
 	}
@@ -129,6 +133,9 @@ func (tl timeline) svg() string {
 		}
 	}
 	for _, o := range tl.stale {
+		if o.Holder == "" {
+			continue // found in an accept log only: the summary counts it
+		}
 		fmt.Fprintf(&b, `<circle class="stale" cx="%.1f" cy="%.1f" r="4" fill="black"><title>%s</title></circle>`+"\n",
 			tl.x(o.Return), rowY(o.Holder)+tlRow/2, html.EscapeString(fmt.Sprintf("%s: stale write accepted by %s, fence %d", o.Holder, o.Reg, o.Fence)))
 	}

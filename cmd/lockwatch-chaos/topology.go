@@ -116,15 +116,23 @@ type deployment interface {
 	close() error
 }
 
-// failover is one replica promoted in place of a failed primary: when the
-// primary was broken (killed, stopped, cut off, or told to hand over) and
-// when the replica was promoted, on the history's clock.
+// failover is one replica promoted in place of a failed primary, on the
+// history's clock: when the primary was broken (killed, stopped, cut off,
+// or told to hand over) and when the replica was promoted; and, when the
+// old primary came back as a primary too (a restart, a resume, a healed
+// partition), from when until it reported itself a replica.
 type failover struct {
+	Fault            int       // the fault's number
+	Kind             faultKind // the fault's kind
 	Broken, Promoted int64
+	Back, Demoted    int64 // 0: it did not come back as a primary
 	// Keys are the lock keys the primary served; nil means every key (a
 	// topology with one primary).
 	Keys []string
 }
+
+// serves reports whether the failed primary served key.
+func (f failover) serves(key string) bool { return f.Keys == nil || slices.Contains(f.Keys, key) }
 
 // promotions records failovers as a deployment's faults make them.
 type promotions struct {
@@ -132,14 +140,24 @@ type promotions struct {
 	list []failover
 }
 
-// add records a promotion now of a primary broken at broken that served
-// keys (nil: every key), and returns now.
-func (p *promotions) add(broken int64, keys ...string) int64 {
+// add records a promotion now of a primary broken at broken by fault f
+// that served keys (nil: every key), and returns now.
+func (p *promotions) add(f fault, broken int64, keys ...string) int64 {
 	at := now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.list = append(p.list, failover{Broken: broken, Promoted: at, Keys: keys})
+	p.list = append(p.list, failover{Fault: f.N, Kind: f.Kind, Broken: broken, Promoted: at, Keys: keys})
 	return at
+}
+
+// demoted records that the old primary of the last promotion was back as
+// a primary from back until demoted.
+func (p *promotions) demoted(back, demoted int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n := len(p.list); n > 0 {
+		p.list[n-1].Back, p.list[n-1].Demoted = back, demoted
+	}
 }
 
 func (p *promotions) all() []failover {

@@ -17,6 +17,7 @@ const (
 	delay
 	reset
 	duplicate
+	dropRequests
 )
 
 var (
@@ -26,6 +27,10 @@ var (
 	// server-to-client bytes: commands reach Redis and take effect, but the
 	// client never learns the outcome.
 	DropReplies = Mode{kind: dropReplies}
+	// DropRequests discards client-to-server bytes and forwards the other
+	// direction: what the client sends never arrives, while the server can
+	// still reach it.
+	DropRequests = Mode{kind: dropRequests}
 	// Blackhole discards both directions while keeping connections open, so
 	// only the client's timeouts can detect it.
 	Blackhole = Mode{kind: blackhole}
@@ -57,6 +62,8 @@ func (m Mode) String() string {
 	switch m.kind {
 	case dropReplies:
 		return "DropReplies"
+	case dropRequests:
+		return "DropRequests"
 	case blackhole:
 		return "Blackhole"
 	case delay:

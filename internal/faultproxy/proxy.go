@@ -149,11 +149,23 @@ func (p *Proxy) Isolate(ip string) {
 	p.isolated[ip] = true
 }
 
-// Rejoin ends an Isolate of ip.
+// Rejoin ends an Isolate of ip. The connections from ip that were open
+// during the cut are reset: bytes were dropped from their streams, and a
+// stream with a gap is one no TCP connection delivers (a replica applying
+// it would diverge). New ones pass.
 func (p *Proxy) Rejoin(ip string) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	delete(p.isolated, ip)
+	var cut []*link
+	for l := range p.links {
+		if l.from == ip {
+			cut = append(cut, l)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range cut {
+		l.reset()
+	}
 }
 
 // modeFor is the mode that applies to l's next chunk.
@@ -236,7 +248,7 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, toClient bool) {
 			case m.kind == reset:
 				l.reset()
 				return
-			case m.kind == blackhole, m.kind == dropReplies && toClient:
+			case m.kind == blackhole, m.kind == dropReplies && toClient, m.kind == dropRequests && !toClient:
 				// Read and discarded, so the sender never blocks on a full
 				// window and cannot tell anything is wrong.
 			default:

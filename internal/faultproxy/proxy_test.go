@@ -2,6 +2,7 @@ package faultproxy_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -172,6 +173,7 @@ func TestModeString(t *testing.T) {
 	}{
 		{faultproxy.Pass, "Pass"},
 		{faultproxy.DropReplies, "DropReplies"},
+		{faultproxy.DropRequests, "DropRequests"},
 		{faultproxy.Blackhole, "Blackhole"},
 		{faultproxy.Reset, "Reset"},
 		{faultproxy.Delay(time.Second), "Delay(1s)"},
@@ -263,6 +265,34 @@ func TestIsolateCutsOneSourceOnly(t *testing.T) {
 	requireTimeout(t, from("127.0.0.2").Ping(ctx).Err())
 	require.NoError(t, other.Ping(ctx).Err(), "other sources pass")
 
+	idle, err := (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.3")}}).DialContext(ctx, "tcp", p.Addr())
+	require.NoError(t, err)
+	defer idle.Close()
+	require.NoError(t, idle.SetDeadline(time.Now().Add(2*time.Second)))
+	_, err = idle.Write([]byte("PING\r\n"))
+	require.NoError(t, err)
+	_, err = idle.Read(make([]byte, 16)) // +PONG: the link is up
+	require.NoError(t, err)
+	p.Isolate("127.0.0.3")
 	p.Rejoin("127.0.0.2")
-	require.NoError(t, cut.Ping(ctx).Err())
+	p.Rejoin("127.0.0.3")
+	require.NoError(t, cut.Ping(ctx).Err(), "a new connection passes")
+	require.NoError(t, idle.SetDeadline(time.Now().Add(2*time.Second)))
+	_, _ = idle.Write([]byte("PING\r\n"))
+	_, err = idle.Read(make([]byte, 16))
+	require.Error(t, err, "a connection open through the cut is reset: its stream may have lost bytes")
+	var netErr net.Error
+	assert.False(t, errors.As(err, &netErr) && netErr.Timeout(), "reset, not silent: %v", err)
+}
+
+// DropRequests loses what the client sends: the command never runs.
+func TestDropRequestsLosesTheCommand(t *testing.T) {
+	t.Parallel()
+	srv, p, c := setup(t, 300*time.Millisecond)
+	ctx := testContext(t)
+	p.Set(faultproxy.DropRequests)
+	requireTimeout(t, c.Set(ctx, "k", "v", 0).Err())
+	p.Set(faultproxy.Pass)
+	_, err := srv.Do(ctx, "GET", "k")
+	assert.ErrorIs(t, err, redis.Nil, "the SET never reached the server")
 }

@@ -29,18 +29,33 @@ var shim struct {
 	err  error
 }
 
-// clockShim builds the shim once per process into the temporary directory,
-// named by its source's hash, so that concurrent test binaries share it
-// and a changed source is rebuilt.
+// clockShim builds the shim once per process into the user's cache
+// directory (lockwatch-redistest, mode 0700: a library preloaded into
+// redis-server must not be one another user could have put there), named
+// by its source's hash, so that concurrent test binaries share it and a
+// changed source is rebuilt.
 func clockShim() (string, error) {
 	shim.once.Do(func() {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			cache = os.TempDir()
+		}
+		home := filepath.Join(cache, "lockwatch-redistest")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			shim.err = err
+			return
+		}
+		if fi, err := os.Stat(home); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			shim.err = fmt.Errorf("redistest: %s must be private to its user (mode 0700)", home)
+			return
+		}
 		sum := sha256.Sum256(clockShimSource)
-		path := filepath.Join(os.TempDir(), "redistest-clockshim-"+hex.EncodeToString(sum[:6])+".so")
+		path := filepath.Join(home, "clockshim-"+hex.EncodeToString(sum[:6])+".so")
 		if _, err := os.Stat(path); err == nil {
 			shim.path = path
 			return
 		}
-		dir, err := os.MkdirTemp("", "redistest-clockshim-")
+		dir, err := os.MkdirTemp(home, "build-")
 		if err != nil {
 			shim.err = err
 			return
