@@ -432,6 +432,7 @@ func (r *clusterRedis) migrate(v view, m *clusterNode, key string, d time.Durati
 			}
 		}
 	}()
+	before := redirects(ctx, src)
 	if err := to.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", v.id[m]).Err(); err != nil {
 		return "", err
 	}
@@ -467,5 +468,23 @@ func (r *clusterRedis) migrate(v view, m *clusterNode, key string, d time.Durati
 		_ = c.Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", v.id[dst]).Err() // gossip tells it anyway
 		_ = c.Close()
 	}
-	return fmt.Sprintf("slot %d (%s, %d keys) migrated from %s to %s", slot, key, len(keys), m, dst), nil
+	sleep(d/4, stop) // clients with the old slot map meet MOVED now
+	after := redirects(ctx, src)
+	return fmt.Sprintf("slot %d (%s, %d keys) migrated from %s to %s; the source answered ASK %d, TRYAGAIN %d, MOVED %d times",
+		slot, key, len(keys), m, dst, after["ASK"]-before["ASK"], after["TRYAGAIN"]-before["TRYAGAIN"], after["MOVED"]-before["MOVED"]), nil
+}
+
+// redirects are the redirection and retry errors c's server has answered
+// so far, by prefix (INFO errorstats).
+func redirects(ctx context.Context, c *redis.Client) map[string]int {
+	text, _ := c.Info(ctx, "errorstats").Result()
+	out := map[string]int{}
+	for line := range strings.Lines(text) {
+		// errorstat_ASK:count=3
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "errorstat_"), ":count=")
+		if n, err := strconv.Atoi(rest); ok && err == nil {
+			out[name] = n
+		}
+	}
+	return out
 }
