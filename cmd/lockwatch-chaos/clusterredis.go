@@ -391,9 +391,9 @@ func (r *clusterRedis) awaitPromotion(f fault, v view, old *clusterNode, broken 
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		reply, err := rep.server.Do(ctx, "INFO", "replication")
+		role := rep.server.Role(ctx)
 		cancel()
-		if text, _ := reply.(string); err == nil && infoField(text, "role") == "master" {
+		if role == "master" {
 			at := r.promotions.add(f, broken, v.keysOf(old)...)
 			return fmt.Sprintf("%s promoted %v later", rep, time.Duration(at-broken).Round(time.Millisecond)), nil
 		}

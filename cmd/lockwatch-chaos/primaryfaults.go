@@ -86,8 +86,7 @@ func awaitDemotion(s *redistest.Server, p *promotions, stop <-chan struct{}) str
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		reply, err := s.Do(ctx, "INFO", "replication")
-		if text, _ := reply.(string); err == nil && infoField(text, "role") == "slave" {
+		if s.Role(ctx) == "slave" {
 			at := now()
 			p.demoted(back, at)
 			return fmt.Sprintf("demoted to a replica %v after it came back", time.Duration(at-back).Round(time.Millisecond))

@@ -7,7 +7,6 @@ import (
 	"net"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/lockwatch/lockwatch/internal/faultproxy"
@@ -68,7 +67,7 @@ func startSentinelRedis(dir string, ttl, skew time.Duration) (*sentinelRedis, er
 		p.SetTarget(n.server.Addr())
 	}
 	for _, n := range r.nodes[1:] {
-		if err := replicate(n.server, r.nodes[0].proxy.Addr()); err != nil {
+		if err := n.server.ReplicaOfAddr(r.nodes[0].proxy.Addr()); err != nil {
 			_ = r.close()
 			return nil, err
 		}
@@ -88,29 +87,6 @@ func startSentinelRedis(dir string, ttl, skew time.Duration) (*sentinelRedis, er
 		return nil, err
 	}
 	return r, nil
-}
-
-// replicate makes s a replica of the server at primary (its proxy) and
-// waits until the initial sync is done.
-func replicate(s *redistest.Server, primary string) error {
-	host, port, _ := net.SplitHostPort(primary)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if _, err := s.Do(ctx, "REPLICAOF", host, port); err != nil {
-		return fmt.Errorf("%s: REPLICAOF %s: %w", describeServer(s), primary, err)
-	}
-	for {
-		reply, err := s.Do(ctx, "INFO", "replication")
-		if text, _ := reply.(string); err == nil && infoField(text, "master_link_status") == "up" &&
-			infoField(text, "master_sync_in_progress") == "0" {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: no sync with %s: %w", describeServer(s), primary, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
 
 func (r *sentinelRedis) target() lockTarget {
@@ -262,13 +238,3 @@ func (r *sentinelRedis) awaitPromotion(f fault, old *sentinelNode, broken int64,
 }
 
 func (r *sentinelRedis) failovers() []failover { return r.promotions.all() }
-
-// infoField reads one field of an INFO reply.
-func infoField(info, name string) string {
-	for line := range strings.Lines(info) {
-		if v, ok := strings.CutPrefix(strings.TrimRight(line, "\r\n"), name+":"); ok {
-			return v
-		}
-	}
-	return ""
-}

@@ -47,3 +47,14 @@ func (s *Server) waitInfo(ctx context.Context, section string, cond func(map[str
 		}
 	}
 }
+
+// Role is the role s reports in INFO replication ("master" or "slave"), or
+// "" when it does not answer.
+func (s *Server) Role(ctx context.Context) string {
+	reply, err := s.Do(ctx, "INFO", "replication")
+	if err != nil {
+		return ""
+	}
+	text, _ := reply.(string)
+	return parseInfo(text)["role"]
+}

@@ -32,6 +32,27 @@ func (s *Server) ReplicaOf(primary *Server) error {
 	return s.waitReplicating(ctx, primary)
 }
 
+// ReplicaOfAddr makes s a replica of the server at addr ("host:port", a
+// proxy in front of a primary, say) and waits until its initial sync is
+// done. Unlike ReplicaOf it does not wait for the primary to acknowledge
+// the stream: the test may reach the primary only through addr.
+func (s *Server) ReplicaOfAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("redistest: ReplicaOfAddr: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	if _, err := s.Do(ctx, "REPLICAOF", host, port); err != nil {
+		return fmt.Errorf("redistest: %s: REPLICAOF %s: %w", s.Addr(), addr, err)
+	}
+	s.closeParked()
+	return s.waitInfo(ctx, "replication", func(info map[string]string) bool {
+		return info["role"] == "slave" && info["master_port"] == port &&
+			info["master_link_status"] == "up" && info["master_sync_in_progress"] == "0"
+	})
+}
+
 // waitReplicating waits until s, a replica of primary, has finished its
 // initial sync and primary streams to it (waitAcknowledged).
 func (s *Server) waitReplicating(ctx context.Context, primary *Server) error {
