@@ -5,8 +5,9 @@ import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 //lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
 
 // lockDetail is the drill-down: the same signals, one series per selected
-// lock, plus the waits for contended locks, renewal latency, releases, the
-// clean-up of unknown acquires and the fenced resources.
+// lock, plus the waits for contended locks, renewal latency, releases (by
+// their holders and by force), the clean-up of unknown acquires and the
+// fenced resources.
 func lockDetail() *dashboard.DashboardBuilder {
 	v := detailView
 	d := newDashboard(LockDetailUID, "lockwatch / Lock detail",
@@ -36,6 +37,7 @@ func lockDetail() *dashboard.DashboardBuilder {
 		commitOutcomesSeries(v, 402),
 		holdTimeSeries(v, 403),
 		releasesSeries(v, 404),
+		forceReleasesSeries(v, 405),
 	)
 	section(d, row(500, "Fenced resources (all locks)"),
 		fenceRejectionsSeries(501),

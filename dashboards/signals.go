@@ -35,6 +35,7 @@ var (
 	releases        = metric(obs.PromLeaseReleases)
 	waiting         = metric(obs.PromLeaseWaiting)
 	waitDuration    = metric(obs.PromLeaseWaitDuration)
+	forceReleases   = metric(obs.PromLeaseForceReleases)
 )
 
 // view is how a dashboard splits lease series: the overview sums over the
@@ -254,6 +255,13 @@ func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 		"Releases by result: released, not_held (the key had expired or changed hands before the release: the lease outlived its validity) or unknown.",
 		units.OpsPerSecond, false,
 		query{rate(releases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
+}
+
+func forceReleasesSeries(v view, id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Keys released by force",
+		"Keys an administrator took back from their holder (lockwatch release --force, Locker.ForceRelease), by result: released (the holder loses its lease at its next renewal, reason renewal_rejected), not_held (the key was free) or unknown. The lock name is the one of the Locker that forced the release. Any at all means someone judged a holder stuck: check the holder's renewal failures and losses.",
+		units.OpsPerSecond, false,
+		query{rate(forceReleases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
 
 func waitingSeries(v view, id uint32) *timeseries.PanelBuilder {

@@ -43,6 +43,8 @@ type Lease struct {
 	renewIdx    int // position in the renewal queue, -1 when not queued
 	deadlineIdx int // position in the deadline queue, -1 when not queued
 	lostAt      time.Duration
+	renewals    int           // confirmed renewals (Snapshot)
+	lastRenewal time.Duration // send to applied reply, of the last confirmed one
 }
 
 // Key returns the caller's key.

@@ -29,6 +29,7 @@ type shared struct {
 	lanes   *groupcommit.Lanes // group commits of acquires and releases
 	pending pendingReleases
 	wake    *wakeups // tells waiters of releases
+	losses  lossLog  // the last losses, for Snapshot
 
 	mu        sync.Mutex // guards closing and the Add side of bg
 	closing   bool
@@ -136,6 +137,7 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
+	l.locker.losses.add(l, cause.Reason)
 	l.set.observeLoss(l.ctx, lossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
 		Held: l.lostAt - l.sentAt, Err: cause.Err})
 }

@@ -268,6 +268,8 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.
 				s.dlQ.fix(l)
 			}
 			l.renewAt = sentAt + l.set.renewEvery
+			l.renewals++
+			l.lastRenewal = t - sentAt
 			s.queueRenewalLocked(l)
 		case obs.RenewalRejected:
 			s.loseLocked(l, &LostError{Reason: LossRenewalRejected}, t)

@@ -18,8 +18,14 @@ var (
 	renewSrc string
 	//go:embed scripts/release.lua
 	releaseSrc string
+	//go:embed scripts/inspect.lua
+	inspectSrc string
+	//go:embed scripts/force.lua
+	forceSrc string
 
 	acquireScript = script.New(recordSrc + acquireSrc)
 	renewScript   = script.New(renewSrc)
 	releaseScript = script.New(recordSrc + releaseSrc)
+	inspectScript = script.New(recordSrc + inspectSrc)
+	forceScript   = script.New(recordSrc + forceSrc)
 )

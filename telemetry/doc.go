@@ -59,6 +59,10 @@
 //     of those waits by result: acquired, timed_out (the wait's bound
 //     passed), cancelled (the caller's context ended), unknown, error. An
 //     acquire that did not back off is no wait.
+//   - lockwatch_lease_force_releases_total{lock_name, result}: keys an
+//     administrator took back from their holder (lease.Locker.ForceRelease,
+//     lockwatch release --force): released, not_held, unknown. lock_name is
+//     the forcing Locker's.
 //
 // Attribute keys on metrics are short (lock.name, result, reason,
 // resource) rather than namespaced: they are scoped by

@@ -144,3 +144,23 @@ func (t *Recorder) LateCompletion(ctx context.Context, lock string) {
 	trace.SpanFromContext(ctx).AddEvent(EventLateCompletion, trace.WithAttributes(attribute.String(AttrLockName, lock)))
 	t.warn(ctx, "lockwatch: work completed after its lease was lost", slog.String(AttrLockName, lock))
 }
+
+// ForceReleased records an administrator's forced release of a key (its
+// holder, if there was one, loses its lease at its next renewal) and logs it
+// at Warn whatever its result: taking a key from a running holder is an
+// event an operator must be able to find afterwards. holder is the hash of
+// the holder's owner token ("" when the key was free), fence the newest
+// minted for the key.
+func (t *Recorder) ForceReleased(ctx context.Context, lock, key, keyHash, result, holder string, fence int64, err error) {
+	t.forceReleases.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
+	keyAttr := slog.String(AttrKeyHash, keyHash)
+	if t.rawKeys {
+		keyAttr = slog.String(AttrKey, key)
+	}
+	attrs := []slog.Attr{slog.String(AttrLockName, lock), keyAttr, slog.String(AttrResult, result),
+		slog.String(AttrHolder, holder), slog.Int64(AttrFence, fence)}
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	t.warn(ctx, "lockwatch: key released by force; its holder loses its lease at its next renewal", attrs...)
+}

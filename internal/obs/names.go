@@ -49,6 +49,8 @@ const (
 	PromLeaseWaiting             = "lockwatch_lease_waiting"
 	LeaseWaitDuration            = "lockwatch.lease.wait.duration"
 	PromLeaseWaitDuration        = "lockwatch_lease_wait_duration_seconds"
+	LeaseForceReleases           = "lockwatch.lease.force_releases"
+	PromLeaseForceReleases       = "lockwatch_lease_force_releases_total"
 )
 
 // Attribute keys (on metrics and spans) and the Prometheus labels they
@@ -67,6 +69,7 @@ const (
 	AttrKeyHash   = "lockwatch.key.hash" // the key's hash as used in Redis
 	AttrKey       = "lockwatch.key"      // the raw key, only with WithRawKeys
 	AttrFence     = "lockwatch.fence"
+	AttrHolder    = "lockwatch.holder" // a hash of a holder's owner token, never the token
 	AttrAttempts  = "lockwatch.attempts"
 	AttrRemaining = "lockwatch.remaining_seconds"
 	AttrHighWater = "lockwatch.fence.high_water"

@@ -38,6 +38,7 @@ type Recorder struct {
 	releases        metric.Int64Counter
 	waiting         metric.Int64UpDownCounter
 	waitDuration    metric.Float64Histogram
+	forceReleases   metric.Int64Counter
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
@@ -103,8 +104,13 @@ func New(c Config) *Recorder {
 	t.releases = counter(LeaseReleases)
 	t.waiting = updown(LeaseWaiting)
 	t.waitDuration = histogram(LeaseWaitDuration)
+	t.forceReleases = counter(LeaseForceReleases)
 	return t
 }
+
+// RawKeys tells whether the caller's keys may be shown (WithRawKeys), not
+// only their hashes: on spans, and on the live page of a Locker's leases.
+func (t *Recorder) RawKeys() bool { return t.rawKeys }
 
 // Config is where a Recorder sends its signals; nil fields mean the
 // global providers and slog.Default().
@@ -210,6 +216,7 @@ func (t *Recorder) introduce(firstKey, name string) {
 	zero(t, t.losses, name, firstKey, AttrReason, LossReasons)
 	zero(t, t.commits, name, firstKey, AttrResult, CommitResults)
 	zero(t, t.releases, name, firstKey, AttrResult, ReleaseResults)
+	zero(t, t.forceReleases, name, firstKey, AttrResult, ReleaseResults)
 	one := t.opts(firstKey, name, "", "").add
 	t.lateCompletions.Add(ctx, 0, one...)
 	t.active.Add(ctx, 0, one...)

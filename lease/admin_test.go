@@ -1,0 +1,274 @@
+package lease
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/telemetry"
+)
+
+// An operator's view of a key (Inspect) and their last resort
+// (ForceRelease), on a single node and on Cluster.
+func TestAdmin(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(t *testing.T, c redis.UniversalClient)
+	}{
+		{"InspectShowsAHeldKeyWithoutItsToken", testInspectShowsAHeldKey},
+		{"InspectOfAFreeKey", testInspectOfAFreeKey},
+		{"ForceReleaseLosesTheHolderAndBarsIt", testForceReleaseLosesTheHolder},
+		{"ForceReleaseOfAFreeKeyChangesNothing", testForceReleaseOfAFreeKey},
+		{"ForceReleaseWakesAWaiter", testForceReleaseWakesAWaiter},
+	}
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.client(t)) })
+			}
+		})
+	}
+}
+
+func tokenHash(owner string) string {
+	sum := sha1.Sum([]byte(owner))
+	return hex.EncodeToString(sum[:])[:holderHashLen]
+}
+
+func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c, WithTTL(5*time.Second))
+	l, err := lk.Acquire(ctx, "report")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	_, err = lk.Acquire(ctx, "report") // contended: its token is barred
+	require.ErrorIs(t, err, ErrNotAcquired)
+
+	info, err := lk.Inspect(ctx, "report")
+	require.NoError(t, err)
+	assert.Equal(t, "report", info.Key)
+	assert.True(t, info.Held)
+	assert.Greater(t, info.TTL, 3*time.Second)
+	assert.LessOrEqual(t, info.TTL, 5*time.Second)
+	assert.Equal(t, l.Fence(), info.Fence)
+	assert.Equal(t, 1, info.Barred, "the contended attempt")
+	assert.Equal(t, tokenHash(ownerOf(l)), info.Holder)
+
+	// Another namespace is another key.
+	other, err := lk.With(WithNamespace(lk.set.namespace + "x"))
+	require.NoError(t, err)
+	info, err = other.Inspect(ctx, "report")
+	require.NoError(t, err)
+	assert.False(t, info.Held)
+}
+
+func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c)
+	info, err := lk.Inspect(ctx, "never-taken")
+	require.NoError(t, err)
+	assert.Equal(t, KeyInfo{Key: "never-taken"}, info)
+
+	last := acquireReleaseN(ctx, t, lk, "taken-before", 2)
+	info, err = lk.Inspect(ctx, "taken-before")
+	require.NoError(t, err)
+	assert.False(t, info.Held)
+	assert.Zero(t, info.TTL)
+	assert.Empty(t, info.Holder)
+	assert.Equal(t, last, info.Fence, "the record keeps the newest fence")
+	assert.Equal(t, 2, info.Barred, "both released attempts")
+
+	_, err = lk.Inspect(ctx, "")
+	assert.ErrorIs(t, err, errInvalidOption)
+
+	// A lock key written by something else: held, without an expiry.
+	lockKey, _ := redisKeys(lk.set.namespace, "foreign")
+	require.NoError(t, c.Set(ctx, lockKey, "not-lockwatch", 0).Err())
+	info, err = lk.Inspect(ctx, "foreign")
+	require.NoError(t, err)
+	assert.True(t, info.Held)
+	assert.Equal(t, time.Duration(-1), info.TTL)
+}
+
+func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	rec := &recorder{}
+	holder := newLocker(t, c, WithTTL(600*time.Millisecond), rec.withHooks())
+	l, err := holder.Acquire(ctx, "stuck")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	admin, err := holder.With(WithTelemetry(h.Tel), WithName("admin"))
+	require.NoError(t, err)
+
+	info, err := admin.ForceRelease(ctx, "stuck")
+	require.NoError(t, err)
+	assert.True(t, info.Held)
+	assert.Equal(t, tokenHash(ownerOf(l)), info.Holder)
+	assert.Equal(t, l.Fence(), info.Fence)
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "released")))
+	level, attrs, ok := h.Logs.Find("released by force")
+	require.True(t, ok, "a force release is logged")
+	assert.Equal(t, slog.LevelWarn, level)
+	assert.Equal(t, info.Holder, attrs[obs.AttrHolder])
+	assert.Equal(t, strconv.FormatInt(int64(l.Fence()), 10), attrs[obs.AttrFence])
+	assert.NotContains(t, attrs, obs.AttrKey, "the raw key stays out of logs by default")
+
+	// The holder's next renewal (within TTL/3) is rejected.
+	assert.Equal(t, LossRenewalRejected, lossReason(t, waitDone(t, l, 2*time.Second)))
+
+	// A late copy of the holder's acquire cannot take the key back.
+	lockKey, fenceKey, _ := leaseKeys(holder.set.namespace, "stuck")
+	late := holder.attempt(ctx, holder.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, ownerOf(l), holder.set.ttlArg, holder.set.retentionArg))
+	require.NoError(t, late.err)
+	assert.False(t, late.acquired, "the forced-out token is barred")
+
+	next, err := holder.Acquire(ctx, "stuck")
+	require.NoError(t, err)
+	defer next.Release(ctx)
+	assert.Greater(t, next.Fence(), l.Fence())
+}
+
+func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("admin"))
+	last := acquireReleaseN(ctx, t, lk, "free", 1)
+	before, err := lk.Inspect(ctx, "free")
+	require.NoError(t, err)
+
+	info, err := lk.ForceRelease(ctx, "free")
+	require.NoError(t, err)
+	assert.False(t, info.Held)
+	assert.Empty(t, info.Holder)
+	assert.Equal(t, last, info.Fence)
+	after, err := lk.Inspect(ctx, "free")
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "nothing changed")
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "not_held")))
+	assert.EqualValues(t, 0, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "released")))
+
+	_, err = lk.ForceRelease(ctx, "")
+	assert.ErrorIs(t, err, errInvalidOption)
+}
+
+// A waiter is told of a forced release as of a release: with a backoff of
+// a minute, only the notification can hand it the key within the test.
+func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	lk := newLocker(t, c, WithTTL(time.Minute))
+	l, err := lk.Acquire(ctx, "queue")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	waiter := NewLocker(c, WithNamespace(lk.set.namespace), WithWait(30*time.Second), WithBackoff(time.Minute, time.Minute))
+	defer waiter.Close()
+
+	got := make(chan *Lease, 1)
+	go func() {
+		w, err := waiter.Acquire(ctx, "queue")
+		assert.NoError(t, err)
+		got <- w
+	}()
+	_, _, mark := leaseKeys(lk.set.namespace, "queue")
+	require.Eventually(t, func() bool {
+		n, _ := c.Exists(ctx, mark).Result()
+		return n == 1
+	}, 10*time.Second, 5*time.Millisecond, "the waiter never set its wait mark")
+	_, err = lk.ForceRelease(ctx, "queue")
+	require.NoError(t, err)
+	select {
+	case w := <-got:
+		require.NotNil(t, w)
+		assert.Greater(t, w.Fence(), l.Fence())
+		require.NoError(t, w.Release(ctx))
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter was not woken by the forced release")
+	}
+}
+
+// Snapshot lists the active leases with their figures, and the last losses.
+func TestSnapshot(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c, WithTTL(300*time.Millisecond), WithName("jobs"))
+	a, err := lk.Acquire(ctx, "a")
+	require.NoError(t, err)
+	defer a.Release(ctx)
+	b, err := lk.Acquire(ctx, "b", WithName("billing"), WithMaxHold(50*time.Millisecond))
+	require.NoError(t, err)
+
+	snap := lk.Snapshot()
+	assert.WithinDuration(t, time.Now(), snap.Taken, time.Second)
+	require.Len(t, snap.Leases, 2)
+	assert.Equal(t, "billing", snap.Leases[0].Name, "by name")
+	assert.Equal(t, "final", snap.Leases[0].State, "its max hold comes before any renewal could help")
+	first := snap.Leases[1]
+	lockKey, _ := redisKeys(lk.set.namespace, "a")
+	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), State: "held",
+		Age: first.Age, Remaining: first.Remaining}, first)
+	assert.Positive(t, first.Age)
+	assert.Positive(t, first.Remaining)
+	assert.LessOrEqual(t, first.Remaining, 300*time.Millisecond)
+
+	// b reaches its max hold; a is renewed.
+	require.Equal(t, LossMaxHold, lossReason(t, waitDone(t, b, 2*time.Second)))
+	require.Eventually(t, func() bool {
+		s := lk.Snapshot()
+		return len(s.Leases) == 1 && s.Leases[0].Renewals >= 2 && len(s.Losses) == 1
+	}, 5*time.Second, 5*time.Millisecond)
+	snap = lk.Snapshot()
+	assert.Positive(t, snap.Leases[0].LastRenewal)
+	lost := snap.Losses[0]
+	assert.Equal(t, "billing", lost.Name)
+	assert.Equal(t, "lost", lost.State)
+	assert.Equal(t, LossMaxHold, lost.Reason)
+	assert.Equal(t, b.Fence(), lost.Fence)
+	assert.InDelta(t, 50*time.Millisecond, lost.Age, float64(40*time.Millisecond), "held until its max hold")
+	assert.WithinDuration(t, time.Now(), lost.LostAt, 5*time.Second)
+	assert.Empty(t, lost.Key, "raw keys only with WithRawKeys")
+	require.NoError(t, b.Release(ctx))
+}
+
+// The raw key appears only with telemetry.WithRawKeys, and the losses kept
+// are the last 32, newest first.
+func TestSnapshotRawKeysAndTheLastLosses(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	h := telemetrytest.New(t, telemetry.WithRawKeys())
+	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), WithTelemetry(h.Tel))
+	var fences []int64
+	for i := range lastLosses + 8 {
+		l, err := lk.Acquire(ctx, "k"+strconv.Itoa(i))
+		require.NoError(t, err)
+		fences = append(fences, int64(l.Fence()))
+	}
+	snap := lk.Snapshot()
+	require.Len(t, snap.Leases, lastLosses+8)
+	for _, l := range snap.Leases {
+		assert.NotEmpty(t, l.Key)
+	}
+	require.NoError(t, lk.Close()) // loses every lease, reason closed
+	require.Eventually(t, func() bool { return len(lk.Snapshot().Losses) == lastLosses }, 5*time.Second, 5*time.Millisecond)
+	losses := lk.Snapshot().Losses
+	// Close loses them by cancel point, so in the order they were taken:
+	// newest first are the last taken.
+	for i, l := range losses {
+		assert.EqualValues(t, fences[len(fences)-1-i], l.Fence, "loss %d", i)
+	}
+	for _, l := range losses {
+		assert.Equal(t, LossClosed, l.Reason)
+		assert.NotEmpty(t, l.Key)
+	}
+	assert.Empty(t, lk.Snapshot().Leases)
+}

@@ -1,0 +1,123 @@
+package lease
+
+import (
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
+
+	"cmp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Snapshot is what a Locker holds at one moment, for the people who run it:
+// the live page (package debugpage) shows one. Keys appear as their hash,
+// as on spans, and raw only when the Locker's Telemetry was made with
+// telemetry.WithRawKeys: a key is request input and may hold secrets.
+type Snapshot struct {
+	// Taken is when the snapshot was taken.
+	Taken time.Time
+	// Leases are the active leases of the Locker and of every Locker made
+	// from it with With (they share one scheduler), by lock name, then key
+	// hash.
+	Leases []LeaseInfo
+	// Losses are the last leases lost, newest first: at most 32 of them.
+	Losses []LeaseInfo
+}
+
+// LeaseInfo is one lease in a Snapshot: an active one, or one lost.
+type LeaseInfo struct {
+	Name    string // the lock name (WithName)
+	KeyHash string // the key's hash, as on spans and in Redis
+	Key     string // the raw key, only with telemetry.WithRawKeys
+	Fence   fence.Token
+	// State is, for an active lease, "renewing" while a renewal is in
+	// flight, "final" once nothing can extend it (its max hold,
+	// WithMaxHold, comes before a renewal could move its cancel point),
+	// and "held" otherwise; "lost" for a lost one.
+	State string
+	// Age is the time since the acquire that took the lease was sent; for
+	// a lost lease, how long it had been held when it was lost.
+	Age time.Duration
+	// Remaining is the validity left: the time until its cancel point,
+	// unless a renewal is confirmed first (Lease.Remaining). 0 once lost.
+	Remaining time.Duration
+	// Renewals counts the lease's confirmed renewals.
+	Renewals int
+	// LastRenewal is the time from sending its last confirmed renewal to
+	// applying the reply; 0 before the first.
+	LastRenewal time.Duration
+	// Reason and LostAt say why and when a lost lease was lost (its
+	// context cancelled); empty and zero for an active one.
+	Reason LossReason
+	LostAt time.Time
+}
+
+// lastLosses is how many losses a Snapshot remembers.
+const lastLosses = 32
+
+// Snapshot returns the Locker's active leases and its last losses. It takes
+// the scheduler's lock for as long as it copies them, so it suits a page or
+// a health check, not a hot path.
+func (lk *Locker) Snapshot() Snapshot {
+	s := lk.sched
+	s.mu.Lock()
+	now := clock.Now()
+	leases := make([]LeaseInfo, 0, len(s.dlQ.items))
+	for _, l := range s.dlQ.items {
+		info := l.info("held", now-l.sentAt)
+		info.Remaining = max(0, time.Duration(l.cancelAt.Load())-now)
+		switch {
+		case l.renewIdx < 0 && l.maxHoldAt > 0 && time.Duration(l.cancelAt.Load()) >= l.maxHoldAt:
+			info.State = "final"
+		case l.renewIdx < 0:
+			info.State = "renewing"
+		}
+		leases = append(leases, info)
+	}
+	s.mu.Unlock()
+	slices.SortFunc(leases, func(a, b LeaseInfo) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.KeyHash, b.KeyHash))
+	})
+	return Snapshot{Taken: time.Now(), Leases: leases, Losses: lk.losses.list()}
+}
+
+// lossLog keeps a Locker's last losses for Snapshot.
+type lossLog struct {
+	mu   sync.Mutex
+	ring [lastLosses]LeaseInfo
+	n    int // losses recorded so far
+}
+
+// add records l, just lost. Its renewal figures are read after the loss:
+// the scheduler no longer changes them.
+func (g *lossLog) add(l *Lease, reason LossReason) {
+	info := l.info("lost", l.lostAt-l.sentAt)
+	info.Reason, info.LostAt = reason, clock.WallTime(l.lostAt)
+	g.mu.Lock()
+	g.ring[g.n%lastLosses] = info
+	g.n++
+	g.mu.Unlock()
+}
+
+// list returns the losses, newest first.
+func (g *lossLog) list() []LeaseInfo {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]LeaseInfo, 0, min(g.n, lastLosses))
+	for i := g.n - 1; i >= 0 && i >= g.n-lastLosses; i-- {
+		out = append(out, g.ring[i%lastLosses])
+	}
+	return out
+}
+
+// info describes l in a Snapshot; the caller holds the scheduler's lock or
+// knows the lease lost.
+func (l *Lease) info(state string, age time.Duration) LeaseInfo {
+	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, State: state, Age: age,
+		Renewals: l.renewals, LastRenewal: l.lastRenewal}
+	if l.set.rec.RawKeys() {
+		info.Key = l.key
+	}
+	return info
+}
