@@ -1,6 +1,8 @@
 package lease
 
 import (
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/script"
@@ -23,8 +25,9 @@ type KeyInfo struct {
 	// than lockwatch).
 	TTL time.Duration
 	// Fence is the newest fencing token minted for the key, 0 when none is
-	// remembered (the fence retention passed, or no lease ever took it):
-	// the next acquire mints a larger one.
+	// remembered (the fence retention passed, no lease ever took it, or
+	// the record is not one lockwatch wrote: Barred is then -1): the next
+	// acquire mints a larger one.
 	Fence fence.Token
 	// Barred counts the owner tokens barred on the key's fence record
 	// (released, cleaned-up and contended attempts; at most 16 of each),
@@ -43,14 +46,17 @@ const holderHashLen = 12
 // Inspect reads what Redis holds for key: whether it is held, for how much
 // longer, its newest fence, its barred tokens and a hash of its holder. One
 // read-only script, so the fields come from one moment. It takes the
-// Locker's namespace (WithNamespace) and bounds the call by the acquire
-// timeout.
+// Locker's namespace (WithNamespace) and is bounded by the acquire timeout
+// (with ContextTimeoutEnabled on the client; without it a stalled read
+// waits for the client's ReadTimeout).
 func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
 	}
 	lockKey, fenceKey := redisKeys(lk.set.namespace, key)
-	vals, err := lk.runAdmin(ctx, inspectScript.Call(2, lockKey, fenceKey), 4)
+	ctx, cancel := context.WithTimeout(ctx, lk.set.acquireTimeout)
+	defer cancel()
+	vals, err := reply(script.RunOne(ctx, lk.client, inspectScript.Call(2, lockKey, fenceKey)), 4)
 	if err != nil {
 		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", shortKey(key), err)
 	}
@@ -65,50 +71,104 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	return info, nil
 }
 
-// ForceRelease takes key back from whoever holds it: an administrator's
-// last resort for a key whose holder is stuck (lockwatch release --force).
+// ForceRelease takes key back from holder, the hash Inspect gave for the
+// lease to end (KeyInfo.Holder): an administrator's last resort for a key
+// whose holder is stuck (lockwatch release --force). Naming the holder
+// makes it safe to repeat: a go-redis retry of the call, or a call that
+// comes after the stuck holder released and another took over, finds a
+// holder it was not asked to end and changes nothing.
+//
 // The holder's owner token is barred as the clean-up of an unknown acquire
 // bars its own, so the holder's next renewal is rejected (it loses the
 // lease, reason renewal_rejected, and its work is cancelled), no late copy
 // of its acquire can take the key again, and the next acquirer gets a
-// larger fence. Until that renewal the holder may still be working: only
-// the fence at the resource stops its writes, as for every lost lease.
+// larger fence; a waiter is woken as by a release. Until that renewal, up
+// to TTL/3 plus the renewal timeout later, the holder may still be
+// working while the next one works: only the fence at the resource stops
+// its writes. A lease whose max hold comes before its next renewal (state
+// "final" in a Snapshot) is not renewed again and runs on to its max hold.
 //
-// It returns the key as it was just before (Held false: the key was free
-// and nothing changed), counts the call in
-// lockwatch_lease_force_releases_total by result and logs it at Warn. An
-// error means the outcome is unknown: the key may or may not be free.
-func (lk *Locker) ForceRelease(ctx context.Context, key string) (KeyInfo, error) {
-	if key == "" {
+// It returns nil when it took the key from holder, and ErrNotHeld when the
+// key was free or held by another holder. The KeyInfo gives Held and
+// Holder as they were just before (holder itself when released, else the
+// key's current holder, if any) and the key's Fence; TTL and Barred are
+// not read. Any other error means the outcome
+// is unknown, the key may or may not be free: a transport error, or, with
+// WithReplicationAck, too few replicas acknowledged it, so a failover now
+// could bring the holder's key back. Each call is counted in
+// lockwatch_lease_force_releases_total by result and logged at Warn. It is
+// bounded like Inspect (plus the ack timeout).
+func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo, error) {
+	switch {
+	case key == "":
 		return KeyInfo{}, invalidf("empty key")
+	case !validHolder(holder):
+		return KeyInfo{}, invalidf("holder %q is not a holder hash (%d lower-case hex digits, as Inspect gives)", holder, holderHashLen)
 	}
 	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, key)
-	vals, err := lk.runAdmin(ctx, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg), 3)
 	info := KeyInfo{Key: key}
+	vals, err := lk.force(ctx, lockKey, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, holder))
 	result := obs.ReleaseUnknown
-	if err != nil {
-		err = fmt.Errorf("lease: force release %q: %w", shortKey(key), err)
-	} else {
-		info.Held, info.Holder, info.Fence = toInt(vals[0]) == 1, holderHash(vals[1]), fence.Token(toInt(vals[2]))
-		result = obs.ReleaseNotHeld
-		if info.Held {
+	if vals != nil {
+		info.Holder, info.Fence = holderHash(vals[1]), fence.Token(toInt(vals[2]))
+		info.Held = info.Holder != ""
+		switch {
+		case err != nil: // too few acks: unknown
+		case toInt(vals[0]) == 1:
 			result = obs.ReleaseReleased
+		default:
+			result, err = obs.ReleaseNotHeld, ErrNotHeld
 		}
 	}
-	lk.set.rec.ForceReleased(ctx, lk.set.name, key, hashTag(lockKey), string(result), info.Holder, int64(info.Fence), err)
+	if result == obs.ReleaseUnknown {
+		err = fmt.Errorf("lease: force release %q: outcome unknown: %w", shortKey(key), err)
+	}
+	lk.set.rec.ForceReleased(ctx, lk.set.name, key, hashTag(lockKey), string(result), holder, int64(info.Fence), err)
 	return info, err
 }
 
-// runAdmin runs one of the operator's scripts on its own, bounded by the
-// acquire timeout, and returns its reply's n elements.
-func (lk *Locker) runAdmin(ctx context.Context, call script.Call, n int) ([]any, error) {
-	ctx, cancel := context.WithTimeout(ctx, lk.set.acquireTimeout)
+// force runs the force script, with WAIT behind it when the Locker asks
+// for replica acknowledgements. It returns the script's reply when it has
+// one, with the ack's error.
+func (lk *Locker) force(ctx context.Context, lockKey string, call script.Call) ([]any, error) {
+	set := lk.set
+	if set.ackReplicas == 0 {
+		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout)
+		defer cancel()
+		return reply(script.RunOne(ctx, lk.client, call), 3)
+	}
+	ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
 	defer cancel()
-	vals, err := script.RunOne(ctx, lk.client, call).Slice()
+	cmd, wait, err := lk.runWithAck(ctx, set, lockKey, call)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := reply(cmd, 3)
+	if err != nil {
+		return nil, err
+	}
+	return vals, ackError(set, wait)
+}
+
+// reply returns a script's array reply of n elements.
+func reply(cmd *redis.Cmd, n int) ([]any, error) {
+	vals, err := cmd.Slice()
 	if err == nil && len(vals) != n {
-		err = fmt.Errorf("unexpected reply %v", vals)
+		return nil, fmt.Errorf("unexpected reply %v", vals)
 	}
 	return vals, err
+}
+
+func validHolder(h string) bool {
+	if len(h) != holderHashLen {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func holderHash(v any) string {

@@ -29,6 +29,7 @@ func TestAdmin(t *testing.T) {
 		{"InspectOfAFreeKey", testInspectOfAFreeKey},
 		{"ForceReleaseLosesTheHolderAndBarsIt", testForceReleaseLosesTheHolder},
 		{"ForceReleaseOfAFreeKeyChangesNothing", testForceReleaseOfAFreeKey},
+		{"ForceReleaseSparesAnotherHolder", testForceReleaseSparesAnotherHolder},
 		{"ForceReleaseWakesAWaiter", testForceReleaseWakesAWaiter},
 	}
 	for _, b := range backends(t) {
@@ -111,21 +112,32 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	admin, err := holder.With(WithTelemetry(h.Tel), WithName("admin"))
 	require.NoError(t, err)
 
-	info, err := admin.ForceRelease(ctx, "stuck")
+	seen, err := admin.Inspect(ctx, "stuck")
+	require.NoError(t, err)
+	info, err := admin.ForceRelease(ctx, "stuck", seen.Holder)
 	require.NoError(t, err)
 	assert.True(t, info.Held)
 	assert.Equal(t, tokenHash(ownerOf(l)), info.Holder)
 	assert.Equal(t, l.Fence(), info.Fence)
 	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "released")))
+	forcedAt := time.Now()
 	level, attrs, ok := h.Logs.Find("released by force")
 	require.True(t, ok, "a force release is logged")
 	assert.Equal(t, slog.LevelWarn, level)
 	assert.Equal(t, info.Holder, attrs[obs.AttrHolder])
 	assert.Equal(t, strconv.FormatInt(int64(l.Fence()), 10), attrs[obs.AttrFence])
 	assert.NotContains(t, attrs, obs.AttrKey, "the raw key stays out of logs by default")
+	assert.NotContains(t, attrs, "error")
 
-	// The holder's next renewal (within TTL/3) is rejected.
+	// The holder's next renewal, within TTL/3 plus the renewal timeout, is
+	// rejected (200 + 120 ms here; the rest is slack for a loaded machine).
 	assert.Equal(t, LossRenewalRejected, lossReason(t, waitDone(t, l, 2*time.Second)))
+	assert.Less(t, time.Since(forcedAt), holder.set.renewEvery+holder.set.renewalTimeout+400*time.Millisecond)
+
+	// Again, as a go-redis retry of the call would: that holder is gone.
+	again, err := admin.ForceRelease(ctx, "stuck", seen.Holder)
+	require.ErrorIs(t, err, ErrNotHeld)
+	assert.False(t, again.Held)
 
 	// A late copy of the holder's acquire cannot take the key back.
 	lockKey, fenceKey, _ := leaseKeys(holder.set.namespace, "stuck")
@@ -147,8 +159,8 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	before, err := lk.Inspect(ctx, "free")
 	require.NoError(t, err)
 
-	info, err := lk.ForceRelease(ctx, "free")
-	require.NoError(t, err)
+	info, err := lk.ForceRelease(ctx, "free", "0123456789ab")
+	require.ErrorIs(t, err, ErrNotHeld)
 	assert.False(t, info.Held)
 	assert.Empty(t, info.Holder)
 	assert.Equal(t, last, info.Fence)
@@ -157,9 +169,77 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, before, after, "nothing changed")
 	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "not_held")))
 	assert.EqualValues(t, 0, h.Sum(t, obs.LeaseForceReleases, lockAttrs("admin", obs.AttrResult, "released")))
+	_, _, ok := h.Logs.Find("changed nothing")
+	assert.True(t, ok, "logged as changing nothing")
 
-	_, err = lk.ForceRelease(ctx, "")
-	assert.ErrorIs(t, err, errInvalidOption)
+	for _, bad := range []struct{ key, holder string }{{"", "0123456789ab"}, {"free", ""}, {"free", "0123456789AB"}, {"free", "0123456789abc"}} {
+		_, err = lk.ForceRelease(ctx, bad.key, bad.holder)
+		assert.ErrorIs(t, err, errInvalidOption, "%q %q", bad.key, bad.holder)
+	}
+}
+
+// A force names the holder it ends: one that comes after the stuck holder
+// released and another took the key changes nothing, and the new holder
+// keeps its lease.
+func testForceReleaseSparesAnotherHolder(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	lk := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel))
+	stuck, err := lk.Acquire(ctx, "handed-over")
+	require.NoError(t, err)
+	seen, err := lk.Inspect(ctx, "handed-over")
+	require.NoError(t, err)
+	require.NoError(t, stuck.Release(ctx))
+	next, err := lk.Acquire(ctx, "handed-over")
+	require.NoError(t, err)
+	defer next.Release(ctx)
+
+	info, err := lk.ForceRelease(ctx, "handed-over", seen.Holder)
+	require.ErrorIs(t, err, ErrNotHeld)
+	assert.True(t, info.Held)
+	assert.Equal(t, tokenHash(ownerOf(next)), info.Holder, "the holder now")
+	assert.Equal(t, next.Fence(), info.Fence)
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("default", obs.AttrResult, "not_held")))
+	// Two renewal periods later the new holder still holds it.
+	time.Sleep(2 * lk.set.renewEvery)
+	require.NoError(t, next.Err())
+	now, err := lk.Inspect(ctx, "handed-over")
+	require.NoError(t, err)
+	assert.Equal(t, info.Holder, now.Holder)
+}
+
+// With WithReplicationAck, a force that too few replicas acknowledged is
+// unknown: a failover now could bring the holder's key back.
+func TestForceReleaseWaitsForReplicas(t *testing.T) {
+	ctx := testCtx(t)
+	primary := redistest.Start(t)
+	h := telemetrytest.New(t)
+	lk := newLocker(t, primary.Client(t), WithTelemetry(h.Tel), WithReplicationAck(1, 100*time.Millisecond))
+	plain, err := lk.With(WithReplicationAck(0, 0))
+	require.NoError(t, err)
+	force := func(key string) error {
+		l, err := plain.Acquire(ctx, key)
+		require.NoError(t, err)
+		defer l.Release(ctx)
+		seen, err := lk.Inspect(ctx, key)
+		require.NoError(t, err)
+		_, err = lk.ForceRelease(ctx, key, seen.Holder)
+		return err
+	}
+
+	err = force("no-replica")
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrNotHeld)
+	assert.Contains(t, err.Error(), "0 of 1 replicas acknowledged")
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("default", obs.AttrResult, "unknown")))
+	_, attrs, ok := h.Logs.Find("outcome unknown")
+	require.True(t, ok)
+	assert.Contains(t, attrs["error"], "replicas acknowledged")
+
+	replica := redistest.Start(t)
+	require.NoError(t, replica.ReplicaOf(primary))
+	require.NoError(t, force("one-replica"))
+	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("default", obs.AttrResult, "released")))
 }
 
 // A waiter is told of a forced release as of a release: with a backoff of
@@ -184,7 +264,9 @@ func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 		n, _ := c.Exists(ctx, mark).Result()
 		return n == 1
 	}, 10*time.Second, 5*time.Millisecond, "the waiter never set its wait mark")
-	_, err = lk.ForceRelease(ctx, "queue")
+	seen, err := lk.Inspect(ctx, "queue")
+	require.NoError(t, err)
+	_, err = lk.ForceRelease(ctx, "queue", seen.Holder)
 	require.NoError(t, err)
 	select {
 	case w := <-got:
@@ -215,7 +297,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, "final", snap.Leases[0].State, "its max hold comes before any renewal could help")
 	first := snap.Leases[1]
 	lockKey, _ := redisKeys(lk.set.namespace, "a")
-	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), State: "held",
+	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), State: "held", TTL: 300 * time.Millisecond,
 		Age: first.Age, Remaining: first.Remaining}, first)
 	assert.Positive(t, first.Age)
 	assert.Positive(t, first.Remaining)

@@ -152,6 +152,7 @@ func (s *scheduler) loseLocked(l *Lease, cause *LostError, at time.Duration) boo
 	l.loss.Store(cause)
 	l.lostAt = at
 	l.state.Store(int32(stateLost))
+	s.lk.losses.add(l, cause.Reason) // here, so that the log is in the order of the losses
 	s.renewQ.remove(l)
 	s.dlQ.remove(l)
 	l.cancel(cause) // runs no caller code: AfterFunc callbacks get their own goroutines

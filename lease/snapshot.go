@@ -34,10 +34,14 @@ type LeaseInfo struct {
 	// State is, for an active lease, "renewing" while a renewal is in
 	// flight, "final" once nothing can extend it (its max hold,
 	// WithMaxHold, comes before a renewal could move its cancel point),
-	// and "held" otherwise; "lost" for a lost one.
+	// "expired" once its cancel point has passed and the scheduler is
+	// about to end it, and "held" otherwise; "lost" for a lost one.
 	State string
+	// TTL is the lease's time to live in Redis (WithTTL).
+	TTL time.Duration
 	// Age is the time since the acquire that took the lease was sent; for
-	// a lost lease, how long it had been held when it was lost.
+	// a lost lease, how long it had been held when it was lost (its hold
+	// time).
 	Age time.Duration
 	// Remaining is the validity left: the time until its cancel point,
 	// unless a renewal is confirmed first (Lease.Remaining). 0 once lost.
@@ -56,9 +60,10 @@ type LeaseInfo struct {
 // lastLosses is how many losses a Snapshot remembers.
 const lastLosses = 32
 
-// Snapshot returns the Locker's active leases and its last losses. It takes
-// the scheduler's lock for as long as it copies them, so it suits a page or
-// a health check, not a hot path.
+// Snapshot returns the Locker's active leases and its last losses. It holds
+// the scheduler's lock while it copies the leases, which delays renewals
+// and cancellations by as long: it suits a page or a health check polled
+// every few seconds, not a hot path.
 func (lk *Locker) Snapshot() Snapshot {
 	s := lk.sched
 	s.mu.Lock()
@@ -68,6 +73,8 @@ func (lk *Locker) Snapshot() Snapshot {
 		info := l.info("held", now-l.sentAt)
 		info.Remaining = max(0, time.Duration(l.cancelAt.Load())-now)
 		switch {
+		case info.Remaining == 0:
+			info.State = "expired"
 		case l.renewIdx < 0 && l.maxHoldAt > 0 && time.Duration(l.cancelAt.Load()) >= l.maxHoldAt:
 			info.State = "final"
 		case l.renewIdx < 0:
@@ -79,7 +86,7 @@ func (lk *Locker) Snapshot() Snapshot {
 	slices.SortFunc(leases, func(a, b LeaseInfo) int {
 		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.KeyHash, b.KeyHash))
 	})
-	return Snapshot{Taken: time.Now(), Leases: leases, Losses: lk.losses.list()}
+	return Snapshot{Taken: clock.WallTime(now), Leases: leases, Losses: lk.losses.list()}
 }
 
 // lossLog keeps a Locker's last losses for Snapshot.
@@ -89,8 +96,7 @@ type lossLog struct {
 	n    int // losses recorded so far
 }
 
-// add records l, just lost. Its renewal figures are read after the loss:
-// the scheduler no longer changes them.
+// add records l as it is lost; the scheduler calls it under its lock.
 func (g *lossLog) add(l *Lease, reason LossReason) {
 	info := l.info("lost", l.lostAt-l.sentAt)
 	info.Reason, info.LostAt = reason, clock.WallTime(l.lostAt)
@@ -111,11 +117,10 @@ func (g *lossLog) list() []LeaseInfo {
 	return out
 }
 
-// info describes l in a Snapshot; the caller holds the scheduler's lock or
-// knows the lease lost.
+// info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, State: state, Age: age,
-		Renewals: l.renewals, LastRenewal: l.lastRenewal}
+	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, State: state, TTL: l.set.ttl,
+		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key
 	}

@@ -77,11 +77,7 @@ func (t *Recorder) WaitEnded(ctx context.Context, lock, result string, waited ti
 // UnknownResolved records how the clean-up of an unknown acquire ended.
 func (t *Recorder) UnknownResolved(ctx context.Context, lock, resolution string, err error) {
 	t.resolutions.Add(ctx, 1, t.lock(lock, AttrResult, resolution).add...)
-	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(AttrResult, resolution)}
-	if err != nil {
-		attrs = append(attrs, slog.Any("error", err))
-	}
-	t.warn(ctx, "lockwatch: unknown acquire cleaned up", attrs...)
+	t.warn(ctx, "lockwatch: unknown acquire cleaned up", withErr(err, slog.String(AttrLockName, lock), slog.String(AttrResult, resolution))...)
 }
 
 // Renewal records one lease's renewal result and the round trip of the
@@ -96,8 +92,8 @@ func (t *Recorder) Renewal(ctx context.Context, lock, result string, d time.Dura
 func (t *Recorder) RenewalFailed(ctx context.Context, lock, result string, fence int64, err error) {
 	trace.SpanFromContext(ctx).AddEvent(EventRenewalFailed, trace.WithAttributes(
 		attribute.String(AttrLockName, lock), attribute.String(AttrResult, result), attribute.Int64(AttrFence, fence)))
-	t.warn(ctx, "lockwatch: renewal failed", slog.String(AttrLockName, lock), slog.String(AttrResult, result),
-		slog.Int64(AttrFence, fence), slog.Any("error", err))
+	t.warn(ctx, "lockwatch: renewal failed", withErr(err, slog.String(AttrLockName, lock), slog.String(AttrResult, result),
+		slog.Int64(AttrFence, fence))...)
 }
 
 // Lost records a lease turning LOST: one loss, one active lease less, one
@@ -109,8 +105,8 @@ func (t *Recorder) Lost(ctx context.Context, lock, reason string, fence int64, e
 	t.overrunning.Add(ctx, 1, one...)
 	trace.SpanFromContext(ctx).AddEvent(EventLost, trace.WithAttributes(
 		attribute.String(AttrLockName, lock), attribute.String(AttrReason, reason), attribute.Int64(AttrFence, fence)))
-	t.warn(ctx, "lockwatch: lease lost; its work is cancelled", slog.String(AttrLockName, lock),
-		slog.String(AttrReason, reason), slog.Int64(AttrFence, fence), slog.Any("error", err))
+	t.warn(ctx, "lockwatch: lease lost; its work is cancelled", withErr(err, slog.String(AttrLockName, lock),
+		slog.String(AttrReason, reason), slog.Int64(AttrFence, fence))...)
 }
 
 // Committed records a Commit decision and the validity left at it.
@@ -145,12 +141,11 @@ func (t *Recorder) LateCompletion(ctx context.Context, lock string) {
 	t.warn(ctx, "lockwatch: work completed after its lease was lost", slog.String(AttrLockName, lock))
 }
 
-// ForceReleased records an administrator's forced release of a key (its
-// holder, if there was one, loses its lease at its next renewal) and logs it
-// at Warn whatever its result: taking a key from a running holder is an
-// event an operator must be able to find afterwards. holder is the hash of
-// the holder's owner token ("" when the key was free), fence the newest
-// minted for the key.
+// ForceReleased records an administrator's forced release of a key from a
+// holder and logs it at Warn whatever its result: taking a key from a
+// running holder is an event an operator must be able to find afterwards.
+// holder is the hash of the holder's owner token it was asked to end, fence
+// the newest minted for the key.
 func (t *Recorder) ForceReleased(ctx context.Context, lock, key, keyHash, result, holder string, fence int64, err error) {
 	t.forceReleases.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
 	keyAttr := slog.String(AttrKeyHash, keyHash)
@@ -159,8 +154,13 @@ func (t *Recorder) ForceReleased(ctx context.Context, lock, key, keyHash, result
 	}
 	attrs := []slog.Attr{slog.String(AttrLockName, lock), keyAttr, slog.String(AttrResult, result),
 		slog.String(AttrHolder, holder), slog.Int64(AttrFence, fence)}
-	if err != nil {
-		attrs = append(attrs, slog.Any("error", err))
+	msg := "lockwatch: key released by force; its holder loses its lease at its next renewal"
+	switch {
+	case err != nil && result == string(ReleaseNotHeld):
+		msg = "lockwatch: forced release changed nothing: that holder does not hold the key"
+	case err != nil:
+		msg = "lockwatch: forced release outcome unknown; the key may or may not be free"
+		attrs = withErr(err, attrs...)
 	}
-	t.warn(ctx, "lockwatch: key released by force; its holder loses its lease at its next renewal", attrs...)
+	t.warn(ctx, msg, attrs...)
 }

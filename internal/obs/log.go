@@ -18,3 +18,12 @@ func (t *Recorder) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
 	}
 	t.logger.LogAttrs(ctx, slog.LevelWarn, msg, attrs...)
 }
+
+// withErr returns attrs with the error behind them, if there is one: a
+// rejected renewal has none, and "error=<nil>" in a log line reads as one.
+func withErr(err error, attrs ...slog.Attr) []slog.Attr {
+	if err != nil {
+		attrs = append(attrs, slog.Any("error", err))
+	}
+	return attrs
+}

@@ -1,6 +1,6 @@
 -- record: the functions every script that reads or writes a key's fence
--- record shares. lockwatch puts this file in front of acquire.lua and
--- release.lua; it returns nothing itself.
+-- record shares. lockwatch puts this file in front of acquire.lua,
+-- release.lua, force.lua and inspect.lua; it returns nothing itself.
 --
 -- A fence record is "<fence>" followed by two lists of barred owner
 -- tokens, each newest first and at most 16 long: "/<owner>" for each
@@ -11,6 +11,16 @@
 -- milliseconds. <fence> is a decimal integer without leading zeros below
 -- 2^53 (exact in a Lua double, in JSON and in JavaScript), or empty when no
 -- fence was ever minted under the record.
+
+-- Every script that writes the record reads PTTL (barOwner) or TIME
+-- before a write. Replicated verbatim (Redis 5 and 6 with
+-- lua-replicate-commands no), a write after such a read is refused, and a
+-- bar, written with pcall, would be skipped in silence: so the scripts
+-- switch to effects replication first (the default since Redis 5, the only
+-- mode since 7). acquire.lua refuses a server that cannot switch.
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
 
 -- The largest fence ever minted, 2^53 - 1: a larger record could not be
 -- incremented exactly, and fences would repeat.
