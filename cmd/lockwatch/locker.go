@@ -1,0 +1,60 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/redis/go-redis/v9"
+)
+
+// newLocker returns a Locker on client with opts, whose telemetry logs at
+// Warn on stderr: the Locker's own lines about losses, unknown acquires and
+// force releases are what an operator running the command needs to see.
+// Invalid options (a namespace with braces, a TTL below 10ms) are usage
+// errors: Locker.With returns them, where NewLocker would panic.
+func newLocker(client redis.UniversalClient, stderr io.Writer, cmd string, opts ...lease.Option) (*lease.Locker, error) {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	base := lease.NewLocker(client, lease.WithTelemetry(telemetry.New(telemetry.WithLogger(logger))))
+	lk, err := base.With(opts...)
+	if err != nil {
+		_ = base.Close()
+		return nil, usageErr(cmd, "%v", err)
+	}
+	return lk, nil
+}
+
+// Defaults shared by the subcommands, so that inspect and release find the
+// keys run takes and count under the same lock name.
+const (
+	// defaultNamespace is lease's own default, so that lockwatch sees the
+	// keys of services that use the library with its defaults.
+	defaultNamespace = "lockwatch"
+	// defaultName is the lock name of run's metrics and logs: a bounded
+	// name, never the key.
+	defaultName = "lockwatch-run"
+)
+
+// connectLocker builds the client the connection flags name, PINGs it, and
+// returns a Locker on it with opts, and the function that closes both
+// (the Locker first: its Close waits for releases and clean-ups in flight).
+func connectLocker(conn *connFlags, set map[string]bool, stderr io.Writer, cmd string, opts ...lease.Option) (*lease.Locker, func(), error) {
+	client, label, err := conn.client(set)
+	if err != nil {
+		return nil, nil, usageErr(cmd, "%v", err)
+	}
+	if err := ping(client, label); err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
+	lk, err := newLocker(client, stderr, cmd, opts...)
+	if err != nil {
+		_ = client.Close()
+		return nil, nil, err
+	}
+	return lk, func() {
+		_ = lk.Close()
+		_ = client.Close()
+	}, nil
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+var releaseCmd = &command{
+	name:     "release",
+	synopsis: "take a key back from its stuck holder (--force)",
+	usage: `
+Usage: lockwatch release --force --key K [--holder H] [--namespace NS] [--name N] [connection flags]
+
+A lease is released by its holder: lockwatch run releases its key when its
+program exits. release --force is the administrator's last resort for a key
+whose holder is stuck: it deletes the lock and bars the holder's owner
+token, so the holder's next renewal is rejected (it loses the lease, reason
+renewal_rejected; under lockwatch run its program is terminated), no late
+copy of its acquire can take the key again, and the next acquirer gets a
+larger fencing token. Until that renewal (up to a third of its TTL plus the
+renewal timeout) the old holder may still be working: only the fence at the
+resource stops its writes.
+
+It takes the key only from one holder: the one --holder names (the hash
+lockwatch inspect prints), or else the one holding the key when release
+looks, just before. If another holder has the key by then (the stuck one
+released and a healthy one took over), nothing changes.
+
+It prints the holder's hash and fence it took the key from. The Locker logs
+the force release at Warn on stderr and counts it in
+lockwatch_lease_force_releases_total under the lock name --name.
+
+Exit statuses:
+  0   the key was held by that holder and is now free
+  1   the key was free, or held by another holder: nothing changed
+  64  usage error (including a missing --force)
+  69  Redis unreachable, or the outcome is unknown (the key may or may not be free)`,
+	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
+		var conn connFlags
+		conn.register(fs)
+		key := fs.String("key", "", "the lease's `key` (required)")
+		ns := fs.String("namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
+		name := fs.String("name", defaultName, "the lock `name` the force release is counted and logged under")
+		force := fs.Bool("force", false, "required: take the key from its holder")
+		holder := fs.String("holder", "", "take the key only from this `holder` (the hash lockwatch inspect prints); default: the holder at the time of the call")
+		return func(args []string, stdout, stderr io.Writer) error {
+			if !*force {
+				return usageErr("release", "a lease is released by its holder; --force takes the key from its holder")
+			}
+			if *key == "" {
+				return usageErr("release", "--key is required")
+			}
+			if len(args) > 0 {
+				return usageErr("release", "unexpected argument %q", args[0])
+			}
+			if *holder != "" && !holderRE.MatchString(*holder) {
+				return usageErr("release", "--holder %q is not a holder hash: 12 lower-case hex digits, as lockwatch inspect prints", *holder)
+			}
+			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "release",
+				lease.WithNamespace(*ns), lease.WithName(*name))
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			ctx := context.Background()
+			from := *holder
+			if from == "" {
+				seen, err := lk.Inspect(ctx, *key)
+				if err != nil {
+					return fail(exitUnavailable, "%v", err)
+				}
+				if !seen.Held {
+					fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", *key, seen.Fence)
+					return &exitError{code: exitNotHeld}
+				}
+				from = seen.Holder
+			}
+			info, err := lk.ForceRelease(ctx, *key, from)
+			switch {
+			case errors.Is(err, lease.ErrNotHeld) && info.Held:
+				fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", *key, info.Holder, from, info.Fence)
+				return &exitError{code: exitNotHeld}
+			case errors.Is(err, lease.ErrNotHeld):
+				fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", *key, info.Fence)
+				return &exitError{code: exitNotHeld}
+			case err != nil:
+				return fail(exitUnavailable, "%v", err)
+			}
+			fmt.Fprintf(stdout, "released %s from holder %s at fence %d: the next acquirer gets a larger fence; "+
+				"the holder loses the lease at its next renewal\n", *key, info.Holder, info.Fence)
+			return nil
+		}
+	},
+}
+
+// holderRE is the form of lease.KeyInfo.Holder, which inspect prints.
+var holderRE = regexp.MustCompile(`^[0-9a-f]{12}$`)

@@ -1,0 +1,265 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// Environment variables lockwatch run adds to its program's.
+const (
+	envFence = "LOCKWATCH_FENCE"
+	envKey   = "LOCKWATCH_KEY"
+)
+
+// defaultTTL is lease's own default: long enough that a loaded machine
+// renews in time (every TTL/3), short enough that a crashed holder's key
+// is free again within seconds.
+const defaultTTL = 10 * time.Second
+
+var runCmd = &command{
+	name:     "run",
+	synopsis: "run a program while holding a fenced lease on a key",
+	usage: `
+Usage: lockwatch run --key K [--ttl D] [--wait D] [--namespace NS] [--name N] [--grace D] [connection flags] -- PROGRAM ARGS...
+
+Takes a fenced lease on K, runs PROGRAM with $LOCKWATCH_FENCE (the lease's
+fencing token, decimal) and $LOCKWATCH_KEY added to its environment, and
+releases the lease when PROGRAM exits. Flags come before "--"; everything
+after it is the program and its arguments. PROGRAM inherits stdin, stdout and
+stderr, and runs while the lease is renewed (every TTL/3) by lockwatch.
+
+PROGRAM runs in a process group of its own. When stdin is a terminal whose
+foreground group is lockwatch's, that group gets the terminal while PROGRAM
+runs, so an interactive program can read it and Ctrl-C reaches it directly;
+lockwatch takes the terminal back when it exits.
+
+Signals sent to lockwatch (INT, TERM, HUP, QUIT, USR1, USR2, WINCH, ALRM) are
+forwarded to PROGRAM's process group; lockwatch keeps the lease until PROGRAM
+exits, then releases it and exits with PROGRAM's status. Before PROGRAM
+starts, INT, TERM, HUP, QUIT or ALRM stop the wait for the key: lockwatch
+exits 128+n without running it.
+
+If the lease is lost while PROGRAM runs (a renewal rejected, failed or late;
+the key force-released), lockwatch sends SIGTERM to PROGRAM's process group
+at once, at the lease's cancel point, before the key can expire in Redis,
+and SIGKILL after --grace. The default grace is the lease's safety margin,
+TTL/10: the time left before another holder can take the key. PROGRAM's
+writes must still carry $LOCKWATCH_FENCE to a fenced store: a stopped
+program is not a rolled-back one, and only the fence makes a late write
+harmless.
+
+Exit statuses:
+  PROGRAM's own  PROGRAM exited with it (128+n when it was killed by signal n)
+  64   usage error: bad flags, missing --key, no PROGRAM
+  69   Redis unreachable, unsafe for leases (lease.Locker.Check), or it refused the acquire: nothing was taken, PROGRAM never ran
+  70   any other internal failure
+  75   K is held by another (at once, or after --wait): PROGRAM never ran
+  76   the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
+  79   the lease was lost before PROGRAM exited: PROGRAM was terminated, whatever it returned
+  126  PROGRAM found but not executable
+  127  PROGRAM not found
+  128+n  lockwatch got signal n while waiting for the key: PROGRAM never ran
+
+A failed release only prints a warning: the key then expires by its TTL.`,
+	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
+		var conn connFlags
+		conn.register(fs)
+		f := &runFlags{}
+		fs.StringVar(&f.key, "key", "", "the lease's `key` (required)")
+		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lease's time to live in Redis, renewed every TTL/3")
+		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another before exiting 75")
+		fs.StringVar(&f.namespace, "namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
+		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
+		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss (default TTL/10, the safety margin)")
+		return func(args []string, _, stderr io.Writer) error {
+			set := given(fs)
+			if err := f.check(set, args); err != nil {
+				return err
+			}
+			return f.run(&conn, set, args, stderr)
+		}
+	},
+}
+
+// runFlags are run's own flags.
+type runFlags struct {
+	key, namespace, name string
+	ttl, wait, grace     time.Duration
+}
+
+// check validates the flags and fills in the grace default. The TTL's
+// bounds and the namespace's syntax are lease's to check (newLocker).
+func (f *runFlags) check(set map[string]bool, args []string) error {
+	switch {
+	case f.key == "":
+		return usageErr("run", "--key is required")
+	case len(args) == 0:
+		return usageErr("run", "no program to run: give it after --")
+	case f.ttl <= 0:
+		return usageErr("run", "--ttl must be positive")
+	case f.wait < 0:
+		return usageErr("run", "--wait must not be negative")
+	case f.grace < 0:
+		return usageErr("run", "--grace must not be negative")
+	}
+	if !set["grace"] {
+		f.grace = f.ttl / 10
+	}
+	return nil
+}
+
+func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stderr io.Writer) error {
+	path, err := findProgram(args[0])
+	if err != nil {
+		return err
+	}
+	// Caught from the start: a signal that arrives while the key is being
+	// taken must neither kill lockwatch with the key held nor be lost.
+	sigs, stopSignals := catchSignals()
+	defer stopSignals()
+
+	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.WithTTL(f.ttl), lease.WithWait(f.wait),
+		lease.WithNamespace(f.namespace), lease.WithName(f.name))
+	if err != nil {
+		return err
+	}
+	// Close after the release: it waits for an unknown acquire's clean-up.
+	defer closeAll()
+	if err := lk.Check(context.Background()); err != nil {
+		return fail(exitUnavailable, "%v", err)
+	}
+
+	// The lease's context derives from ctx, so ctx is cancelled only by a
+	// signal during the acquire, or once the lease is released.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, sig, err := acquire(ctx, cancel, lk, f.key, sigs)
+	if err != nil || sig != nil {
+		return f.notRun(l, sig, err)
+	}
+
+	env := append(os.Environ(), envFence+"="+l.Fence().String(), envKey+"="+f.key)
+	p, err := startProgram(path, args, env)
+	if err != nil {
+		f.release(l, nil, stderr)
+		return err
+	}
+	lost := f.supervise(p, l, sigs, stderr)
+	f.release(l, lost, stderr)
+	switch {
+	case p.err != nil:
+		return fail(exitInternal, "wait for %s: %v", args[0], p.err)
+	case lost != nil:
+		return &exitError{code: exitLost}
+	case p.status != 0:
+		return &exitError{code: p.status}
+	}
+	return nil
+}
+
+// acquire takes the lease on key. A signal that asks to stop cancels it
+// and is returned: with a lease, if the acquire won the race.
+func acquire(ctx context.Context, cancel context.CancelFunc, lk *lease.Locker, key string, sigs <-chan os.Signal) (*lease.Lease, os.Signal, error) {
+	stop := make(chan struct{})
+	got := make(chan os.Signal, 1)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if stopsAcquire(s) {
+					cancel()
+					got <- s
+					return
+				}
+			case <-stop:
+				got <- nil
+				return
+			}
+		}
+	}()
+	l, err := lk.Acquire(ctx, key)
+	close(stop)
+	return l, <-got, err
+}
+
+// notRun maps an acquire that did not lead to running the program to its
+// status.
+func (f *runFlags) notRun(l *lease.Lease, sig os.Signal, err error) error {
+	var held *lease.NotAcquiredError
+	switch {
+	case errors.Is(err, lease.ErrUnknown):
+		return fail(exitUnknown, "%s: the acquire's result is unknown, the program did not run; lockwatch cleaned the key up, or it expires by its TTL: %v", f.key, err)
+	case sig != nil:
+		if l != nil {
+			_ = l.Release(context.Background())
+		}
+		return fail(exitSignalBase+signalNumber(sig), "%s: got %v before the program started; it did not run", f.key, sig)
+	case errors.As(err, &held):
+		return fail(exitHeld, "%s is held by another for %v more: the program did not run", f.key, held.HolderTTL.Round(time.Millisecond))
+	default:
+		return fail(exitUnavailable, "%s: the acquire failed, nothing was taken: %v", f.key, err)
+	}
+}
+
+// supervise forwards signals to the program until it exits, and
+// terminates it when the lease is lost. It returns the loss, or nil.
+func (f *runFlags) supervise(p *program, l *lease.Lease, sigs <-chan os.Signal, stderr io.Writer) *lease.LostError {
+	var lost *lease.LostError
+	leaseDone := l.Context().Done()
+	var kill <-chan time.Time
+	for {
+		select {
+		case s := <-sigs:
+			p.signal(s)
+		case <-leaseDone:
+			leaseDone = nil
+			// Only a loss cancels it while the program runs: lockwatch
+			// releases after the program exited, and ctx is not cancelled
+			// before.
+			if errors.As(context.Cause(l.Context()), &lost) {
+				p.signal(syscall.SIGTERM)
+				kill = time.After(f.grace)
+				fmt.Fprintf(stderr, "lockwatch: %s: lease lost (%s): sent SIGTERM to the program, SIGKILL in %v\n",
+					f.key, lossText(lost), f.grace)
+			}
+		case <-kill:
+			kill = nil
+			p.signal(syscall.SIGKILL)
+		case <-p.done:
+			if lost == nil && errors.As(l.Err(), &lost) {
+				fmt.Fprintf(stderr, "lockwatch: %s: lease lost (%s) as the program exited\n", f.key, lossText(lost))
+			}
+			if lost != nil {
+				// What the program left in its group must not outlive a
+				// lost lease either.
+				p.signal(syscall.SIGKILL)
+			}
+			return lost
+		}
+	}
+}
+
+func lossText(e *lease.LostError) string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v", e.Reason, e.Err)
+	}
+	return string(e.Reason)
+}
+
+// release ends the lease. A lost lease is released too, in case its key is
+// still there; only a release that fails for a lease still held is worth a
+// warning: the key then stays held until its TTL.
+func (f *runFlags) release(l *lease.Lease, lost *lease.LostError, stderr io.Writer) {
+	err := l.Release(context.Background())
+	if err != nil && lost == nil {
+		fmt.Fprintf(stderr, "lockwatch: warning: %s: release failed, the key stays held until its TTL: %v\n", f.key, err)
+	}
+}
