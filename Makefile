@@ -52,6 +52,16 @@ deps:
 		echo "installing prometheus and prometheus-alertmanager (promtool, amtool)"; \
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; \
 	fi
+	@# The debugpage tests load the page in headless Chromium (internal/browsertest).
+	@if ! command -v chromium >/dev/null; then \
+		echo "installing chromium (the debug page's browser test)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	fi
+	@# cmd/lockwatch's cron test runs the README's report script, which writes with psql.
+	@if ! command -v psql >/dev/null; then \
+		echo "installing postgresql-client (psql)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-client >/dev/null; \
+	fi
 	@if [ -z "$$LOCKWATCH_POSTGRES_DSN" ] && ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then \
 		if ! ls /etc/postgresql/*/main/postgresql.conf >/dev/null 2>&1; then \
 			echo "installing postgresql"; \

@@ -1,0 +1,12 @@
+package debugpage_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// TestMain starts the private redis-server the runnable example uses, and
+// fails the package when a goroutine outlives the tests.
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m, func(a string) { addr = a })) }
