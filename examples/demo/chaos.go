@@ -26,6 +26,10 @@ const (
 	overrunEveryTTLs = 5.0
 	firstExpiryTTLs  = 0.5 // a report that commits near expiry, or too late
 	expiryEveryTTLs  = 2.5
+	firstForceTTLs   = 2.0 // a compaction that gets stuck, and the operator's force release
+	forceEveryTTLs   = 9.0
+	forceNoticeTTLs  = 0.25 // how long the operator takes to notice a stuck compaction
+	forceStuckTTLs   = 8.0  // how long a stuck compaction waits for its successor's write, at most
 )
 
 func (d *demo) ttls(n float64) time.Duration { return time.Duration(n * float64(d.cfg.ttl)) }
@@ -35,7 +39,8 @@ func (d *demo) commitHard() time.Duration { return d.cfg.ttl / 20 }
 func (d *demo) commitWarn() time.Duration { return d.cfg.ttl / 4 }
 
 // chaos injects the scheduled faults until stop: stalls of one replica's
-// Redis connection, pauses of one replica, and reports that overrun.
+// Redis connection, pauses of one replica, reports that overrun, and
+// compactions that get stuck until an operator force-releases them.
 func (d *demo) chaos(ctx context.Context) {
 	var pauses sync.WaitGroup
 	defer pauses.Wait()
@@ -65,6 +70,11 @@ func (d *demo) chaos(ctx context.Context) {
 			}
 			d.expiryArmed.Store(int32(mode))
 		}},
+		{on: d.cfg.faults.on(faultForce), next: start.Add(d.ttls(firstForceTTLs)), every: forceEveryTTLs, fire: func(int) {
+			if d.forceArmed.CompareAndSwap(false, true) { // the next compaction to commit gets stuck
+				pauses.Go(func() { d.forceRelease(ctx) })
+			}
+		}},
 	}
 	for {
 		next := start.Add(time.Hour)
@@ -93,13 +103,20 @@ func (d *demo) chaos(ctx context.Context) {
 
 // stall stalls the Redis connection of a replica for a while: the one that
 // holds the background job's lease, whose renewals are then sure to fail,
-// or else the next in turn.
+// or else the next in turn; never the one whose compaction the
+// force-release fault has picked, which an operator is to end.
 func (d *demo) stall(n int) {
 	r := d.replicas[n%len(d.replicas)]
 	for _, o := range d.replicas {
-		if o.job.holding.Load() {
+		if o.job.holding.Load() && !o.job.spared.Load() {
 			r = o
 		}
+	}
+	if r.job.spared.Load() {
+		if len(d.replicas) == 1 {
+			return
+		}
+		r = d.replicas[(n+1)%len(d.replicas)]
 	}
 	r.faults.stall(d.ttls(stallTTLs))
 	d.out.event("stall", "%s: Redis connection stalls for %v (acquires time out, renewals fail)", r.name, d.ttls(stallTTLs))

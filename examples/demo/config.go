@@ -105,9 +105,10 @@ const (
 	faultOverrun    = "overrun"
 	faultSlowCancel = "slow-cancel"
 	faultNearExpiry = "near-expiry"
+	faultForce      = "force-release"
 )
 
-var faultNames = []string{faultRedisLoss, faultRedisStall, faultPause, faultOverrun, faultSlowCancel, faultNearExpiry}
+var faultNames = []string{faultRedisLoss, faultRedisStall, faultPause, faultOverrun, faultSlowCancel, faultNearExpiry, faultForce}
 
 // faultSet is the -faults flag: a boolean flag (-faults, -faults=false) that
 // also takes a list of fault names.

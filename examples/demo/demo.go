@@ -17,6 +17,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/resource"
 
+	"github.com/lockwatch/lockwatch/debugpage"
+	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
@@ -37,12 +39,16 @@ type demo struct {
 	replicas    []*replica
 	workload    *workload
 
-	stop         chan struct{} // closed when the run ends
-	overrunArmed atomic.Bool   // the next report overruns its max hold
-	expiryArmed  atomic.Int32  // a reportMode for the next report: near expiry or too late
-	serving      sync.WaitGroup
-	errMu        sync.Mutex
-	errs         []error
+	stop           chan struct{} // closed when the run ends
+	overrunArmed   atomic.Bool   // the next report overruns its max hold
+	forceArmed     atomic.Bool   // the next compaction gets stuck in its final write
+	forceSuccessor atomic.Bool   // the next compaction follows a force release: it runs short
+	stuck          chan stuckJob // that compaction, to the operator (forceRelease)
+	operator       *lease.Locker // the operator's lockwatch release --force
+	expiryArmed    atomic.Int32  // a reportMode for the next report: near expiry or too late
+	serving        sync.WaitGroup
+	errMu          sync.Mutex
+	errs           []error
 }
 
 // shutdownGrace bounds how long the servers wait for handlers in flight.
@@ -51,7 +57,7 @@ const shutdownGrace = 5 * time.Second
 // run runs the demo until ctx is done or the duration has passed, then
 // stops everything it started and prints the summary.
 func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
-	d := &demo{cfg: cfg, out: newProgress(stdout, cfg), stop: make(chan struct{})}
+	d := &demo{cfg: cfg, out: newProgress(stdout, cfg), stop: make(chan struct{}), stuck: make(chan stuckJob, 1)}
 	var cleanup []func() error
 	defer func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -90,7 +96,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 		return fmt.Errorf("serve /metrics: %w (use -metrics 127.0.0.1:0 for any free port)", err)
 	}
 	metricsURL := "http://" + metricsLn.Addr().String() + "/metrics"
-	metricsSrv := &http.Server{Handler: metricsMux(d.providers.Handler()), ReadHeaderTimeout: 5 * time.Second}
+	mux := metricsMux(d.providers.Handler())
+	metricsSrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	d.serve(func() error { return ignoreClosed(metricsSrv.Serve(metricsLn)) })
 	onExit(func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -106,6 +113,11 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	onExit(d.redis.close)
 	d.ledgerRedis = d.redis.client()
 	onExit(d.ledgerRedis.Close)
+	// The operator's tool, on a connection of its own (no faults): what
+	// lockwatch release --force does, with the demo's namespace.
+	d.operator = lease.NewLocker(d.ledgerRedis, lease.WithNamespace(namespace), lease.WithName("compaction"),
+		lease.WithTTL(cfg.ttl), lease.WithTelemetry(d.tel))
+	onExit(d.operator.Close)
 
 	if d.ledgerSrv, err = newLedger(d); err != nil {
 		return err
@@ -125,12 +137,13 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 		d.replicas = append(d.replicas, r)
 		onExit(func() error { return r.shutdown(shutdownGrace) })
 	}
+	debugURL := mountDebugPages(mux, d.replicas, metricsLn.Addr().String())
 	if d.workload, err = newWorkload(d); err != nil {
 		return err
 	}
 	onExit(func() error { d.workload.close(); return nil })
 
-	d.out.header(d, metricsURL)
+	d.out.header(d, metricsURL, debugURL)
 	if cfg.ready != nil {
 		cfg.ready(metricsURL)
 	}
@@ -198,14 +211,29 @@ func shutdownHTTP(s *http.Server) error {
 	return s.Shutdown(ctx)
 }
 
-// metricsMux serves /metrics, and a pointer to it on /.
-func metricsMux(metrics http.Handler) http.Handler {
+// metricsMux serves /metrics, and a pointer to it and to the debug pages
+// on /.
+func metricsMux(metrics http.Handler) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "lockwatch demo: metrics at /metrics (ask for application/openmetrics-text to see exemplars)")
+		fmt.Fprintln(w, "lockwatch demo: metrics at /metrics (ask for application/openmetrics-text to see exemplars),")
+		fmt.Fprintln(w, "the leases a replica holds at /debug/lockwatch/{replica} (/debug/lockwatch: the first replica's)")
 	})
 	return mux
+}
+
+// mountDebugPages puts each replica's live lease page (package debugpage)
+// on mux: /debug/lockwatch/{replica}, and the first replica's at
+// /debug/lockwatch, where a service mounts its own. In production each
+// replica is a process with its own page on its internal port; here they
+// share the metrics server. It returns the page's URL.
+func mountDebugPages(mux *http.ServeMux, replicas []*replica, addr string) string {
+	mux.Handle("/debug/lockwatch", debugpage.Handler(replicas[0].locker))
+	for _, r := range replicas {
+		mux.Handle("/debug/lockwatch/"+r.name, debugpage.Handler(r.locker))
+	}
+	return "http://" + addr + "/debug/lockwatch"
 }
 
 // openLog opens where lockwatch's Warn logs go: a file, or nowhere (on a

@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -85,6 +87,24 @@ func runDemo(t *testing.T, redisAddr string) {
 	}
 	require.Empty(t, missing, "signals without data after 45s\n%s", out.String())
 
+	// Each replica's live lease page is served beside /metrics.
+	debug := strings.TrimSuffix(url, "/metrics") + "/debug/lockwatch"
+	for _, page := range []string{debug, debug + "/replica-a", debug + "/replica-b"} {
+		resp, err := client.Get(page + "?format=json")
+		require.NoError(t, err)
+		var snap struct {
+			Leases []map[string]any `json:"leases"`
+			Losses []map[string]any `json:"losses"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&snap)
+		resp.Body.Close()
+		require.NoError(t, err, page)
+		assert.Equal(t, http.StatusOK, resp.StatusCode, page)
+		assert.Equal(t, "application/json", resp.Header.Get("Content-Type"), page)
+		assert.NotNil(t, snap.Leases, page)
+		assert.NotNil(t, snap.Losses, page)
+	}
+
 	// Exemplars: a stale write's rejection links to the trace that wrote late.
 	om := scrapeOpenMetrics(t, client, url)
 	assert.Regexp(t, `(?m)^`+obs.PromFenceRejections+`\{[^}]*\} \d+(\.\d+)? # \{[^}]*trace_id="[0-9a-f]{32}"`, om,
@@ -106,6 +126,8 @@ func runDemo(t *testing.T, redisAddr string) {
 		assert.Contains(t, text, row)
 	}
 	assert.Contains(t, text, "the ledger rejects it (409)", "the pause's stale write, narrated")
+	assert.Contains(t, text, "operator: lockwatch release --force job:compaction", "the force release, narrated")
+	assert.Contains(t, text, "debug/lockwatch", "the debug page's URL in the header")
 	assert.NotContains(t, text, "\x1b[", "no terminal escapes when stdout is not a terminal")
 }
 
@@ -129,6 +151,8 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromLeaseAcquires, map[string]string{"result": "unknown"}},
 		{obs.PromLeaseLosses, map[string]string{"reason": "deadline"}},
 		{obs.PromLeaseLosses, map[string]string{"reason": "max_hold"}},
+		{obs.PromLeaseLosses, map[string]string{"reason": "renewal_rejected"}}, // the force release
+		{obs.PromLeaseForceReleases, map[string]string{"result": "released"}},
 		{obs.PromLeaseRenewals, map[string]string{"result": "unknown"}},
 		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "near_expiry"}},
 		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "refused"}},

@@ -27,6 +27,7 @@ const jobKey = "job:compaction"
 type job struct {
 	r       *replica
 	holding atomic.Bool // the replica holds the job's lease
+	spared  atomic.Bool // its compaction is the force-release fault's: no stall
 	runs    int
 }
 
@@ -49,7 +50,7 @@ func (j *job) run(ctx context.Context) {
 			j.r.wait(ctx, ttl/4) // unknown: the clean-up frees the key
 		default:
 			j.holding.Store(true)
-			j.compact(ctx, l)
+			j.compact(l)
 			j.holding.Store(false)
 			_ = l.Release(ctx)
 			j.r.wait(ctx, jitter(ttl/4, ttl/2))
@@ -61,22 +62,61 @@ func (j *job) run(ctx context.Context) {
 // compaction in the ledger with the lease's token. With the near-expiry
 // fault, every other run uses up its whole max hold first and commits with
 // less validity left than Commit's warning threshold: a batch job that
-// spends its time budget to the end.
-func (j *job) compact(ctx context.Context, l *lease.Lease) {
+// spends its time budget to the end. With the force-release fault, a
+// compaction now and then hangs in its final write until an operator
+// force-releases its key (see demo.forceRelease).
+func (j *job) compact(l *lease.Lease) {
 	r := j.r
 	j.runs++
 	var err error
-	if r.d.cfg.faults.on(faultNearExpiry) && j.runs%2 == 0 {
+	stuck := false
+	// The first compaction after a force release is the stuck one's
+	// successor: it runs short and is spared the stalls, so that it writes
+	// before the stuck one goes on.
+	successor := r.d.forceSuccessor.CompareAndSwap(true, false)
+	if successor {
+		j.spared.Store(true)
+		defer j.spared.Store(false)
+		err = r.work(l.Context(), jitter(r.d.ttls(0.5), r.d.ttls(1)), false)
+	} else if r.d.cfg.faults.on(faultNearExpiry) && j.runs%2 == 0 {
 		err = waitRemaining(l.Context(), l, r.d.commitWarn()*2/3)
 	} else {
-		err = r.work(l.Context(), jitter(r.d.ttls(3), r.d.ttls(5)), r.slowCancel())
+		// The force-release fault strikes a compaction that is renewed
+		// (not one at the end of its max hold), so that the force release
+		// is what ends its lease. The stalls spare it, and it hangs early.
+		work := jitter(r.d.ttls(3), r.d.ttls(5))
+		if stuck = r.d.forceArmed.CompareAndSwap(true, false); stuck {
+			j.spared.Store(true)
+			defer j.spared.Store(false)
+			work = jitter(r.d.ttls(1), r.d.ttls(2))
+		}
+		err = r.work(l.Context(), work, r.slowCancel())
 	}
 	if err != nil {
+		if stuck {
+			r.d.forceArmed.Store(true) // lost first: the next compaction gets stuck instead
+		}
 		return // lost (or the demo is stopping): stop, write nothing
 	}
-	_ = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
-		return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token))
+	wrote := false
+	// On the lease's context, without its cancellation: it carries the
+	// token, which middleware.RoundTripper sends to the ledger.
+	err = l.Commit(context.WithoutCancel(l.Context()), func(ctx context.Context, token fence.Token) error {
+		wrote = true
+		write := func(ctx context.Context) error {
+			return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token))
+		}
+		if stuck {
+			return j.stuckWrite(ctx, l, token, write)
+		}
+		return write(ctx)
 	})
+	switch {
+	case stuck && !wrote:
+		r.d.forceArmed.Store(true) // Commit refused: the next compaction gets stuck instead
+	case successor && err == nil:
+		r.d.out.event("takeover", "%s takes %s with fence %d and writes it", r.name, jobKey, l.Fence())
+	}
 }
 
 // wait sleeps d, or until ctx is done.

@@ -63,6 +63,13 @@ func (lg *ledger) serialized(next http.Handler) http.Handler {
 	})
 }
 
+// fenceOf is the token of the write that set key's value, 0 for none.
+func (lg *ledger) fenceOf(key string) int64 {
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	return lg.entries[key].Fence
+}
+
 func (lg *ledger) get(w http.ResponseWriter, r *http.Request) {
 	lg.mu.Lock()
 	e := lg.entries[r.PathValue("key")]

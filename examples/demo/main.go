@@ -62,6 +62,14 @@
 //	             time, below its hard margin (refused); every other compaction
 //	             runs to the end of its max hold (6 TTLs) and commits
 //	             near_expiry.
+//	force-release  every ~9 TTLs a compaction hangs in its final write, and
+//	             an operator takes its key back (Locker.ForceRelease, as
+//	             lockwatch release --force does:
+//	             lockwatch_lease_force_releases_total). The holder loses its
+//	             lease at its next renewal (renewal_rejected); the other
+//	             replica, waiting for the key, takes it with a newer fence
+//	             and writes; the hung write then goes on with the old fence
+//	             and the ledger rejects it (409).
 //
 // The schedule scales with -ttl (default 1s).
 //
@@ -77,6 +85,11 @@
 // for a scraper that asks for it:
 //
 //	curl -H 'Accept: application/openmetrics-text' http://127.0.0.1:9464/metrics | grep lockwatch_
+//
+// The same server shows each replica's live leases (package debugpage):
+// http://127.0.0.1:9464/debug/lockwatch for the first replica,
+// /debug/lockwatch/replica-b for the second, and so on; ?format=json for
+// JSON. The page refreshes itself every 2 seconds.
 //
 // Traces are exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is
 // set. lockwatch's Warn logs (losses, unknown acquires, stale writes) go to

@@ -24,6 +24,7 @@ const (
 	promFenceChecks     = obs.PromFenceChecks
 	promFenceRejections = obs.PromFenceRejections
 	promReleases        = obs.PromLeaseReleases
+	promForceReleases   = obs.PromLeaseForceReleases
 )
 
 // metrics is one gathering of the registry /metrics serves.

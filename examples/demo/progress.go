@@ -141,7 +141,7 @@ func (p *progress) width() int {
 	return 0
 }
 
-func (p *progress) header(d *demo, metricsURL string) {
+func (p *progress) header(d *demo, metricsURL, debugURL string) {
 	traces := "not exported (set OTEL_EXPORTER_OTLP_ENDPOINT)"
 	if ep := otlpEndpoint(); ep != "" {
 		traces = "OTLP to " + ep
@@ -165,6 +165,7 @@ func (p *progress) header(d *demo, metricsURL string) {
 	lines = append(lines,
 		"  ledger    "+d.ledgerSrv.url+" (stale writes get 409)",
 		"  metrics   "+p.style(metricsURL, bold)+" (OpenMetrics + exemplars)",
+		"  leases    "+p.style(debugURL, bold)+" ("+debugOthers(d.replicas)+")",
 		"  traces    "+traces,
 		"  faults    "+faults,
 		"  running   "+length,
@@ -209,6 +210,7 @@ func (p *progress) summary(d *demo, elapsed time.Duration, metricsURL string) {
 	row("fence checks", m.sum(promFenceChecks), "at the ledger: "+m.detail(promFenceChecks, "result", "accepted", "rejected"))
 	row("stale writes rejected", m.sum(promFenceRejections), "late writes the ledger's fence stopped")
 	row("releases", m.sum(promReleases), m.detail(promReleases, "result", "released", "not_held", "unknown"))
+	row("force releases", m.sum(promForceReleases), "by the operator: "+m.detail(promForceReleases, "result", "released", "not_held", "unknown"))
 	lines = append(lines, "",
 		"The lease and fence rows are lockwatch's own metrics, as served while the demo ran on",
 		"  "+metricsURL)
@@ -241,4 +243,17 @@ func otlpEndpoint() string {
 		return ep
 	}
 	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+}
+
+// debugOthers says whose leases the debug page shows, and where the other
+// replicas' are.
+func debugOthers(replicas []*replica) string {
+	s := replicas[0].name + "'s live leases"
+	if len(replicas) > 1 {
+		s += "; " + replicas[1].name + "'s at /debug/lockwatch/" + replicas[1].name
+		if len(replicas) > 2 {
+			s += ", and so on"
+		}
+	}
+	return s
 }

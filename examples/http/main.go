@@ -6,6 +6,12 @@
 //	go run ./examples/http -redis 127.0.0.1:6379
 //	curl -X POST http://127.0.0.1:8080/invoices/42/pay
 //	curl http://127.0.0.1:8080/metrics | grep lockwatch_
+//	open http://127.0.0.1:8080/debug/lockwatch
+//
+// /debug/lockwatch is the live page of the leases this process holds
+// (package debugpage; ?format=json for JSON). It is on the one listener here
+// to keep the example small; a real service puts it, like net/http/pprof,
+// on an internal port only.
 //
 // Two requests for one invoice at once: one is paid, the other answered
 // 409 with Retry-After (problem+json, reason LEASE_CONTENDED). The lock
@@ -27,6 +33,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/debugpage"
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
@@ -79,6 +86,7 @@ func run(ctx context.Context, cfg config) error {
 	mux := http.NewServeMux()
 	mux.Handle("POST /invoices/{id}/pay", lockInvoice(pay(payments, cfg.work)))
 	mux.Handle("GET /metrics", providers.Handler())
+	mux.Handle("/debug/lockwatch", debugpage.Handler(locker))
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -90,7 +98,7 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.ready != nil {
 		cfg.ready(ln.Addr().String())
 	}
-	fmt.Printf("serving on http://%s (POST /invoices/{id}/pay, GET /metrics)\n", ln.Addr())
+	fmt.Printf("serving on http://%s (POST /invoices/{id}/pay, GET /metrics, GET /debug/lockwatch)\n", ln.Addr())
 
 	select {
 	case err := <-served:

@@ -53,6 +53,18 @@ func TestRun(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return heldLease.MatchString(get(t, client, base+"/metrics"))
 	}, 5*time.Second, 10*time.Millisecond)
+	// The debug page lists the payment's lease while it is held.
+	var page struct {
+		Leases []struct {
+			Name  string `json:"name"`
+			Fence int64  `json:"fence"`
+		} `json:"leases"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(get(t, client, base+"/debug/lockwatch?format=json")), &page))
+	require.Len(t, page.Leases, 1)
+	assert.Equal(t, "POST /invoices/{id}/pay", page.Leases[0].Name)
+	assert.Contains(t, get(t, client, base+"/debug/lockwatch"), "POST /invoices/{id}/pay")
+
 	resp, err := client.Post(base+"/invoices/42/pay", "", nil)
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
@@ -73,6 +85,7 @@ func TestRun(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.True(t, paid.Paid)
 	assert.Positive(t, paid.Fence)
+	assert.Equal(t, page.Leases[0].Fence, paid.Fence, "the page showed the payment's fence")
 
 	metrics := get(t, client, base+"/metrics")
 	assert.Regexp(t, `(?m)^lockwatch_lease_acquires_total\{lock_name="POST /invoices/\{id\}/pay",[^}]*result="contended"\} 1$`, metrics)
