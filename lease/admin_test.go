@@ -18,29 +18,6 @@ import (
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
-// An operator's view of a key (Inspect) and their last resort
-// (ForceRelease), on a single node and on Cluster.
-func TestAdmin(t *testing.T) {
-	cases := []struct {
-		name string
-		run  func(t *testing.T, c redis.UniversalClient)
-	}{
-		{"InspectShowsAHeldKeyWithoutItsToken", testInspectShowsAHeldKey},
-		{"InspectOfAFreeKey", testInspectOfAFreeKey},
-		{"ForceReleaseLosesTheHolderAndBarsIt", testForceReleaseLosesTheHolder},
-		{"ForceReleaseOfAFreeKeyChangesNothing", testForceReleaseOfAFreeKey},
-		{"ForceReleaseSparesAnotherHolder", testForceReleaseSparesAnotherHolder},
-		{"ForceReleaseWakesAWaiter", testForceReleaseWakesAWaiter},
-	}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			for _, tc := range cases {
-				t.Run(tc.name, func(t *testing.T) { tc.run(t, b.client(t)) })
-			}
-		})
-	}
-}
-
 func tokenHash(owner string) string {
 	sum := sha1.Sum([]byte(owner))
 	return hex.EncodeToString(sum[:])[:holderHashLen]

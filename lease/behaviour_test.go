@@ -47,6 +47,13 @@ func TestBehaviour(t *testing.T) {
 		{"CallerBracesDoNotChooseTheSlot", testCallerBracesDoNotChooseSlot},
 		{"LongAndBinaryKeys", testLongAndBinaryKeys},
 		{"NamespacesAreIndependent", testNamespacesAreIndependent},
+		// An operator's view of a key and their last resort (admin_test.go).
+		{"InspectShowsAHeldKeyWithoutItsToken", testInspectShowsAHeldKey},
+		{"InspectOfAFreeKey", testInspectOfAFreeKey},
+		{"ForceReleaseLosesTheHolderAndBarsIt", testForceReleaseLosesTheHolder},
+		{"ForceReleaseOfAFreeKeyChangesNothing", testForceReleaseOfAFreeKey},
+		{"ForceReleaseSparesAnotherHolder", testForceReleaseSparesAnotherHolder},
+		{"ForceReleaseWakesAWaiter", testForceReleaseWakesAWaiter},
 	}
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
