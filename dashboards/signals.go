@@ -259,7 +259,7 @@ func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func forceReleasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Keys released by force",
-		"Keys an administrator took back from their holder (lockwatch release --force, Locker.ForceRelease), by result: released (the holder loses its lease at its next renewal, reason renewal_rejected), not_held (the key was free) or unknown. The lock name is the one of the Locker that forced the release. Any at all means someone judged a holder stuck: check the holder's renewal failures and losses.",
+		"Keys an administrator took back from their holder (lockwatch release --force, Locker.ForceRelease), by result: released (the holder loses its lease at its next renewal, reason renewal_rejected), not_held (the key was free, or held by another holder than the one named: nothing changed) or unknown. The lock name is the one of the Locker that forced the release. Any at all means someone judged a holder stuck: check the holder's renewal failures and losses.",
 		units.OpsPerSecond, false,
 		query{rate(forceReleases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }

@@ -22,7 +22,7 @@
 // not Redis's: a lease this process still shows as held may already be
 // gone from Redis (it then loses it at its next renewal), and the page knows
 // nothing of the leases other replicas hold. For what Redis holds for a key
-// (its holder, TTL, newest fence), ask Redis: lockwatch inspect KEY, or
+// (its holder, TTL, newest fence), ask Redis: lockwatch inspect --key KEY, or
 // lease.Locker.Inspect.
 //
 // The HTML page refreshes itself every 2 seconds (a meta refresh: the page
@@ -45,6 +45,7 @@
 //	    "key_hash": "3f0c…",                       // the key's hash, as on spans and in Redis
 //	    "key": "invoice:42",                       // raw key: only with telemetry.WithRawKeys
 //	    "fence": 1764583200123456,                 // fencing token
+//	    "holder": "5f1c0e9a27b4",                  // its owner token's hash: lockwatch release --force --holder
 //	    "state": "held",                           // held, renewing, final or expired (lease.LeaseInfo.State)
 //	    "ttl_ms": 2000,                            // the lease's TTL in Redis
 //	    "age_ms": 1234.5,                          // since the acquire was sent

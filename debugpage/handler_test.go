@@ -41,6 +41,11 @@ func TestJSONActiveLeases(t *testing.T) {
 		assert.Positive(t, got.RemainingMS)
 		assert.LessOrEqual(t, got.RemainingMS, float64(ttl.Milliseconds()))
 		assert.EqualValues(t, ttl.Milliseconds(), got.TTLMS)
+		// The holder is the one Redis has: what release --force --holder takes.
+		seen, err := f.locker.Inspect(testCtx(t), want.Key())
+		require.NoError(t, err)
+		assert.Equal(t, seen.Holder, got.Holder)
+		assert.Equal(t, seen.KeyHash, got.KeyHash)
 	}
 	var raw struct {
 		Leases []map[string]any `json:"leases"`
@@ -50,7 +55,7 @@ func TestJSONActiveLeases(t *testing.T) {
 	for k := range raw.Leases[0] {
 		names = append(names, k)
 	}
-	assert.ElementsMatch(t, []string{"name", "key_hash", "fence", "state", "ttl_ms", "age_ms", "remaining_ms", "renewals", "last_renewal_ms"}, names)
+	assert.ElementsMatch(t, []string{"name", "key_hash", "fence", "holder", "state", "ttl_ms", "age_ms", "remaining_ms", "renewals", "last_renewal_ms"}, names)
 
 	// Renewals every TTL/3: the counts grow, with a latency.
 	require.Eventually(t, func() bool {

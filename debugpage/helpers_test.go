@@ -34,6 +34,7 @@ type leaseJSON struct {
 	KeyHash       string  `json:"key_hash"`
 	Key           string  `json:"key"`
 	Fence         int64   `json:"fence"`
+	Holder        string  `json:"holder"`
 	State         string  `json:"state"`
 	TTLMS         float64 `json:"ttl_ms"`
 	AgeMS         float64 `json:"age_ms"`

@@ -25,6 +25,7 @@ type leaseView struct {
 	KeyHash       string      `json:"key_hash"`
 	Key           string      `json:"key,omitempty"`
 	Fence         fence.Token `json:"fence"`
+	Holder        string      `json:"holder"`
 	State         string      `json:"state"`
 	TTLMS         millis      `json:"ttl_ms"`
 	AgeMS         millis      `json:"age_ms"`
@@ -49,7 +50,7 @@ func newView(s lease.Snapshot) *view {
 	v := &view{Taken: s.Taken, Leases: make([]leaseView, 0, len(s.Leases)), Losses: make([]lossView, 0, len(s.Losses))}
 	for _, l := range s.Leases {
 		v.rawKeys = v.rawKeys || l.Key != ""
-		v.Leases = append(v.Leases, leaseView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Fence: l.Fence, State: l.State,
+		v.Leases = append(v.Leases, leaseView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Fence: l.Fence, Holder: l.Holder, State: l.State,
 			TTLMS: millis(l.TTL), AgeMS: millis(l.Age), RemainingMS: millis(l.Remaining), Renewals: l.Renewals, LastRenewalMS: millis(l.LastRenewal)})
 	}
 	for _, l := range s.Losses {

@@ -8,6 +8,8 @@ import (
 	"github.com/lockwatch/lockwatch/internal/script"
 
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"time"
 )
@@ -18,6 +20,9 @@ import (
 // writes count.
 type KeyInfo struct {
 	Key string
+	// KeyHash is the key's hash, as on spans, in logs, on the live page
+	// (package debugpage) and in Redis.
+	KeyHash string
 	// Held tells whether a lease holds the key.
 	Held bool
 	// TTL is the lock key's time to live in Redis: 0 when the key is free,
@@ -60,7 +65,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if err != nil {
 		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", shortKey(key), err)
 	}
-	info := KeyInfo{Key: key, Holder: holderHash(vals[0]), Fence: fence.Token(toInt(vals[2])), Barred: int(toInt(vals[3]))}
+	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey), Holder: holderHash(vals[0]), Fence: fence.Token(toInt(vals[2])), Barred: int(toInt(vals[3]))}
 	info.Held = info.Holder != ""
 	switch pttl := toInt(vals[1]); {
 	case pttl >= 0:
@@ -106,7 +111,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 		return KeyInfo{}, invalidf("holder %q is not a holder hash (%d lower-case hex digits, as Inspect gives)", holder, holderHashLen)
 	}
 	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, key)
-	info := KeyInfo{Key: key}
+	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey)}
 	vals, err := lk.force(ctx, lockKey, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, holder))
 	result := obs.ReleaseUnknown
 	if vals != nil {
@@ -169,6 +174,12 @@ func validHolder(h string) bool {
 		}
 	}
 	return true
+}
+
+// holderOf is the Holder of an owner token, as the scripts compute it.
+func holderOf(owner string) string {
+	sum := sha1.Sum([]byte(owner))
+	return hex.EncodeToString(sum[:holderHashLen/2])
 }
 
 func holderHash(v any) string {

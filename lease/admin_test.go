@@ -1,6 +1,7 @@
 package lease
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/hex"
 	"log/slog"
@@ -35,6 +36,8 @@ func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
 	info, err := lk.Inspect(ctx, "report")
 	require.NoError(t, err)
 	assert.Equal(t, "report", info.Key)
+	lockKey, _ := redisKeys(lk.set.namespace, "report")
+	assert.Equal(t, hashTag(lockKey), info.KeyHash)
 	assert.True(t, info.Held)
 	assert.Greater(t, info.TTL, 3*time.Second)
 	assert.LessOrEqual(t, info.TTL, 5*time.Second)
@@ -55,7 +58,8 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	lk := newLocker(t, c)
 	info, err := lk.Inspect(ctx, "never-taken")
 	require.NoError(t, err)
-	assert.Equal(t, KeyInfo{Key: "never-taken"}, info)
+	lockKey, _ := redisKeys(lk.set.namespace, "never-taken")
+	assert.Equal(t, KeyInfo{Key: "never-taken", KeyHash: hashTag(lockKey)}, info)
 
 	last := acquireReleaseN(ctx, t, lk, "taken-before", 2)
 	info, err = lk.Inspect(ctx, "taken-before")
@@ -70,7 +74,7 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	assert.ErrorIs(t, err, errInvalidOption)
 
 	// A lock key written by something else: held, without an expiry.
-	lockKey, _ := redisKeys(lk.set.namespace, "foreign")
+	lockKey, _ = redisKeys(lk.set.namespace, "foreign")
 	require.NoError(t, c.Set(ctx, lockKey, "not-lockwatch", 0).Err())
 	info, err = lk.Inspect(ctx, "foreign")
 	require.NoError(t, err)
@@ -82,11 +86,11 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	rec := &recorder{}
-	holder := newLocker(t, c, WithTTL(600*time.Millisecond), rec.withHooks())
+	holder := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel), rec.withHooks())
 	l, err := holder.Acquire(ctx, "stuck")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	admin, err := holder.With(WithTelemetry(h.Tel), WithName("admin"))
+	admin, err := holder.With(WithName("admin"))
 	require.NoError(t, err)
 
 	seen, err := admin.Inspect(ctx, "stuck")
@@ -110,6 +114,13 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	// rejected (200 + 120 ms here; the rest is slack for a loaded machine).
 	assert.Equal(t, LossRenewalRejected, lossReason(t, waitDone(t, l, 2*time.Second)))
 	assert.Less(t, time.Since(forcedAt), holder.set.renewEvery+holder.set.renewalTimeout+400*time.Millisecond)
+	// A rejected renewal has no error to log, and says so by saying nothing.
+	for msg, want := range map[string]string{"renewal failed": "rejected", "lease lost": "renewal_rejected"} {
+		require.Eventually(t, func() bool { _, _, ok := h.Logs.Find(msg); return ok }, 2*time.Second, 5*time.Millisecond, msg)
+		_, attrs, _ := h.Logs.Find(msg)
+		assert.Equal(t, want, cmp.Or(attrs[obs.AttrReason], attrs[obs.AttrResult]), msg)
+		assert.NotContains(t, attrs, "error", msg)
+	}
 
 	// Again, as a go-redis retry of the call would: that holder is gone.
 	again, err := admin.ForceRelease(ctx, "stuck", seen.Holder)
@@ -274,7 +285,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, "final", snap.Leases[0].State, "its max hold comes before any renewal could help")
 	first := snap.Leases[1]
 	lockKey, _ := redisKeys(lk.set.namespace, "a")
-	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), State: "held", TTL: 300 * time.Millisecond,
+	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), Holder: tokenHash(ownerOf(a)), State: "held", TTL: 300 * time.Millisecond,
 		Age: first.Age, Remaining: first.Remaining}, first)
 	assert.Positive(t, first.Age)
 	assert.Positive(t, first.Remaining)
@@ -296,7 +307,39 @@ func TestSnapshot(t *testing.T) {
 	assert.InDelta(t, 50*time.Millisecond, lost.Age, float64(40*time.Millisecond), "held until its max hold")
 	assert.WithinDuration(t, time.Now(), lost.LostAt, 5*time.Second)
 	assert.Empty(t, lost.Key, "raw keys only with WithRawKeys")
+	assert.Zero(t, lost.Remaining)
 	require.NoError(t, b.Release(ctx))
+
+	// A Locker made with With shares the scheduler, and so the snapshot.
+	derived, err := lk.With(WithName("derived"))
+	require.NoError(t, err)
+	d, err := derived.Acquire(ctx, "d")
+	require.NoError(t, err)
+	defer d.Release(ctx)
+	names := []string{}
+	for _, l := range lk.Snapshot().Leases {
+		names = append(names, l.Name)
+	}
+	assert.Equal(t, []string{"derived", "jobs"}, names)
+}
+
+// A renewal in flight shows: with Redis stopped, the lease reads renewing
+// from the renewal's send until its timeout loses it.
+func TestSnapshotShowsARenewalInFlight(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	l, err := lk.Acquire(ctx, "slow")
+	require.NoError(t, err)
+	require.Equal(t, "held", lk.Snapshot().Leases[0].State)
+	require.NoError(t, srv.Pause())
+	t.Cleanup(func() { _ = srv.Resume() })
+	assert.Eventually(t, func() bool {
+		s := lk.Snapshot()
+		return len(s.Leases) == 1 && s.Leases[0].State == "renewing"
+	}, 2*time.Second, 2*time.Millisecond, "the renewal sent into the stopped server never showed")
+	require.NoError(t, srv.Resume())
+	require.NoError(t, l.Release(ctx))
 }
 
 // The raw key appears only with telemetry.WithRawKeys, and the losses kept

@@ -232,7 +232,7 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 
 // ownerOf and fenceKeyOf read a lease's owner token and fence key from its
 // renewal call (EVALSHA sha 2 lock fence owner ttl retention).
-func ownerOf(l *Lease) string    { return l.renew.Args()[6].(string) }
+func ownerOf(l *Lease) string    { return l.owner() }
 func fenceKeyOf(l *Lease) string { return l.renew.Args()[4].(string) }
 
 // recordFence reads the fence of a key's fence record

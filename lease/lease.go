@@ -96,6 +96,10 @@ func (l *Lease) Err() error {
 	return nil
 }
 
+// owner is the lease's owner token: ARGV[1] of its scripts, after the
+// command, the SHA, the key count and the three keys.
+func (l *Lease) owner() string { return l.renew.Args()[6].(string) }
+
 // deadlineReason says why a lease reached its cancel point at t: its max
 // hold, or a renewal that was not confirmed in time.
 func (l *Lease) deadlineReason(t time.Duration) LossReason {

@@ -31,6 +31,9 @@ type LeaseInfo struct {
 	KeyHash string // the key's hash, as on spans and in Redis
 	Key     string // the raw key, only with telemetry.WithRawKeys
 	Fence   fence.Token
+	// Holder is the hash of the lease's owner token, as Inspect shows the
+	// key's holder: what lockwatch release --force --holder takes.
+	Holder string
 	// State is, for an active lease, "renewing" while a renewal is in
 	// flight, "final" once nothing can extend it (its max hold,
 	// WithMaxHold, comes before a renewal could move its cancel point),
@@ -119,7 +122,7 @@ func (g *lossLog) list() []LeaseInfo {
 
 // info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, State: state, TTL: l.set.ttl,
+	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, Holder: holderOf(l.owner()), State: state, TTL: l.set.ttl,
 		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -35,13 +36,11 @@ type connFlags struct {
 	user     string
 }
 
-// register adds the connection flags to fs.
+// register adds the connection flags to fs. --redis has no default of its
+// own: $REDIS_URL may hold a password, and the flag package prints a
+// flag's default in -h. client reads the variable when the flag is unset.
 func (c *connFlags) register(fs *flag.FlagSet) {
-	def := os.Getenv(envRedisURL)
-	if def == "" {
-		def = defaultRedisAddr
-	}
-	fs.StringVar(&c.redis, "redis", def, "Redis `host:port`, or a redis:// or rediss:// URL (default from $"+envRedisURL+")")
+	fs.StringVar(&c.redis, "redis", "", "Redis `host:port`, or a redis:// or rediss:// URL (default $"+envRedisURL+", then "+defaultRedisAddr+"); a password goes in $"+envPassword+", not here")
 	fs.StringVar(&c.sentinel, "sentinel", "", "Sentinel `addrs` (host:port,host:port); needs --master")
 	fs.StringVar(&c.master, "master", "", "the master `name` the sentinels monitor")
 	fs.StringVar(&c.cluster, "cluster", "", "Redis Cluster seed `addrs` (host:port,...)")
@@ -66,6 +65,16 @@ func (c *connFlags) client(set map[string]bool) (redis.UniversalClient, string, 
 	password := os.Getenv(envPassword)
 	if password == "" {
 		password = os.Getenv(envRedisCLIAuth)
+	}
+	if c.redis == "" {
+		c.redis = os.Getenv(envRedisURL)
+	} else if u, err := url.Parse(c.redis); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return nil, "", fmt.Errorf("--redis: a password on the command line is visible to every user in ps: put it in $%s (or the whole URL in $%s)", envPassword, envRedisURL)
+		}
+	}
+	if c.redis == "" {
+		c.redis = defaultRedisAddr
 	}
 	switch {
 	case c.sentinel != "":

@@ -35,8 +35,10 @@
 // not answer in time), lockwatch sends SIGTERM to PROGRAM's process group
 // at once, prints one line naming the loss reason, sends SIGKILL after
 // --grace, and exits 79 whatever PROGRAM returned. The default grace is the
-// lease's safety margin, TTL/10: the time between the cancel point and the
-// moment another holder can take the key. A stopped program is not a
+// lease's safety margin, TTL/10: the least time between the cancel point
+// and the moment another holder can take the key. If lockwatch itself is
+// killed (SIGKILL cannot be forwarded), the kernel sends PROGRAM SIGKILL
+// (Linux): nothing renews the lease any more. A stopped program is not a
 // rolled-back one, so PROGRAM's writes must carry $LOCKWATCH_FENCE to a
 // store that checks it: that is what makes a late write harmless.
 //
@@ -47,7 +49,7 @@
 // shows what Redis holds for K (lease.Locker.Inspect): whether it is held,
 // the TTL left, the newest fencing token, the number of barred owner
 // tokens, and a short hash of the holder's owner token; never the token.
-// With --json it prints one object with key, namespace, held, ttl_ms,
+// With --json it prints one object with key, key_hash, namespace, held, ttl_ms,
 // fence, barred and holder.
 //
 // # lockwatch release --force
@@ -62,8 +64,11 @@
 // the holder --holder names (the hash inspect prints), or else from the one
 // holding it when release looks: if another holder has the key by then,
 // nothing changes. Without --force it is a usage error: a lease is released
-// by its holder. The force release is logged at Warn on stderr and counted
-// under the lock name --name (default lockwatch-run).
+// by its holder. The force release is logged at Warn on stderr, under the
+// lock name --name (default lockwatch-run); a service that calls
+// lease.Locker.ForceRelease also counts it in
+// lockwatch_lease_force_releases_total, which a one-shot command has nobody
+// to export to.
 //
 // # Connecting
 //
@@ -88,10 +93,10 @@
 //
 //	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n)
 //	0          inspect, release: done
-//	1          release: the key was not held, nothing changed
+//	1          release: the key was free, or held by another holder: nothing changed
 //	64         usage error: bad flags, missing --key, no PROGRAM, release without --force
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
-//	           release: the outcome is unknown
+//	           inspect: the read failed; release: the outcome is unknown
 //	70         any other internal failure
 //	75         run: the key is held by another (at once, or after --wait): PROGRAM never ran
 //	76         run: the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
@@ -101,13 +106,15 @@
 //	128+n      run: lockwatch got signal n while waiting for the key: PROGRAM never ran
 //
 // 75 is EX_TEMPFAIL: for a job started on several hosts it is the normal
-// outcome everywhere but one.
+// outcome everywhere but one. A PROGRAM that exits 69, 75, 76 or 79 itself
+// cannot be told from lockwatch by the status alone; lockwatch's own
+// statuses come with a line on stderr.
 //
 // # A nightly job on three hosts
 //
 // Each of three hosts has the same crontab line:
 //
-//	30 2 * * * REDIS_URL=redis://redis.internal:6379/0 lockwatch run --key nightly-report --ttl 30s -- /opt/report/run.sh
+//	30 2 * * * REDIS_URL=redis://redis.internal:6379/0 /usr/local/bin/lockwatch run --key nightly-report --ttl 30s -- /opt/report/run.sh
 //
 // One of them takes the lease and runs run.sh; the other two exit 75 at
 // once (cron mails their one line; redirect stderr to a log to keep it).

@@ -25,7 +25,7 @@ deciding who may work: only the fence at the resource decides which writes
 count.
 
 With --json it prints one JSON object:
-  {"key":..., "namespace":..., "held":bool, "ttl_ms":n, "fence":n, "barred":n, "holder":"..."}
+  {"key":..., "key_hash":..., "namespace":..., "held":bool, "ttl_ms":n, "fence":n, "barred":n, "holder":"..."}
 ttl_ms is 0 when the key is free and -1 when it is held without an expiry
 (written by something other than lockwatch).
 
@@ -68,6 +68,7 @@ Exit statuses:
 // that jq and a test can compare them.
 type keyJSON struct {
 	Key       string `json:"key"`
+	KeyHash   string `json:"key_hash"`
 	Namespace string `json:"namespace"`
 	Held      bool   `json:"held"`
 	TTLMillis int64  `json:"ttl_ms"`
@@ -81,12 +82,13 @@ func printKeyJSON(w io.Writer, ns string, info lease.KeyInfo) error {
 	if info.TTL < 0 {
 		ttl = -1
 	}
-	return json.NewEncoder(w).Encode(keyJSON{Key: info.Key, Namespace: ns, Held: info.Held, TTLMillis: ttl,
+	return json.NewEncoder(w).Encode(keyJSON{Key: info.Key, KeyHash: info.KeyHash, Namespace: ns, Held: info.Held, TTLMillis: ttl,
 		Fence: int64(info.Fence), Barred: info.Barred, Holder: info.Holder})
 }
 
 func printKey(w io.Writer, ns string, info lease.KeyInfo) {
 	fmt.Fprintf(w, "key:       %s\n", info.Key)
+	fmt.Fprintf(w, "key hash:  %s\n", info.KeyHash)
 	fmt.Fprintf(w, "namespace: %s\n", ns)
 	if info.Held {
 		fmt.Fprintf(w, "held:      yes, by holder %s\n", info.Holder)

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,15 +45,21 @@ func TestHeldKeyExits75WithoutRunning(t *testing.T) {
 	h, _ := holder(t, dir, conn, "held")
 	marker := filepath.Join(t.TempDir(), "ran")
 
+	// At once: well within the holder's TTL of 10 s (the rest of the
+	// bound is a process start, a PING and a check on a loaded machine).
+	const atOnce = 3 * time.Second
+	began := time.Now()
 	code, _, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--key", "held", "--", "/bin/sh", "-c", "touch "+marker)
 	assert.Equal(t, exitHeld, code, stderr)
+	assert.Less(t, time.Since(began), atOnce, "exit 75 was not at once")
 	assertOneLine(t, stderr)
 	assert.Contains(t, stderr, "held by another")
 
-	began := time.Now()
+	began = time.Now()
 	code, _, stderr = lockwatchRun(t, "run", "--redis", sharedAddr, "--key", "held", "--wait", "300ms", "--", "/bin/sh", "-c", "touch "+marker)
 	assert.Equal(t, exitHeld, code, stderr)
 	assert.GreaterOrEqual(t, time.Since(began), 300*time.Millisecond, "--wait did not wait")
+	assert.Less(t, time.Since(began), 300*time.Millisecond+atOnce, "--wait waited past its bound")
 	assert.NoFileExists(t, marker, "the second program ran while the key was held")
 
 	assert.Equal(t, exitOK, stop(t, dir, h), h.stderr.String())
@@ -80,6 +88,8 @@ func TestInspectJSON(t *testing.T) {
 	h, fence := holder(t, dir, conn, "inspected")
 
 	info := inspectJSON(t, "--redis", sharedAddr, "--key", "inspected")
+	lockKey, _, _ := leasekeys.Derive(defaultNamespace, "inspected")
+	assert.Equal(t, leasekeys.HashTag(lockKey), info.KeyHash, "the hash spans and the live page show")
 	assert.True(t, info.Held)
 	assert.Positive(t, info.TTLMillis)
 	assert.LessOrEqual(t, info.TTLMillis, defaultTTL.Milliseconds())
@@ -174,7 +184,9 @@ func TestPausedRedisTerminatesBeforeExpiry(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Resume() })
 
 	assert.Equal(t, exitLost, h.wait(t), h.stderr.String())
-	assert.Contains(t, h.stderr.String(), "lease lost")
+	// The renewal sent into the stopped server gets no answer within its
+	// timeout (TTL/5), before the cancel point.
+	assert.Contains(t, h.stderr.String(), "lease lost (renewal_unknown")
 	termNanos, err := strconv.ParseInt(waitFile(t, filepath.Join(dir, "term"), nil), 10, 64)
 	require.NoError(t, err)
 	term := time.Unix(0, termNanos)
@@ -282,4 +294,39 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 	assert.GreaterOrEqual(t, afterTerm, grace-50*time.Millisecond, "SIGKILL came before the grace had passed")
 	assert.Less(t, afterTerm, grace+3*time.Second, "no SIGKILL: the program ran on (its loop lasts 20 s)")
 	assert.Contains(t, p.stderr.String(), "SIGKILL in "+grace.String())
+}
+
+// TestProgramDiesWithLockwatch: a lockwatch killed with SIGKILL cannot
+// renew nor signal anything, so the kernel kills its program (Linux).
+func TestProgramDiesWithLockwatch(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	t.Parallel()
+	dir := t.TempDir()
+	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", "orphan", "--",
+		"/bin/sh", "-c", `echo $$ > "$DIR/pid"; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`)
+	pid, err := strconv.Atoi(waitFile(t, filepath.Join(dir, "pid"), p))
+	require.NoError(t, err)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	assert.Eventually(t, func() bool {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		// Gone, or a zombie waiting for its new parent to reap it.
+		return err != nil || strings.Contains(string(stat), ") Z ")
+	}, 5*time.Second, 10*time.Millisecond, "the program outlived its lockwatch")
+}
+
+// TestUnsafeServerExits69: a server that may evict a held lock key is
+// refused before anything is taken (lease.Locker.Check).
+func TestUnsafeServerExits69(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--maxmemory-policy", "allkeys-lru")
+	marker := filepath.Join(t.TempDir(), "ran")
+	code, _, stderr := lockwatchRun(t, "run", "--redis", srv.Addr(), "--key", "evictable", "--", "/bin/sh", "-c", "touch "+marker)
+	assert.Equal(t, exitUnavailable, code, stderr)
+	assertOneLine(t, stderr)
+	assert.Contains(t, stderr, "allkeys-lru")
+	assert.NoFileExists(t, marker)
+	assert.False(t, inspectJSON(t, "--redis", srv.Addr(), "--key", "evictable").Held, "nothing was taken")
 }

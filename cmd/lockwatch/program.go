@@ -49,6 +49,7 @@ func startProgram(path string, args, env []string) (*program, error) {
 	cmd.Env = env
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithLockwatch(cmd.SysProcAttr)
 	p := &program{cmd: cmd, done: make(chan struct{}), foreground: ownsTerminal()}
 	if p.foreground {
 		foreground(cmd.SysProcAttr)

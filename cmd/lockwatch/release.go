@@ -32,9 +32,11 @@ lockwatch inspect prints), or else the one holding the key when release
 looks, just before. If another holder has the key by then (the stuck one
 released and a healthy one took over), nothing changes.
 
-It prints the holder's hash and fence it took the key from. The Locker logs
-the force release at Warn on stderr and counts it in
-lockwatch_lease_force_releases_total under the lock name --name.
+It prints the holder's hash and fence it took the key from, and logs the
+force release at Warn on stderr under the lock name --name. (A service that
+calls lease.Locker.ForceRelease also counts it in
+lockwatch_lease_force_releases_total; a one-shot command has nobody to
+export a counter to.)
 
 Exit statuses:
   0   the key was held by that holder and is now free

@@ -51,7 +51,9 @@ If the lease is lost while PROGRAM runs (a renewal rejected, failed or late;
 the key force-released), lockwatch sends SIGTERM to PROGRAM's process group
 at once, at the lease's cancel point, before the key can expire in Redis,
 and SIGKILL after --grace. The default grace is the lease's safety margin,
-TTL/10: the time left before another holder can take the key. PROGRAM's
+TTL/10: the least time left before another holder can take the key. If
+lockwatch itself is killed (SIGKILL cannot be forwarded), the kernel sends
+PROGRAM SIGKILL (Linux): nothing renews the lease any more. PROGRAM's
 writes must still carry $LOCKWATCH_FENCE to a fenced store: a stopped
 program is not a rolled-back one, and only the fence makes a late write
 harmless.
@@ -196,7 +198,7 @@ func (f *runFlags) notRun(l *lease.Lease, sig os.Signal, err error) error {
 	var held *lease.NotAcquiredError
 	switch {
 	case errors.Is(err, lease.ErrUnknown):
-		return fail(exitUnknown, "%s: the acquire's result is unknown, the program did not run; lockwatch cleaned the key up, or it expires by its TTL: %v", f.key, err)
+		return fail(exitUnknown, "%s: the acquire's result is unknown, the program did not run; lockwatch cleans the key up before it exits, or it expires by its TTL: %v", f.key, err)
 	case sig != nil:
 		if l != nil {
 			_ = l.Release(context.Background())

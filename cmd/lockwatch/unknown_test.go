@@ -26,4 +26,9 @@ func TestUnknownAcquireExits76(t *testing.T) {
 	assert.Equal(t, exitUnknown, code, stderr)
 	assert.Contains(t, stderr, "unknown")
 	assert.NoFileExists(t, marker, "the program ran on an unknown acquire")
+	// Cleaned up before lockwatch exited, or expired by its TTL (200ms) if
+	// the clean-up, through the same slow proxy, got no answer.
+	assert.Eventually(t, func() bool {
+		return !inspectJSON(t, "--redis", sharedAddr, "--key", "unknown").Held
+	}, 2*time.Second, 20*time.Millisecond, "the unknown acquire's key stayed held")
 }

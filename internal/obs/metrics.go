@@ -81,7 +81,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, nil},
 	{LeaseWaitDuration, PromLeaseWaitDuration, Histogram, "s", "Time Acquire calls waited for a contended lease, from the first contended answer to the result, by result: acquired, timed_out, cancelled, unknown or error. Acquires that did not wait are not counted.",
 		[]string{LabelLockName, AttrResult}, waitBuckets},
-	{LeaseForceReleases, PromLeaseForceReleases, Counter, "{release}", "Keys an administrator took back from their holder (lockwatch release --force), by result: released, not_held (the key was free), unknown. The holder loses its lease at its next renewal (renewal_rejected).",
+	{LeaseForceReleases, PromLeaseForceReleases, Counter, "{release}", "Keys an administrator took back from their holder (lockwatch release --force), by result: released, not_held (the key was free, or held by another holder than the one named: nothing changed), unknown. The holder loses its lease at its next renewal (renewal_rejected).",
 		[]string{LabelLockName, AttrResult}, nil},
 }
 
