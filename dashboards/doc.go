@@ -22,7 +22,11 @@
 // A test fails when the committed files differ from Generate's output, when
 // a file does not decode strictly into the SDK's dashboard types, when
 // promtool cannot parse a query, or when a query names a series that is not
-// in telemetry.Metrics.
+// in telemetry.Metrics. The rules of grafana/dashboard-linter (datasource,
+// job and instance variables, job and instance matchers in every selector,
+// $__rate_interval, counters only in rate or increase, units, titles and
+// descriptions, read-only dashboards) are tests too, one per rule, in
+// lint_test.go.
 //
 // # Queries
 //
@@ -58,7 +62,9 @@
 // strict decoder rejects one, so the import screen does not prompt for a
 // datasource: Grafana picks its default Prometheus datasource, and the "Data
 // source" menu at the top of the dashboard switches to another. Variables
-// job, instance and lock_name follow, multi-value and "All" by default.
+// job, instance and lock_name follow, multi-value and "All" by default. The
+// dashboards are read-only (editable false): change the generator, not the
+// imported copy.
 package dashboards
 
 //go:generate go run ./internal/gen

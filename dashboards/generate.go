@@ -57,10 +57,14 @@ func Generate() (map[string][]byte, error) {
 
 // newDashboard has what both dashboards share: tags, time range, refresh,
 // shared crosshair, the variables, and links to the other lockwatch
-// dashboards that keep the time range and the variables.
+// dashboards that keep the time range and the variables. The dashboards are
+// read-only ("editable": false, as grafana/dashboard-linter's
+// uneditable-dashboard rule wants): the generator is their source, and an
+// edit saved in Grafana would be lost at the next import or provisioning.
 func newDashboard(uid, title, description string) *dashboard.DashboardBuilder {
 	return dashboard.NewDashboardBuilder(title).
 		Uid(uid).
+		Readonly().
 		Description(description).
 		Tags([]string{Tag}).
 		Timezone("browser").

@@ -9,9 +9,15 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
-// allValue is what "All" stands for in the =~ matchers: every value, and
-// series without the label (a fence metric has no lock_name) too.
-const allValue = ".*"
+// What "All" stands for in the =~ matchers. job and instance: any value,
+// ".+", which grafana/dashboard-linter's template-job-rule and
+// template-instance-rule require (every scraped series has both labels).
+// lock_name: ".*", which also matches the series of a Locker named ""
+// (WithName("")): Prometheus drops an empty label, so they have none.
+const (
+	allScraped = ".+"
+	allLocks   = ".*"
+)
 
 // variables are the dashboard's filters, datasource first: every query reads
 // the datasource variable, so the dashboard imports into any Grafana and the
@@ -29,15 +35,15 @@ func variables() []cog.Builder[dashboard.VariableModel] {
 		dashboard.NewDatasourceVariableBuilder(varDatasource).
 			Label("Data source").
 			Type("prometheus"),
-		filter(varJob, "Job", jobs),
-		filter(varInstance, "Instance", instances),
-		filter(varLockName, "Lock", locks),
+		filter(varJob, "Job", jobs, allScraped),
+		filter(varInstance, "Instance", instances, allScraped),
+		filter(varLockName, "Lock", locks, allLocks),
 	}
 }
 
-// filter is a multi-value variable from a label_values query, "All" by
-// default.
-func filter(name, label, q string) *dashboard.QueryVariableBuilder {
+// filter is a multi-value variable from a label_values query, "All" (which
+// stands for allValue) by default.
+func filter(name, label, q, allValue string) *dashboard.QueryVariableBuilder {
 	return dashboard.NewQueryVariableBuilder(name).
 		Label(label).
 		Datasource(datasource()).
