@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet lint bench chaos
+.PHONY: test deps fmt-check vet lint pint bench chaos
 
 test: deps fmt-check vet lint
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
@@ -120,11 +120,28 @@ vet:
 # first use (fetching the modules once on a fresh machine) and keeps the
 # binary in the build cache; nothing else needs installing.
 LINT_MODFILE := -modfile=$(CURDIR)/tools/go.mod
-lint:
+lint: pint
 	$(GO) tool $(LINT_MODFILE) staticcheck ./...
 	$(GO) tool $(LINT_MODFILE) golangci-lint run ./...
 	cd bench && $(GO) tool $(LINT_MODFILE) staticcheck ./...
 	cd bench && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
+
+# pint (Cloudflare's Prometheus rule linter) over the generated alerting
+# rules, offline: no Prometheus is queried. .pint.hcl runs PromQL syntax,
+# fragile and regexp selectors, impossible and NaN-prone expressions, the
+# for durations, the annotation templates (labels a description reads must
+# survive the aggregation), duplicate rules, job plus the resource or lock
+# label kept by every aggregation, a Lockwatch name, severity critical or
+# warning, and summary, description and runbook_url present. Any problem of
+# severity warning or above fails. pint is pinned in tools/pint/go.mod, a
+# module of its own: its Prometheus libraries are newer than those that
+# tools/go.mod's linters pin. The online checks (promql/series, promql/rate,
+# promql/counter, …) query the Prometheus of .pint.hcl and come with make
+# e2e, which runs the same command without --offline.
+PINT_MODFILE := -modfile=$(CURDIR)/tools/pint/go.mod
+PINT_RULES := alerts/lockwatch.rules.yaml
+pint:
+	$(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

@@ -1,0 +1,96 @@
+// pint (github.com/cloudflare/pint, pinned in tools/pint/go.mod) over the
+// generated alerting rules, alerts/lockwatch.rules.yaml. make pint runs
+//
+//   pint --offline lint --min-severity=info --fail-on=warning alerts/lockwatch.rules.yaml
+//
+// --offline turns off every check that queries a Prometheus server
+// (promql/series, promql/rate, promql/counter, promql/range_query,
+// promql/vector_matching, labels/conflict, alerts/count, …); what stays on
+// reads the file alone: the defaults (promql/syntax, promql/fragile,
+// promql/regexp, promql/impossible, promql/nan, alerts/for, alerts/template,
+// alerts/comparison, rule/dependency, group/interval), rule/duplicate (off
+// line too, but pint only runs it per configured Prometheus server, hence the
+// block below) and the rule blocks at the end. Fix a finding in the
+// generator (alerts/rules.go) and go generate ./alerts/..., never in the
+// YAML: a "# pint disable" comment there would be overwritten.
+
+// The Prometheus server of make e2e (loopback only). Offline nothing is sent
+// to it; online (pint lint without --offline, once e2e starts a Prometheus
+// there that scrapes a lockwatch process) the online checks above query it,
+// and required = true makes an unreachable server a failure, not a warning.
+prometheus "e2e" {
+  uri      = "http://127.0.0.1:9090"
+  timeout  = "30s"
+  required = true
+  include  = ["(.*/)?alerts/lockwatch\\.rules\\.yaml"]
+}
+
+// Every alert keeps job: Config.JobSelector narrows the rules to jobs, the
+// descriptions name it, and Alertmanager groups by it.
+rule {
+  match {
+    kind = "alerting"
+  }
+  aggregate ".+" {
+    keep    = ["job"]
+    comment = "Every lockwatch alert is per job: keep `job` in the aggregation."
+  }
+}
+
+// The fencing alerts are per resource (the fence is the resource's), every
+// other alert per lock.
+rule {
+  match {
+    kind = "alerting"
+    name = "Lockwatch(StaleWriteSpike|FenceRejections)"
+  }
+  aggregate ".+" {
+    keep    = ["resource"]
+    comment = "Fencing alerts are per resource: keep `resource` in the aggregation."
+  }
+}
+rule {
+  match {
+    kind = "alerting"
+  }
+  ignore {
+    name = "Lockwatch(StaleWriteSpike|FenceRejections)"
+  }
+  aggregate ".+" {
+    keep    = ["lock_name"]
+    comment = "Lease alerts are per lock: keep `lock_name` in the aggregation."
+  }
+}
+
+// The monitoring-mixin conventions of alerts/doc.go: a Lockwatch name, a
+// severity that Alertmanager routes (critical pages, warning opens a ticket),
+// a summary, a description and a runbook link to the alert's RUNBOOK.md
+// section.
+rule {
+  match {
+    kind = "alerting"
+  }
+
+  name "Lockwatch[A-Z][A-Za-z0-9]+" {
+    comment  = "Alert names are CamelCase and start with Lockwatch."
+    severity = "warning"
+  }
+
+  label "severity" {
+    required = true
+    value    = "(critical|warning)"
+    comment  = "alertmanager.example.yml routes severity critical (page) and warning (ticket) only."
+  }
+
+  annotation "summary" {
+    required = true
+  }
+  annotation "description" {
+    required = true
+  }
+  annotation "runbook_url" {
+    required = true
+    value    = "https?://\\S+/RUNBOOK\\.md#lockwatch[a-z0-9]+"
+    comment  = "Link the alert's section of alerts/RUNBOOK.md."
+  }
+}
