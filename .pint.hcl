@@ -1,5 +1,5 @@
 // pint (github.com/cloudflare/pint, pinned in tools/pint/go.mod) over the
-// generated alerting rules, alerts/lockwatch.rules.yaml. make pint runs
+// generated recording and alerting rules, alerts/lockwatch.rules.yaml. make pint runs
 //
 //   pint --offline lint --min-severity=info --fail-on=warning alerts/lockwatch.rules.yaml
 //
@@ -59,6 +59,21 @@ rule {
   aggregate ".+" {
     keep    = ["lock_name"]
     comment = "Lease alerts are per lock: keep `lock_name` in the aggregation."
+  }
+}
+
+// The recording rules (alerts/recording.go) record at the levels their
+// names say, every one per job and per lock: the dashboards filter them by
+// job, instance and lock_name, and the alerts read them per job and lock.
+// (The level:metric:operations naming itself is a test, alerts'
+// TestEveryRecordingRuleIsTested.)
+rule {
+  match {
+    kind = "recording"
+  }
+  aggregate ".+" {
+    keep    = ["job", "lock_name"]
+    comment = "Recorded series are per job and lock: keep `job` and `lock_name` in the aggregation."
   }
 }
 

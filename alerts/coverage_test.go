@@ -168,3 +168,45 @@ func githubAnchor(heading string) string {
 	}
 	return b.String()
 }
+
+// TestEveryRecordingRuleIsTested: every recording rule has a promtool
+// promql_expr_test that evaluates the recorded series and expects samples of
+// it, and is named level:metric:operations, the level being the labels its
+// aggregation keeps (the monitoring-mixin convention).
+func TestEveryRecordingRuleIsTested(t *testing.T) {
+	var tests testFile
+	require.NoError(t, yaml.Unmarshal(read(t, alerts.TestsFile), &tests))
+	tested := map[string]int{}
+	for _, g := range tests.Tests {
+		for _, et := range g.ExprTests {
+			require.NotEmpty(t, et.ExpSamples, "%s: expects no sample", g.Name)
+			for _, s := range et.ExpSamples {
+				assert.True(t, strings.HasPrefix(s.Labels, et.Expr+"{"), "%s: sample %s is not of %s", g.Name, s.Labels, et.Expr)
+			}
+			tested[et.Expr]++
+		}
+	}
+	recordings := decodeRecordings(t, read(t, alerts.RulesFile))
+	require.NotEmpty(t, recordings)
+	name := regexp.MustCompile(`^([a-z_]+):lockwatch_[a-z_]+:[a-z0-9_]+$`)
+	by := regexp.MustCompile(`^sum by \(([^)]*)\)`)
+	for _, r := range recordings {
+		assert.Positive(t, tested[r.Record], "%s has no promql_expr_test", r.Record)
+		delete(tested, r.Record)
+		m := name.FindStringSubmatch(r.Record)
+		if !assert.NotNil(t, m, "%s is not level:lockwatch_metric:operations", r.Record) {
+			continue
+		}
+		kept := by.FindStringSubmatch(r.Expr)
+		if assert.NotNil(t, kept, "%s: not an aggregation: %s", r.Record, r.Expr) {
+			assert.Equal(t, strings.ReplaceAll(kept[1], ", ", "_"), m[1], "%s: the level is the labels kept", r.Record)
+		}
+		for _, w := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(r.Expr, -1) {
+			assert.Equal(t, "5m", w[1], "%s: rates over 5 minutes", r.Record)
+		}
+		if strings.Contains(r.Expr, "/") {
+			assert.Regexp(t, `/\s*\(.*> 0\)`, r.Expr, "%s: a ratio's denominator is guarded against zero", r.Record)
+		}
+	}
+	assert.Empty(t, tested, "promql_expr_test of series no rule records")
+}

@@ -23,6 +23,7 @@ type (
 		} `yaml:"groups"`
 	}
 	rule struct {
+		Record      string            `yaml:"record"`
 		Alert       string            `yaml:"alert"`
 		Expr        string            `yaml:"expr"`
 		For         string            `yaml:"for"`
@@ -40,6 +41,13 @@ type (
 					ExpAnnotations map[string]string `yaml:"exp_annotations"`
 				} `yaml:"exp_alerts"`
 			} `yaml:"alert_rule_test"`
+			ExprTests []struct {
+				Expr       string `yaml:"expr"`
+				ExpSamples []struct {
+					Labels string  `yaml:"labels"`
+					Value  float64 `yaml:"value"`
+				} `yaml:"exp_samples"`
+			} `yaml:"promql_expr_test"`
 		} `yaml:"tests"`
 	}
 )
@@ -52,8 +60,34 @@ func read(t *testing.T, name string) []byte {
 	return b
 }
 
-// decodeRules decodes a rule file strictly: an unknown key is an error.
+// decodeRules decodes a rule file strictly (an unknown key is an error) and
+// returns its alerting rules.
 func decodeRules(t *testing.T, b []byte) []rule {
+	t.Helper()
+	var alerting []rule
+	for _, r := range decodeAllRules(t, b) {
+		if r.Record == "" {
+			alerting = append(alerting, r)
+		}
+	}
+	require.NotEmpty(t, alerting)
+	return alerting
+}
+
+// decodeRecordings returns the recording rules of a rule file.
+func decodeRecordings(t *testing.T, b []byte) []rule {
+	t.Helper()
+	var recording []rule
+	for _, r := range decodeAllRules(t, b) {
+		if r.Record != "" {
+			recording = append(recording, r)
+		}
+	}
+	return recording
+}
+
+// decodeAllRules decodes a rule file strictly: an unknown key is an error.
+func decodeAllRules(t *testing.T, b []byte) []rule {
 	t.Helper()
 	var f ruleFile
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))

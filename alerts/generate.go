@@ -27,15 +27,19 @@ func Generate(cfg Config) (files map[string][]byte, err error) {
 	if err != nil {
 		return nil, err
 	}
-	alerts := catalogue(promql{jobSelector: cfg.JobSelector})
+	q := promql{jobSelector: cfg.JobSelector}
+	recs, alerts := recordings(q), catalogue(q)
+	if err := checkRecordings(recs); err != nil {
+		return nil, err
+	}
 	if err := check(alerts); err != nil {
 		return nil, err
 	}
 
 	files = map[string][]byte{}
 	for name, write := range map[string]func() ([]byte, error){
-		RulesFile:        func() ([]byte, error) { return prometheusRules(cfg, alerts) },
-		TestsFile:        func() ([]byte, error) { return promtoolTests(cfg, alerts) },
+		RulesFile:        func() ([]byte, error) { return prometheusRules(cfg, recs, alerts) },
+		TestsFile:        func() ([]byte, error) { return promtoolTests(cfg, recs, alerts) },
 		GrafanaFile:      func() ([]byte, error) { return grafanaRules(cfg, alerts) },
 		AlertmanagerFile: alertmanagerConfig,
 	} {

@@ -60,7 +60,8 @@ func TestGenerateIsDeterministic(t *testing.T) {
 }
 
 // TestJobSelector: a custom job selector lands in every series selector of
-// every expression, Prometheus and Grafana alike, and the rules and their
+// every expression, Prometheus (recording rules included) and Grafana alike,
+// and the rules and their
 // tests (with test labels that satisfy it) still pass promtool.
 func TestJobSelector(t *testing.T) {
 	const selector = `job="payments"`
@@ -68,18 +69,23 @@ func TestJobSelector(t *testing.T) {
 		JobSelector: selector,
 		TestLabels:  map[string]string{"job": "payments", "instance": "127.0.0.1:9465"},
 	})
-	defaults := decodeRules(t, generate(t, alerts.Config{})[alerts.RulesFile])
-	rules := decodeRules(t, custom[alerts.RulesFile])
+	defaults := decodeAllRules(t, generate(t, alerts.Config{})[alerts.RulesFile])
+	rules := decodeAllRules(t, custom[alerts.RulesFile])
 	require.Len(t, rules, len(defaults))
 
 	grafana := grafanaQueries(t, custom[alerts.GrafanaFile])
 	for i, r := range rules {
-		assert.NotEqual(t, defaults[i].Expr, r.Expr, r.Alert)
-		assert.NotContains(t, r.Expr, alerts.DefaultJobSelector, r.Alert)
-		for _, expr := range []string{r.Expr, grafana[r.Alert]} {
+		name := r.Alert + r.Record
+		assert.NotEqual(t, defaults[i].Expr, r.Expr, name)
+		assert.NotContains(t, r.Expr, alerts.DefaultJobSelector, name)
+		exprs := []string{r.Expr}
+		if r.Alert != "" {
+			exprs = append(exprs, grafana[r.Alert])
+		}
+		for _, expr := range exprs {
 			selectors := strings.Count(expr, "{")
-			assert.Positive(t, selectors, r.Alert)
-			assert.Equal(t, selectors, strings.Count(expr, "{"+selector), "%s: every selector starts with the job selector: %s", r.Alert, expr)
+			assert.Positive(t, selectors, name)
+			assert.Equal(t, selectors, strings.Count(expr, "{"+selector), "%s: every selector starts with the job selector: %s", name, expr)
 		}
 	}
 
@@ -91,11 +97,11 @@ func TestJobSelector(t *testing.T) {
 	promtool(t, "test", "rules", filepath.Join(dir, alerts.TestsFile))
 }
 
-// TestDefaultSelectorInEveryExpression: the committed rules watch the
-// default job selector in every selector too.
+// TestDefaultSelectorInEveryExpression: the committed rules, recording
+// rules included, watch the default job selector in every selector too.
 func TestDefaultSelectorInEveryExpression(t *testing.T) {
-	for _, r := range decodeRules(t, read(t, alerts.RulesFile)) {
-		assert.Equal(t, strings.Count(r.Expr, "{"), strings.Count(r.Expr, "{"+alerts.DefaultJobSelector), r.Alert)
+	for _, r := range decodeAllRules(t, read(t, alerts.RulesFile)) {
+		assert.Equal(t, strings.Count(r.Expr, "{"), strings.Count(r.Expr, "{"+alerts.DefaultJobSelector), r.Alert+r.Record)
 	}
 }
 

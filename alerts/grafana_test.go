@@ -3,6 +3,7 @@ package alerts_test
 import (
 	"encoding/json"
 	"errors"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,11 +118,20 @@ func grafanaQueries(t *testing.T, b []byte) map[string]string {
 // TestGrafanaRulesMatchPrometheus: the Grafana-managed rules decode strictly
 // and are the Prometheus alerts one for one: same name, group, severity,
 // for duration, summary and runbook, the same PromQL with the same
-// threshold, and a data source uid left as the documented placeholder.
+// threshold, and a data source uid left as the documented placeholder. Where
+// the Prometheus alert reads a recorded series, the Grafana rule computes it
+// from the raw counters instead (its Prometheus may not load the recording
+// rules): the recording's expression with each recorded rate replaced by
+// the rate it records.
+
 func TestGrafanaRulesMatchPrometheus(t *testing.T) {
 	groups := grafanaGroups(t, read(t, alerts.GrafanaFile))
 	promRules := decodeRules(t, read(t, alerts.RulesFile))
 	promGroup := groupOf(t, read(t, alerts.RulesFile))
+	recordings := map[string]string{}
+	for _, r := range decodeRecordings(t, read(t, alerts.RulesFile)) {
+		recordings[r.Record] = r.Expr
+	}
 
 	byTitle := map[string]alerting.Rule{}
 	uids := map[string]bool{}
@@ -157,7 +167,7 @@ func TestGrafanaRulesMatchPrometheus(t *testing.T) {
 		require.Len(t, g.Data, 3, p.Alert)
 		query, ok := g.Data[0].Model.(*prometheus.Dataquery)
 		require.True(t, ok, p.Alert)
-		assert.Equal(t, value, query.Expr, p.Alert)
+		assert.Equal(t, inlineRecorded(value, recordings), query.Expr, p.Alert)
 		require.NotNil(t, query.Instant, p.Alert)
 		assert.True(t, *query.Instant, p.Alert)
 		require.NotNil(t, g.Data[0].DatasourceUid, p.Alert)
@@ -204,4 +214,38 @@ func TestGrafanaDatasource(t *testing.T) {
 		assert.Equal(t, "prom-main", *r.Data[0].DatasourceUid)
 		assert.Equal(t, "lockwatch", r.FolderUID)
 	}
+}
+
+// Recorded series in an expression: the recorded ratio an alert reads
+// (name{matchers}), and the recorded rates, by job, instance, lock_name and
+// result, the ratio is built from.
+var (
+	recordedSelectorRE = regexp.MustCompile(`^([a-z_]+:lockwatch_[a-z_]+:[a-z0-9_]+)\{([^}]*)\}$`)
+	recordedRateRE     = regexp.MustCompile(`([a-z_]+:lockwatch_[a-z_]+:rate5m)\{([^}]*)\}`)
+	rateOfRE           = regexp.MustCompile(`^sum by \([^)]*\) \(rate\((lockwatch_[a-z_]+)\{[^}]*\}\[5m\]\)\)$`)
+)
+
+// inlineRecorded rewrites an alert's value that reads one recorded series
+// (with the job selector) into what it records, computed from the counters:
+// the recording's expression with every recorded rate replaced by rate() of
+// its counter over 5 minutes, same matchers. Summing the rates by job and
+// lock_name is the same as summing their per-instance, per-result sums. A
+// value that reads no recorded series is returned as it is.
+func inlineRecorded(value string, recordings map[string]string) string {
+	m := recordedSelectorRE.FindStringSubmatch(value)
+	if m == nil {
+		return value
+	}
+	expr, ok := recordings[m[1]]
+	if !ok {
+		return value
+	}
+	return recordedRateRE.ReplaceAllStringFunc(expr, func(sel string) string {
+		parts := recordedRateRE.FindStringSubmatch(sel)
+		counter := rateOfRE.FindStringSubmatch(recordings[parts[1]])
+		if counter == nil {
+			return sel
+		}
+		return "rate(" + counter[1] + "{" + parts[2] + "}[5m])"
+	})
 }

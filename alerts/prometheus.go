@@ -17,21 +17,27 @@ type (
 		Rules []rule `yaml:"rules"`
 	}
 	rule struct {
-		Alert       string            `yaml:"alert"`
+		Record      string            `yaml:"record,omitempty"`
+		Alert       string            `yaml:"alert,omitempty"`
 		Expr        string            `yaml:"expr"`
-		For         string            `yaml:"for"`
-		Labels      map[string]string `yaml:"labels"`
-		Annotations map[string]string `yaml:"annotations"`
+		For         string            `yaml:"for,omitempty"`
+		Labels      map[string]string `yaml:"labels,omitempty"`
+		Annotations map[string]string `yaml:"annotations,omitempty"`
 	}
 )
 
-// expr is the alert's condition in PromQL.
+// expr is the alert's condition in PromQL, as Prometheus evaluates it: on
+// the recorded series where there is one.
 func (a alert) expr() string {
+	value := a.Value
+	if a.Recorded != "" {
+		value = a.Recorded
+	}
 	sep := " "
-	if strings.Contains(a.Value, "\n") {
+	if strings.Contains(value, "\n") {
 		sep = "\n"
 	}
-	return a.Value + sep + "> " + number(a.Threshold)
+	return value + sep + "> " + number(a.Threshold)
 }
 
 // anchor is the alert's section in RUNBOOK.md: GitHub's slug of a heading
@@ -63,9 +69,15 @@ func groups(alerts []alert) [][]alert {
 	return out
 }
 
-// prometheusRules writes the rule file.
-func prometheusRules(cfg Config, alerts []alert) ([]byte, error) {
+// prometheusRules writes the rule file: the recording rules' group first,
+// then the alerts' groups.
+func prometheusRules(cfg Config, recs []recording, alerts []alert) ([]byte, error) {
 	var file ruleFile
+	recorded := ruleGroup{Name: recordingGroup}
+	for _, r := range recs {
+		recorded.Rules = append(recorded.Rules, rule{Record: r.Record, Expr: r.Expr})
+	}
+	file.Groups = append(file.Groups, recorded)
 	for _, g := range groups(alerts) {
 		group := ruleGroup{Name: g[0].Group}
 		for _, a := range g {
@@ -80,8 +92,9 @@ func prometheusRules(cfg Config, alerts []alert) ([]byte, error) {
 		file.Groups = append(file.Groups, group)
 	}
 	return marshalYAML(generatedHeader+
-		"# Prometheus alerting rules for lockwatch: load with rule_files. Thresholds\n"+
-		"# and durations are explained in RUNBOOK.md, one section per alert.\n", file)
+		"# Prometheus recording and alerting rules for lockwatch: load with rule_files.\n"+
+		"# The dashboards' ratio panels read the recorded rates (alerts/doc.go).\n"+
+		"# Thresholds and durations are explained in RUNBOOK.md, one section per alert.\n", file)
 }
 
 // generatedHeader marks the YAML outputs as generated.

@@ -28,7 +28,8 @@ type alert struct {
 	Group       string        // one group per concern
 	Name        string        // CamelCase, prefixed Lockwatch
 	Severity    string        // critical or warning
-	Value       string        // PromQL: the measured quantity, one series per alert instance
+	Value       string        // PromQL: the measured quantity, one series per alert instance, from the counters
+	Recorded    string        // if set, what the Prometheus rule reads instead: Value as a recorded series (recording.go)
 	By          []string      // the labels of Value's series
 	Threshold   float64       // fires while Value > Threshold
 	For         time.Duration // how long the condition must hold
@@ -122,12 +123,11 @@ func catalogue(q promql) []alert {
 			},
 		},
 		{
-			Group:    "lockwatch-acquire",
-			Name:     "LockwatchUnknownAcquiresHigh",
-			Severity: warning,
-			Value: ratio(byLock,
-				q.rate(obs.PromLeaseAcquires, eq(labelResult, string(obs.AcquireUnknown))),
-				q.rate(obs.PromLeaseAcquires)),
+			Group:     "lockwatch-acquire",
+			Name:      "LockwatchUnknownAcquiresHigh",
+			Severity:  warning,
+			Value:     unknownAcquires.raw(q, byLock),
+			Recorded:  q.sel(unknownAcquires.Ratio),
 			By:        byLock,
 			Threshold: 0.05,
 			For:       10 * time.Minute,
@@ -245,12 +245,11 @@ func catalogue(q promql) []alert {
 			},
 		},
 		{
-			Group:    "lockwatch-commit",
-			Name:     "LockwatchNearExpiryCommitsHigh",
-			Severity: warning,
-			Value: ratio(byLock,
-				q.rate(obs.PromLeaseCommits, eq(labelResult, string(obs.CommitNearExpiry))),
-				q.rate(obs.PromLeaseCommits)),
+			Group:     "lockwatch-commit",
+			Name:      "LockwatchNearExpiryCommitsHigh",
+			Severity:  warning,
+			Value:     nearExpiry.raw(q, byLock),
+			Recorded:  q.sel(nearExpiry.Ratio),
 			By:        byLock,
 			Threshold: 0.1,
 			For:       15 * time.Minute,

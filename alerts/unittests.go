@@ -21,7 +21,8 @@ type (
 		Name           string          `yaml:"name"`
 		Interval       string          `yaml:"interval"`
 		InputSeries    []inputSeries   `yaml:"input_series"`
-		AlertRuleTests []alertRuleTest `yaml:"alert_rule_test"`
+		AlertRuleTests []alertRuleTest `yaml:"alert_rule_test,omitempty"`
+		ExprTests      []exprRuleTest  `yaml:"promql_expr_test,omitempty"`
 	}
 	inputSeries struct {
 		Series string `yaml:"series"`
@@ -31,6 +32,15 @@ type (
 		EvalTime  string     `yaml:"eval_time"`
 		Alertname string     `yaml:"alertname"`
 		ExpAlerts []expAlert `yaml:"exp_alerts"` // empty: must stay silent
+	}
+	exprRuleTest struct {
+		Expr       string      `yaml:"expr"`
+		EvalTime   string      `yaml:"eval_time"`
+		ExpSamples []expSample `yaml:"exp_samples"`
+	}
+	expSample struct {
+		Labels string  `yaml:"labels"`
+		Value  float64 `yaml:"value"`
 	}
 	expAlert struct {
 		ExpLabels      map[string]string `yaml:"exp_labels"`
@@ -42,12 +52,18 @@ type (
 const (
 	firesPrefix  = "fires: "
 	silentPrefix = "stays silent: "
+	recordsInfix = " records: "
 )
 
-// promtoolTests writes the unit tests of every alert: a case where it fires,
-// with its exact labels and annotations, and a healthy one where it must not.
-func promtoolTests(cfg Config, alerts []alert) ([]byte, error) {
+// promtoolTests writes the unit tests of every recording rule (the value of
+// every series it records from input series) and of every alert: a case
+// where it fires, with its exact labels and annotations, and a healthy one
+// where it must not.
+func promtoolTests(cfg Config, recs []recording, alerts []alert) ([]byte, error) {
 	file := testFile{RuleFiles: []string{RulesFile}, EvaluationInterval: "1m"}
+	for _, r := range recs {
+		file.Tests = append(file.Tests, exprTestGroupOf(cfg, r))
+	}
 	for _, a := range alerts {
 		for _, fires := range []bool{true, false} {
 			c := a.Silent
@@ -62,8 +78,9 @@ func promtoolTests(cfg Config, alerts []alert) ([]byte, error) {
 		}
 	}
 	return marshalYAML(generatedHeader+
-		"# promtool test rules "+TestsFile+": every alert fires on its firing case, with\n"+
-		"# exactly these labels and annotations, and stays silent on healthy data.\n", file)
+		"# promtool test rules "+TestsFile+": every recording rule records exactly these\n"+
+		"# samples, and every alert fires on its firing case, with exactly these labels\n"+
+		"# and annotations, and stays silent on healthy data.\n", file)
 }
 
 // testGroupOf is one case of one alert as a promtool test group.
@@ -100,6 +117,31 @@ func testGroupOf(cfg Config, a alert, c testCase, fires bool) (testGroup, error)
 	}
 	g.AlertRuleTests = []alertRuleTest{art}
 	return g, nil
+}
+
+// exprTestGroupOf is the test of one recording rule: the recorded series,
+// evaluated on the input series, has exactly the expected samples.
+func exprTestGroupOf(cfg Config, r recording) testGroup {
+	c := r.Test
+	g := testGroup{Name: r.Record + recordsInfix + c.About, Interval: "1m"}
+	for _, s := range c.Series {
+		g.InputSeries = append(g.InputSeries, inputSeries{
+			Series: seriesSelector(s.Metric, merge(cfg.TestLabels, s.Labels)),
+			Values: s.Values,
+		})
+	}
+	et := exprRuleTest{Expr: r.Record, EvalTime: promDuration(c.At), ExpSamples: []expSample{}}
+	for _, want := range c.Want {
+		kept := map[string]string{}
+		for name, value := range merge(cfg.TestLabels, want.Labels) {
+			if slices.Contains(r.By, name) {
+				kept[name] = value
+			}
+		}
+		et.ExpSamples = append(et.ExpSamples, expSample{Labels: seriesSelector(r.Record, kept), Value: want.Value})
+	}
+	g.ExprTests = []exprRuleTest{et}
+	return g
 }
 
 // histogramSeries is the _bucket series of a telemetry histogram that

@@ -21,12 +21,12 @@
 //
 // A test fails when the committed files differ from Generate's output, when
 // a file does not decode strictly into the SDK's dashboard types, when
-// promtool cannot parse a query, or when a query names a series that is not
-// in telemetry.Metrics. The rules of grafana/dashboard-linter (datasource,
-// job and instance variables, job and instance matchers in every selector,
-// $__rate_interval, counters only in rate or increase, units, titles and
-// descriptions, read-only dashboards) are tests too, one per rule, in
-// lint_test.go.
+// promtool cannot parse a query, or when a query names a series that is
+// neither in telemetry.Metrics nor recorded by alerts' lockwatch.rules.yaml.
+// The rules of grafana/dashboard-linter (datasource, job and instance
+// variables, job and instance matchers in every selector, $__rate_interval,
+// counters only in rate or increase, units, titles and descriptions,
+// read-only dashboards) are tests too, one per rule, in lint_test.go.
 //
 // # Queries
 //
@@ -36,7 +36,8 @@
 //
 // Every query selects {job=~"$job", instance=~"$instance"}, and
 // lock_name=~"$lock_name" on series that carry a lock name (fence series carry
-// the resource instead), and every rate uses $__rate_interval. Three guards
+// the resource instead), and every rate uses $__rate_interval (recorded
+// series, below, have a fixed window). Three guards
 // keep the panels honest:
 //
 //   - The stats add "or 0 * <baseline>", the baseline being acquires (lease
@@ -49,6 +50,23 @@
 //     NaN.
 //   - Quantiles end in ">= 0", which drops the NaN histogram_quantile returns
 //     for a window without observations.
+//
+// # Recorded series
+//
+// The unknown-acquire and near-expiry commit ratio stats are what the alerts
+// LockwatchUnknownAcquiresHigh and LockwatchNearExpiryCommitsHigh measure,
+// so they read the same recorded rates the alerts' ratios are built from
+// (package alerts, lockwatch.rules.yaml, group lockwatch-recording):
+// job_instance_lock_name_result:lockwatch_lease_acquires:rate5m and
+// job_instance_lock_name_result:lockwatch_lease_commits:rate5m, recorded by
+// job, instance, lock_name and result so that the variables filter them and
+// the overview sums them, as they would the counters. The Prometheus behind
+// the data source must load those rules, or these two stats read "No data".
+// A recorded rate has the rule's fixed 5m window instead of
+// $__rate_interval; the panels say so in their descriptions (a test checks
+// it), and the rate-interval rule keeps applying to every rate() a query
+// writes. The name tests accept a recorded series only if the rule file
+// records it.
 //
 // Latency panels (and stale-write rejections) ask for exemplars, which link
 // a point to the trace of the request it measured.

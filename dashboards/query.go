@@ -83,6 +83,21 @@ func rate(m obs.Metric, by []string, extra ...string) string {
 	return sumBy(by, "rate("+selector(m, "", extra...)+"["+rateWindow+"])")
 }
 
+// recorded is a series that a recording rule of package alerts records
+// (lockwatch.rules.yaml: the Prometheus the dashboard reads must load it),
+// with the matchers every query carries, summed by the given labels. The
+// recorded rates keep job, instance and lock_name, so the variables filter
+// them as they filter the counters; their window is the recording's fixed
+// 5m, not $__rate_interval.
+func recorded(name string, by []string, extra ...string) string {
+	ms := append([]string{
+		`job=~"$` + varJob + `"`,
+		`instance=~"$` + varInstance + `"`,
+		obs.LabelLockName + `=~"$` + varLockName + `"`,
+	}, extra...)
+	return sumBy(by, name+"{"+strings.Join(ms, ", ")+"}")
+}
+
 // observations is the per-second rate of histogram m's observations (its
 // _count series) over the rate window, summed by the given labels.
 func observations(m obs.Metric, by []string, extra ...string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/grafana/grafana-foundation-sdk/go/units"
 
+	"github.com/lockwatch/lockwatch/alerts"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
@@ -92,6 +93,10 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 	// lease-side series are measured against acquires (every process that
 	// takes locks counts them), fence-side ones against fence checks.
 	leaseBase := rate(acquires, v.by)
+	// The ratios that an alert shows too read the rates the alerts'
+	// recording rules record, so that panel and alert compute one number.
+	acquireRates := recorded(alerts.RecordAcquireRate, v.by)
+	commitRates := recorded(alerts.RecordCommitRate, v.by)
 	fenceLegend := "all resources"
 	if len(v.by) == 0 {
 		fenceLegend = ""
@@ -103,9 +108,10 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 			query{orZero(rate(fenceRejections, nil), rate(fenceChecks, nil)), fenceLegend},
 			anyEventRed...),
 		statPanel(first+1, "Unknown-acquire ratio",
-			"Share of acquires whose result is unknown (timeout or transport error): the lock may or may not have been taken, so the work did not run and a conditional release cleans up. A rising ratio means Redis is slow or unreachable.",
+			"Share of acquires whose result is unknown (timeout or transport error): the lock may or may not have been taken, so the work did not run and a conditional release cleans up. A rising ratio means Redis is slow or unreachable. "+
+				recordedNote(alerts.RecordAcquireRate, "LockwatchUnknownAcquiresHigh"),
 			units.PercentUnit,
-			query{ratio(orZero(rate(acquires, v.by, eq(obs.AttrResult, string(obs.AcquireUnknown))), leaseBase), leaseBase), v.legend()},
+			query{ratio(orZero(recorded(alerts.RecordAcquireRate, v.by, eq(obs.AttrResult, string(obs.AcquireUnknown))), acquireRates), acquireRates), v.legend()},
 			unknownRatioStep...),
 		statPanel(first+2, "Renewal failures",
 			"Renewals rejected (someone else holds the key) or unknown (timeout, transport error). Each one loses its lease: the work is cancelled.",
@@ -118,9 +124,10 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 			query{orZero(rate(losses, v.by, ne(obs.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
 			anyEventWarn...),
 		statPanel(first+4, "Near-expiry commit ratio",
-			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write.",
+			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write. "+
+				recordedNote(alerts.RecordCommitRate, "LockwatchNearExpiryCommitsHigh"),
 			units.PercentUnit,
-			query{ratio(orZero(rate(commits, v.by, eq(obs.AttrResult, string(obs.CommitNearExpiry))), rate(commits, v.by)), rate(commits, v.by)), v.legend()},
+			query{ratio(orZero(recorded(alerts.RecordCommitRate, v.by, eq(obs.AttrResult, string(obs.CommitNearExpiry))), commitRates), commitRates), v.legend()},
 			nearExpiryStep...),
 		statPanel(first+5, "Cancellation latency p99",
 			"99th percentile of the time from a lease's loss (its context cancelled) to the end of the work it protected. Empty while no lease was lost. Seconds here mean handlers ignore their context and keep writing without a lease.",
@@ -138,6 +145,14 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 			query{orZero(rate(lateCompletions, v.by), leaseBase), v.legend()},
 			anyEventRed...),
 	}
+}
+
+// recordedNote is the part of a panel description that says the panel reads
+// a recorded series, and what that costs.
+func recordedNote(record, alert string) string {
+	return "Computed, like the alert " + alert + ", from the 5-minute rates recorded as " + record +
+		" by the recording rules of lockwatch.rules.yaml (package alerts), which the Prometheus behind this data source must load (else No data): " +
+		"the window is always 5m, not $__rate_interval, so a zoom finer than 5 minutes smooths spikes out."
 }
 
 // percentiles is one query per quantile of histogram m, legend "pNN".
