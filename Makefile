@@ -6,7 +6,7 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet lint pint bench chaos
+.PHONY: test deps fmt-check vet lint pint bench chaos e2e
 
 test: deps fmt-check vet lint
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
@@ -142,6 +142,26 @@ PINT_MODFILE := -modfile=$(CURDIR)/tools/pint/go.mod
 PINT_RULES := alerts/lockwatch.rules.yaml
 pint:
 	$(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
+
+# The whole stack, beyond make test (.ci/run is to run it after make test;
+# it does not call it yet). This first step: a real Jaeger (v2,
+# github.com/jaegertracing/jaeger/cmd/jaeger, pinned in tools/jaeger/go.mod,
+# a module of its own so the library's go.mod stays clean) in memory, its
+# OTLP/HTTP receiver and query API on free loopback ports, and the demo,
+# faults on, exporting its spans to it. examples/demo's
+# TestEndToEndWithJaeger (build tag e2e) scrapes the demo in the OpenMetrics
+# format and checks through Jaeger's query API that every exemplar trace id
+# of lockwatch_fence_rejections_total and of the latency histograms resolves
+# to a stored trace, that a rejected write's trace holds the fence.check
+# span (result rejected) under the late holder's span with its lease.lost
+# event, and that lease.acquire spans are children of the HTTP or gRPC
+# server spans, named and attributed by the OpenTelemetry HTTP and RPC
+# conventions. go tool builds Jaeger from the module cache on first use
+# (fetching its modules once) and keeps the binary in the build cache.
+JAEGER_MODFILE := -modfile=$(CURDIR)/tools/jaeger/go.mod
+e2e: deps
+	jaeger=$$($(GO) tool $(JAEGER_MODFILE) -n jaeger) && \
+	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger $(GO) test -tags e2e -count=1 -timeout 10m -run Jaeger ./examples/demo/
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

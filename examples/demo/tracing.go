@@ -2,6 +2,8 @@ package main
 
 import (
 	"net/http"
+	"strconv"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -20,13 +22,17 @@ const tracerName = "github.com/lockwatch/lockwatch/examples/demo"
 var propagator = propagation.TraceContext{}
 
 // traced wraps a handler registered on a ServeMux in a server span named
-// after its route.
+// after its route, as the HTTP semantic conventions name it: "{method}
+// {route}", the route being the pattern's path template (http.route has
+// no method in it).
 func (d *demo) traced(next http.Handler) http.Handler {
 	tracer := d.providers.TracerProvider.Tracer(tracerName)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := r.Pattern[strings.IndexByte(r.Pattern, ' ')+1:]
 		ctx := propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		ctx, span := tracer.Start(ctx, r.Pattern, trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", r.Pattern)))
+		ctx, span := tracer.Start(ctx, r.Method+" "+route, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.route", route),
+				attribute.String("url.path", r.URL.Path), attribute.String("url.scheme", "http")))
 		defer span.End()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		next.ServeHTTP(sw, r.WithContext(ctx))
@@ -57,8 +63,10 @@ type tracingTransport struct {
 }
 
 func (t tracingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	port, _ := strconv.Atoi(r.URL.Port())
 	ctx, span := t.tracer.Start(r.Context(), r.Method, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.path", r.URL.Path)))
+		trace.WithAttributes(attribute.String("http.request.method", r.Method), attribute.String("url.full", r.URL.String()),
+			attribute.String("server.address", r.URL.Hostname()), attribute.Int("server.port", port)))
 	defer span.End()
 	r = r.Clone(ctx)
 	propagator.Inject(ctx, propagation.HeaderCarrier(r.Header))
