@@ -143,8 +143,8 @@ PINT_RULES := alerts/lockwatch.rules.yaml
 pint:
 	$(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
 
-# The whole stack, beyond make test (.ci/run is to run it after make test;
-# it does not call it yet). This first step: a real Jaeger (v2,
+# The whole stack, beyond make test (.ci/run runs it after make test): a
+# real Jaeger (v2,
 # github.com/jaegertracing/jaeger/cmd/jaeger, pinned in tools/jaeger/go.mod,
 # a module of its own so the library's go.mod stays clean) in memory, its
 # OTLP/HTTP receiver and query API on free loopback ports, and the demo,
