@@ -144,9 +144,9 @@ pint:
 	$(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
 
 # The whole stack, beyond make test (.ci/run runs it after make test): a
-# real Jaeger (v2,
-# github.com/jaegertracing/jaeger/cmd/jaeger, pinned in tools/jaeger/go.mod,
-# a module of its own so the library's go.mod stays clean) in memory, its
+# real Jaeger (v2, github.com/jaegertracing/jaeger/cmd/jaeger, pinned in
+# tools/jaeger/go.mod, a module of its own so the library's go.mod stays
+# clean) in memory, its
 # OTLP/HTTP receiver and query API on free loopback ports, and the demo,
 # faults on, exporting its spans to it. examples/demo's
 # TestEndToEndWithJaeger (build tag e2e) scrapes the demo in the OpenMetrics
