@@ -14,12 +14,15 @@
 // generator (alerts/rules.go) and go generate ./alerts/..., never in the
 // YAML: a "# pint disable" comment there would be overwritten.
 
-// The Prometheus server of make e2e (loopback only). Offline nothing is sent
-// to it; online (pint lint without --offline, once e2e starts a Prometheus
-// there that scrapes a lockwatch process) the online checks above query it,
+// The Prometheus server of make e2e (loopback only). Its uri comes from the
+// environment, LOCKWATCH_PINT_PROMETHEUS: examples/demo's TestPintOnline
+// (build tag e2e) sets it to the Prometheus it starts, which scrapes the
+// demo with these rules loaded, and make pint to a loopback default that
+// nothing is sent to (offline). pint refuses the config when it is unset.
+// Online (pint lint without --offline) the online checks above query it,
 // and required = true makes an unreachable server a failure, not a warning.
 prometheus "e2e" {
-  uri      = "http://127.0.0.1:9090"
+  uri      = "${ENV_LOCKWATCH_PINT_PROMETHEUS}"
   timeout  = "30s"
   required = true
   include  = ["(.*/)?alerts/lockwatch\\.rules\\.yaml"]

@@ -141,7 +141,7 @@ lint: pint
 PINT_MODFILE := -modfile=$(CURDIR)/tools/pint/go.mod
 PINT_RULES := alerts/lockwatch.rules.yaml
 pint:
-	$(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
+	LOCKWATCH_PINT_PROMETHEUS=http://127.0.0.1:9090 $(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
 
 # The whole stack, beyond make test (.ci/run runs it after make test): a
 # real Jaeger (v2, github.com/jaegertracing/jaeger/cmd/jaeger, pinned in
@@ -158,10 +158,19 @@ pint:
 # server spans, named and attributed by the OpenTelemetry HTTP and RPC
 # conventions. go tool builds Jaeger from the module cache on first use
 # (fetching its modules once) and keeps the binary in the build cache.
+# TestPintOnline (build tag e2e) runs pint online: the demo, faults on,
+# scraped every second by a Prometheus on loopback with the generated rules
+# loaded; once every series the rules name has data (the recorded ones
+# too), it runs make pint's command without --offline, .pint.hcl's "e2e"
+# server pointed at that Prometheus (LOCKWATCH_PINT_PROMETHEUS), so that
+# promql/series checks every series and label value a rule names exists
+# and the other online checks run; any warning fails. LOCKWATCH_PINT is the
+# pint binary go tool builds from tools/pint.
 JAEGER_MODFILE := -modfile=$(CURDIR)/tools/jaeger/go.mod
 e2e: deps
 	jaeger=$$($(GO) tool $(JAEGER_MODFILE) -n jaeger) && \
-	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger $(GO) test -tags e2e -count=1 -timeout 10m -run Jaeger ./examples/demo/
+	pint=$$($(GO) tool $(PINT_MODFILE) -n pint) && \
+	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint $(GO) test -tags e2e -count=1 -timeout 10m -run 'Jaeger|Pint' ./examples/demo/
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

@@ -33,43 +33,9 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 		t.Skip("end-to-end run takes about a minute")
 	}
 	prometheus := promtest.Prometheus(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "") // loopback only: no trace export
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
 	rules, err := filepath.Abs("../../alerts/lockwatch.rules.yaml")
 	require.NoError(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := defaultConfig()
-	cfg.metrics = "127.0.0.1:0"
-	cfg.duration = 0                 // until cancelled
-	cfg.ttl = 500 * time.Millisecond // faults come twice as often as by default
-	cfg.forcePlain = true
-	cfg.plainEvery = time.Hour
-	metricsURL := make(chan string, 1)
-	cfg.ready = func(u string) { metricsURL <- u }
-	demoDone := make(chan error, 1)
-	go func() { demoDone <- run(ctx, cfg, io.Discard) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-demoDone:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the demo did not stop")
-		}
-	}()
-	var target string
-	select {
-	case u := <-metricsURL:
-		parsed, err := url.Parse(u)
-		require.NoError(t, err)
-		target = parsed.Host
-	case err := <-demoDone:
-		t.Fatalf("demo ended before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not start")
-	}
+	target := startDemo(t)
 
 	api := startPrometheus(t, prometheus, target, rules)
 
@@ -131,6 +97,45 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 		assert.Equal(t, "ok", r.Health, "rule %s: %s", r.Name, r.LastError)
 	}
 	assert.GreaterOrEqual(t, len(loaded), len(want))
+}
+
+// startDemo runs the demo with its faults on (twice as often as by default)
+// and its metrics on a free loopback port, exporting no traces, until the
+// test ends; it returns the metrics endpoint's host:port.
+func startDemo(t *testing.T) string {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "") // loopback only: no trace export
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg := defaultConfig()
+	cfg.metrics = "127.0.0.1:0"
+	cfg.duration = 0                 // until cancelled
+	cfg.ttl = 500 * time.Millisecond // faults come twice as often as by default
+	cfg.forcePlain = true
+	cfg.plainEvery = time.Hour
+	metricsURL := make(chan string, 1)
+	cfg.ready = func(u string) { metricsURL <- u }
+	demoDone := make(chan error, 1)
+	go func() { demoDone <- run(ctx, cfg, io.Discard) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-demoDone:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the demo did not stop")
+		}
+	})
+	select {
+	case u := <-metricsURL:
+		parsed, err := url.Parse(u)
+		require.NoError(t, err)
+		return parsed.Host
+	case err := <-demoDone:
+		t.Fatalf("demo ended before serving: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("demo did not start")
+	}
+	return ""
 }
 
 // collectExprs returns every "expr" string in a dashboard's JSON.
