@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,9 +36,10 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	prometheus := promtest.Prometheus(t)
 	rules, err := filepath.Abs("../../alerts/lockwatch.rules.yaml")
 	require.NoError(t, err)
-	target := startDemo(t)
+	withoutTraceExport(t)
+	metricsURL, _ := startDemo(t)
 
-	api := startPrometheus(t, prometheus, target, rules)
+	api := startPrometheus(t, prometheus, hostOf(t, metricsURL), rules)
 
 	// Every dashboard expression, variables replaced as Grafana would with
 	// "All" selected and a 1s scrape interval.
@@ -100,11 +102,11 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 }
 
 // startDemo runs the demo with its faults on (twice as often as by default)
-// and its metrics on a free loopback port, exporting no traces, until the
-// test ends; it returns the metrics endpoint's host:port.
-func startDemo(t *testing.T) string {
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "") // loopback only: no trace export
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+// and its metrics on a free loopback port, until stop or the end of the
+// test; it returns the metrics endpoint's URL. Its traces go where the
+// OTEL_EXPORTER_OTLP_* variables say (withoutTraceExport: nowhere); stop
+// flushes them.
+func startDemo(t *testing.T) (metricsURL string, stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := defaultConfig()
 	cfg.metrics = "127.0.0.1:0"
@@ -112,30 +114,77 @@ func startDemo(t *testing.T) string {
 	cfg.ttl = 500 * time.Millisecond // faults come twice as often as by default
 	cfg.forcePlain = true
 	cfg.plainEvery = time.Hour
-	metricsURL := make(chan string, 1)
-	cfg.ready = func(u string) { metricsURL <- u }
+	ready := make(chan string, 1)
+	cfg.ready = func(u string) { ready <- u }
 	demoDone := make(chan error, 1)
 	go func() { demoDone <- run(ctx, cfg, io.Discard) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-demoDone:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the demo did not stop")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-demoDone:
+				assert.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Error("the demo did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
 	select {
-	case u := <-metricsURL:
-		parsed, err := url.Parse(u)
-		require.NoError(t, err)
-		return parsed.Host
+	case metricsURL = <-ready:
 	case err := <-demoDone:
 		t.Fatalf("demo ended before serving: %v", err)
 	case <-time.After(30 * time.Second):
 		t.Fatal("demo did not start")
 	}
-	return ""
+	return metricsURL, stop
+}
+
+// withoutTraceExport keeps the demo's traces on loopback: nowhere.
+func withoutTraceExport(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+}
+
+// hostOf is a URL's host:port.
+func hostOf(t *testing.T, u string) string {
+	parsed, err := url.Parse(u)
+	require.NoError(t, err)
+	return parsed.Host
+}
+
+// startServer runs bin with args until the test ends, its output in a log
+// file that the test prints if it failed. The channel has the process's
+// exit, for a readiness wait to notice; whoever reads it puts it back.
+func startServer(t *testing.T, name, bin string, args ...string) chan error {
+	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	require.NoError(t, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	require.NoError(t, cmd.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited //nolint:errcheck // only waits for the exit: Wait reports the Kill above
+		_ = logFile.Close()
+		if t.Failed() {
+			log, _ := os.ReadFile(logFile.Name())
+			t.Logf("%s log:\n%s", name, log)
+		}
+	})
+	return exited
+}
+
+// freeLoopbackAddr is a loopback host:port nothing listens on.
+func freeLoopbackAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
 }
 
 // collectExprs returns every "expr" string in a dashboard's JSON.
@@ -178,30 +227,12 @@ scrape_configs:
       - targets: [%q]
 `, rules, target)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin,
+	addr := freeLoopbackAddr(t)
+	exited := startServer(t, "prometheus", bin,
 		"--config.file="+filepath.Join(dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr,
 		"--log.level=warn")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited //nolint:errcheck // only waits for the exit: Wait reports the Kill above
-		_ = logFile.Close()
-		if t.Failed() {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Logf("prometheus log:\n%s", log)
-		}
-	})
 	api := promAPI{base: "http://" + addr}
 	require.Eventually(t, func() bool {
 		select {
@@ -252,8 +283,11 @@ type rule struct {
 }
 
 // rules returns the alerting rules Prometheus loaded.
-func (p promAPI) rules(t *testing.T) []rule {
-	resp, err := httpClient.Get(p.base + "/api/v1/rules?type=alert")
+func (p promAPI) rules(t *testing.T) []rule { return p.rulesOf(t, "?type=alert") }
+
+// rulesOf returns the rules /api/v1/rules lists with query.
+func (p promAPI) rulesOf(t *testing.T, query string) []rule {
+	resp, err := httpClient.Get(p.base + "/api/v1/rules" + query)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var body struct {

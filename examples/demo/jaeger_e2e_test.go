@@ -3,15 +3,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -54,41 +51,7 @@ func TestEndToEndWithJaeger(t *testing.T) {
 	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "200000")
 	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "500")
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := defaultConfig()
-	cfg.metrics = "127.0.0.1:0"
-	cfg.duration = 0
-	cfg.ttl = 500 * time.Millisecond
-	cfg.forcePlain = true
-	cfg.plainEvery = time.Hour
-	metricsURL := make(chan string, 1)
-	cfg.ready = func(u string) { metricsURL <- u }
-	demoDone := make(chan error, 1)
-	go func() { demoDone <- run(ctx, cfg, io.Discard) }()
-	stopped := false
-	stopDemo := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-demoDone:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("the demo did not stop")
-		}
-	}
-	defer stopDemo()
-	var metrics string
-	select {
-	case metrics = <-metricsURL:
-	case err := <-demoDone:
-		t.Fatalf("demo ended before serving: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("demo did not start")
-	}
+	metrics, stopDemo := startDemo(t)
 
 	// Scrape until the fence rejections and every latency histogram have
 	// exemplars, and Jaeger already holds a rejection whose trace shows the
@@ -313,22 +276,7 @@ func startJaeger(t *testing.T) jaegerAPI {
 	otlp, query, grpcQuery := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
 	cfgFile := filepath.Join(dir, "jaeger.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, fmt.Appendf(nil, jaegerConfig, otlp, query, grpcQuery), 0o600))
-	logFile, err := os.Create(filepath.Join(dir, "jaeger.log"))
-	require.NoError(t, err)
-	cmd := exec.Command(bin, "--config=file:"+cfgFile)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	require.NoError(t, cmd.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited //nolint:errcheck // only waits for the exit: Wait reports the Kill above
-		_ = logFile.Close()
-		if t.Failed() {
-			log, _ := os.ReadFile(logFile.Name())
-			t.Logf("jaeger log:\n%s", log)
-		}
-	})
+	exited := startServer(t, "jaeger", bin, "--config=file:"+cfgFile)
 	api := jaegerAPI{otlp: "http://" + otlp, query: "http://" + query,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
 	require.Eventually(t, func() bool {
@@ -353,15 +301,6 @@ func startJaeger(t *testing.T) jaegerAPI {
 		return conn.Close() == nil
 	}, 60*time.Second, 100*time.Millisecond, "jaeger did not become ready")
 	return api
-}
-
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
 }
 
 // The query API's JSON (/api/traces): Jaeger's own model, with span kinds

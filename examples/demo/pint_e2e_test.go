@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +36,9 @@ func TestPintOnline(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	rules := filepath.Join(root, "alerts", "lockwatch.rules.yaml")
-	target := startDemo(t)
-	api := startPrometheus(t, prometheus, target, rules)
+	withoutTraceExport(t)
+	metricsURL, _ := startDemo(t)
+	api := startPrometheus(t, prometheus, hostOf(t, metricsURL), rules)
 
 	// Every selector of every loaded rule, recording rules included (the
 	// alerts read their series, which need a few evaluations).
@@ -94,21 +94,4 @@ func TestPintOnline(t *testing.T) {
 var selectorPattern = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*\{[^{}]*\}`)
 
 // allRules returns every rule Prometheus loaded, recording and alerting.
-func (p promAPI) allRules(t *testing.T) []rule {
-	resp, err := httpClient.Get(p.base + "/api/v1/rules")
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var body struct {
-		Data struct {
-			Groups []struct {
-				Rules []rule `json:"rules"`
-			} `json:"groups"`
-		} `json:"data"`
-	}
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&body))
-	var out []rule
-	for _, g := range body.Data.Groups {
-		out = append(out, g.Rules...)
-	}
-	return out
-}
+func (p promAPI) allRules(t *testing.T) []rule { return p.rulesOf(t, "") }
