@@ -93,6 +93,11 @@
 // fence rejections. With a sampled span, the SDK attaches its trace and span
 // ids to histograms and counters as exemplars, visible on an OpenMetrics
 // scrape, so a spike in stale writes links to the trace that wrote late.
+// Through the Prometheus exporter a counter shows one exemplar, and the
+// SDK's default reservoir keeps it on an old trace when events are rare:
+// otelsetup installs otelsetup.ExemplarView, which fixes that; a service
+// with a MeterProvider of its own adds the view itself (the otelsetup
+// package doc says why).
 // Spans: lease.acquire (a child of the caller's span, status Error only for
 // unknown or failed acquires; contention is an answer, not an error),
 // fence.check, and the events lease.renewal_failed, lease.lost,

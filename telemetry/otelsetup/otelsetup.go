@@ -11,6 +11,21 @@
 // Spans are sampled (parent-based, always on for new traces) even without an
 // exporter, so that metric exemplars carry trace and span ids; without an
 // OTLP endpoint those ids point to traces that are not stored anywhere.
+//
+// # One exemplar per counter
+//
+// The SDK's default reservoir for a counter keeps GOMAXPROCS exemplars,
+// filled in order after each collection, and the Prometheus exporter shows
+// only the last of them. For a counter of rare events (stale writes, lost
+// leases) the last slot is refilled only when GOMAXPROCS events fall
+// between two scrapes, so the exemplar on the scrape stays on an old trace
+// for minutes; two Prometheus servers scraping one process (an HA pair)
+// make it worse. New gives every counter a reservoir of one instead
+// (ExemplarView): after each collection the first event takes it, and a
+// later one of the same interval replaces it at random, so each scrape
+// that follows an event shows one of the events since the last scrape.
+// A service that builds its own MeterProvider and serves it through the
+// Prometheus exporter adds sdkmetric.WithView(otelsetup.ExemplarView()).
 package otelsetup
 
 import (
@@ -27,6 +42,7 @@ import (
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
@@ -87,10 +103,21 @@ func New(ctx context.Context, opts ...Option) (*Providers, error) {
 		traceOpts = append(traceOpts, sdktrace.WithBatcher(spans))
 	}
 	return &Providers{
-		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.res)),
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.res),
+			sdkmetric.WithView(ExemplarView())),
 		TracerProvider: sdktrace.NewTracerProvider(traceOpts...),
 		Registry:       registry,
 	}, nil
+}
+
+// ExemplarView is the view New installs: every synchronous counter keeps
+// one exemplar per collection (see the package doc). Other instruments keep
+// the SDK's defaults (a histogram keeps the last exemplar of each bucket).
+func ExemplarView() sdkmetric.View {
+	return sdkmetric.NewView(sdkmetric.Instrument{Name: "*", Kind: sdkmetric.InstrumentKindCounter},
+		sdkmetric.Stream{ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
+			return exemplar.FixedSizeReservoirProvider(1)
+		}})
 }
 
 func otlpConfigured() bool {

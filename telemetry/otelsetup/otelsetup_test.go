@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -108,6 +109,72 @@ func TestExportedNamesMatchTheConstants(t *testing.T) {
 // counter.
 func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 	p, span := recordEverySignal(t)
+	body := scrapeOpenMetrics(t, p)
+	traceID := span.SpanContext().TraceID().String()
+	for _, series := range []string{
+		obs.PromLeaseCancellationLatency + "_bucket",
+		obs.PromLeaseCommitRemaining + "_bucket",
+		obs.PromLeaseHoldDuration + "_bucket",
+		obs.PromLeaseWaitDuration + "_bucket",
+		obs.PromFenceRejections,
+	} {
+		found := false
+		for line := range strings.SplitSeq(body, "\n") {
+			if strings.HasPrefix(line, series) && strings.Contains(line, `trace_id="`+traceID+`"`) {
+				found = true
+				break
+			}
+		}
+		assert.True(t, found, "no exemplar with trace %s on %s", traceID, series)
+	}
+}
+
+// TestCounterExemplarIsFromTheLastInterval tries what ExemplarView is for:
+// with a reservoir of GOMAXPROCS slots (4 here, whatever the machine) and
+// the exporter showing the last slot, four rejections before a scrape and
+// one after it left the scrape on the fourth rejection's trace. Each
+// scrape must show a rejection recorded since the scrape before it.
+func TestCounterExemplarIsFromTheLastInterval(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	p, err := otelsetup.New(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	tel := obs.Of(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
+		telemetry.WithLogger(slog.New(slog.DiscardHandler))))
+	reject := func() string {
+		ctx, span := p.TracerProvider.Tracer("test").Start(context.Background(), "write")
+		defer span.End()
+		fctx, fspan := tel.StartFenceCheck(ctx, "ledger")
+		tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
+		return span.SpanContext().TraceID().String()
+	}
+	exemplar := func() string {
+		for line := range strings.SplitSeq(scrapeOpenMetrics(t, p), "\n") {
+			if strings.HasPrefix(line, obs.PromFenceRejections+"{") {
+				_, ex, ok := strings.Cut(line, `trace_id="`)
+				require.True(t, ok, "no exemplar on %q", line)
+				return ex[:32]
+			}
+		}
+		t.Fatalf("no %s series", obs.PromFenceRejections)
+		return ""
+	}
+
+	for round := range 3 {
+		var traces []string
+		for range 4 - round {
+			traces = append(traces, reject())
+		}
+		assert.Contains(t, traces, exemplar(), "round %d: the exemplar is not one of the rejections since the last scrape", round)
+	}
+	last := reject()
+	assert.Equal(t, last, exemplar(), "one rejection since the last scrape")
+}
+
+// scrapeOpenMetrics is one scrape of the providers' handler in the
+// OpenMetrics format, the one that carries exemplars.
+func scrapeOpenMetrics(t *testing.T, p *otelsetup.Providers) string {
+	t.Helper()
 	srv := httptest.NewServer(p.Handler())
 	defer srv.Close()
 	req, err := http.NewRequest(http.MethodGet, srv.URL, nil)
@@ -119,24 +186,7 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	require.Contains(t, resp.Header.Get("Content-Type"), "application/openmetrics-text")
-
-	traceID := span.SpanContext().TraceID().String()
-	for _, series := range []string{
-		obs.PromLeaseCancellationLatency + "_bucket",
-		obs.PromLeaseCommitRemaining + "_bucket",
-		obs.PromLeaseHoldDuration + "_bucket",
-		obs.PromLeaseWaitDuration + "_bucket",
-		obs.PromFenceRejections,
-	} {
-		found := false
-		for line := range strings.SplitSeq(string(body), "\n") {
-			if strings.HasPrefix(line, series) && strings.Contains(line, `trace_id="`+traceID+`"`) {
-				found = true
-				break
-			}
-		}
-		assert.True(t, found, "no exemplar with trace %s on %s", traceID, series)
-	}
+	return string(body)
 }
 
 func keys(m map[string]*dto.MetricFamily) []string {
