@@ -126,7 +126,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	ledgerTransport := &http.Transport{MaxIdleConnsPerHost: 64}
 	onExit(func() error { ledgerTransport.CloseIdleConnections(); return nil })
 	d.ledger = &ledgerClient{base: d.ledgerSrv.url, client: &http.Client{
-		Transport: middleware.RoundTripper(tracingTransport{next: ledgerTransport, tracer: d.providers.TracerProvider.Tracer(tracerName)}),
+		Transport: middleware.RoundTripper(d.tracedTransport(ledgerTransport)),
 	}}
 
 	for i := range cfg.replicas {

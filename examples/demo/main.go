@@ -14,12 +14,13 @@
 //
 //   - replicas (-replicas, default 2) of one service, each with its own
 //     lease client and Locker, as separate processes would have: an HTTP
-//     API (POST /accounts/{id}/deposit, behind middleware.HTTP), a gRPC
-//     Reports service (Generate and a server-streaming Stream, behind both
-//     lockwatch interceptors and otelgrpc's stats handler, with a max hold
-//     of 1.5 TTLs), and a background job (the ledger's compaction, which
-//     one replica at a time runs for 3 to 5 TTLs under a renewed lease,
-//     while the others wait for it with lease.WithWait);
+//     API (POST /accounts/{id}/deposit, behind middleware.HTTP and
+//     otelhttp's handler), a gRPC Reports service (Generate and a
+//     server-streaming Stream, behind both lockwatch interceptors and
+//     otelgrpc's stats handler, with a max hold of 1.5 TTLs), and a
+//     background job (the ledger's compaction, which one replica at a
+//     time runs for 3 to 5 TTLs under a renewed lease, while the others
+//     wait for it with lease.WithWait);
 //   - a ledger, the downstream resource they all write to, whose writes sit
 //     behind a middleware.Guard over a fence.RedisStore: a write with a
 //     fencing token older than one it accepted gets 409;

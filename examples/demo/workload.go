@@ -46,10 +46,11 @@ var outcomeNames = [numOutcomes]string{"ok", "contended", "unknown", "lost", "st
 // workload is the demo's clients: workers calling the replicas' HTTP API
 // (deposits) and gRPC service (reports) concurrently on a few accounts.
 type workload struct {
-	d       *demo
-	http    *http.Client
-	conns   []*grpc.ClientConn
-	reports []reportspb.ReportsClient
+	d         *demo
+	http      *http.Client
+	transport *http.Transport // under http's otelhttp transport
+	conns     []*grpc.ClientConn
+	reports   []reportspb.ReportsClient
 
 	requests atomic.Int64
 	byKind   [3]atomic.Int64 // deposit, report, stream
@@ -58,10 +59,8 @@ type workload struct {
 }
 
 func newWorkload(d *demo) (*workload, error) {
-	w := &workload{d: d, http: &http.Client{Transport: tracingTransport{
-		next:   &http.Transport{MaxIdleConnsPerHost: 64},
-		tracer: d.providers.TracerProvider.Tracer(tracerName),
-	}}}
+	transport := &http.Transport{MaxIdleConnsPerHost: 64}
+	w := &workload{d: d, transport: transport, http: &http.Client{Transport: d.tracedTransport(transport)}}
 	for _, r := range d.replicas {
 		conn, err := grpc.NewClient(r.grpcAdr,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -90,7 +89,7 @@ func (w *workload) close() {
 	for _, c := range w.conns {
 		_ = c.Close()
 	}
-	w.http.Transport.(tracingTransport).next.(*http.Transport).CloseIdleConnections()
+	w.transport.CloseIdleConnections()
 }
 
 func (w *workload) worker(ctx context.Context) {
