@@ -15,7 +15,7 @@
 // YAML: a "# pint disable" comment there would be overwritten.
 
 // The Prometheus server of make e2e (loopback only). Its uri comes from the
-// environment, LOCKWATCH_PINT_PROMETHEUS: examples/demo's TestPintOnline
+// environment, LOCKWATCH_PINT_PROMETHEUS: examples/demo's TestWholeStack
 // (build tag e2e) sets it to the Prometheus it starts, which scrapes the
 // demo with these rules loaded, and make pint to a loopback default that
 // nothing is sent to (offline). pint refuses the config when it is unset.

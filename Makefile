@@ -143,34 +143,25 @@ PINT_RULES := alerts/lockwatch.rules.yaml
 pint:
 	LOCKWATCH_PINT_PROMETHEUS=http://127.0.0.1:9090 $(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
 
-# The whole stack, beyond make test (.ci/run runs it after make test): a
-# real Jaeger (v2, github.com/jaegertracing/jaeger/cmd/jaeger, pinned in
-# tools/jaeger/go.mod, a module of its own so the library's go.mod stays
-# clean) in memory, its
-# OTLP/HTTP receiver and query API on free loopback ports, and the demo,
-# faults on, exporting its spans to it. examples/demo's
-# TestEndToEndWithJaeger (build tag e2e) scrapes the demo in the OpenMetrics
-# format and checks through Jaeger's query API that every exemplar trace id
-# of lockwatch_fence_rejections_total and of the latency histograms resolves
-# to a stored trace, that a rejected write's trace holds the fence.check
-# span (result rejected) under the late holder's span with its lease.lost
-# event, and that lease.acquire spans are children of the HTTP or gRPC
-# server spans, named and attributed by the OpenTelemetry HTTP and RPC
-# conventions. go tool builds Jaeger from the module cache on first use
-# (fetching its modules once) and keeps the binary in the build cache.
-# TestPintOnline (build tag e2e) runs pint online: the demo, faults on,
-# scraped every second by a Prometheus on loopback with the generated rules
-# loaded; once every series the rules name has data (the recorded ones
-# too), it runs make pint's command without --offline, .pint.hcl's "e2e"
-# server pointed at that Prometheus (LOCKWATCH_PINT_PROMETHEUS), so that
-# promql/series checks every series and label value a rule names exists
-# and the other online checks run; any warning fails. LOCKWATCH_PINT is the
-# pint binary go tool builds from tools/pint.
+# The whole stack, beyond make test (.ci/run runs it after make test):
+# examples/demo's TestWholeStack (build tag e2e) runs one demo, faults on,
+# exporting its spans to a real Jaeger (v2, in memory,
+# github.com/jaegertracing/jaeger/cmd/jaeger pinned in tools/jaeger/go.mod,
+# a module of its own so the library's go.mod stays clean) and scraped by a
+# real Prometheus with the generated rules, all on free loopback ports. On
+# that stack it runs pint online (make pint's command without --offline,
+# against that Prometheus: every series and label value a rule names must
+# exist, any warning fails), then follows the scrape's exemplars into
+# Jaeger and checks the traces (fence.check under the late holder's
+# lease.lost, lease.acquire under the otelhttp and otelgrpc server spans,
+# the HTTP and RPC conventions). The test's doc comment says the rest. go
+# tool builds Jaeger and pint from the module cache on first use (fetching
+# their modules once) and keeps the binaries in the build cache.
 JAEGER_MODFILE := -modfile=$(CURDIR)/tools/jaeger/go.mod
 e2e: deps
 	jaeger=$$($(GO) tool $(JAEGER_MODFILE) -n jaeger) && \
 	pint=$$($(GO) tool $(PINT_MODFILE) -n pint) && \
-	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint $(GO) test -tags e2e -count=1 -timeout 10m -run 'Jaeger|Pint' ./examples/demo/
+	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint $(GO) test -tags e2e -count=1 -timeout 10m -run '^TestWholeStack$$' ./examples/demo/
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

@@ -30,29 +30,17 @@ var latencyHistograms = []string{
 	obs.PromLeaseCancellationLatency,
 }
 
-// TestEndToEndWithJaeger runs the demo with its faults on, exporting its
-// spans over OTLP/HTTP to a real Jaeger (v2, in memory, on loopback), and
-// checks through Jaeger's query API that the exemplars of an OpenMetrics
-// scrape lead to stored traces: every trace id on the fence rejections and
+// tracesInJaeger checks, through Jaeger's query API, that the exemplars
+// of an OpenMetrics scrape of the demo (which exports its spans to that
+// Jaeger) lead to stored traces: every trace id on the fence rejections and
 // the latency histograms resolves; a rejected write's trace holds the
 // fence.check span (result rejected) under the late holder's span, which
-// carries the lease.lost event; and every lease.acquire taken for a request
-// is the child of the HTTP or gRPC server span, whose name and attributes
-// follow the OpenTelemetry HTTP and RPC conventions. make e2e builds Jaeger
-// (tools/jaeger) and sets LOCKWATCH_JAEGER.
-func TestEndToEndWithJaeger(t *testing.T) {
-	jaeger := startJaeger(t)
-	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", jaeger.otlp)
-	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
-	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-	t.Setenv("OTEL_SERVICE_NAME", "lockwatch-demo")
-	// A queue large enough that the batcher drops nothing the checks read,
-	// and frequent exports so that traces show up while the demo runs.
-	t.Setenv("OTEL_BSP_MAX_QUEUE_SIZE", "200000")
-	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "500")
-
-	metrics, stopDemo := startDemo(t)
-
+// carries the lease.lost event; every lease.acquire taken for a request is
+// the child of the HTTP or gRPC server span; and those spans, and the HTTP
+// client span between a replica and the ledger, are named and attributed
+// by the OpenTelemetry HTTP and RPC conventions. It stops the demo, which
+// flushes its exporter, before it reads whole traces.
+func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo func()) {
 	// Scrape until the fence rejections and every latency histogram have
 	// exemplars, and Jaeger already holds a rejection whose trace shows the
 	// late holder's loss (the pause fault; a force-released compaction has
@@ -83,8 +71,10 @@ func TestEndToEndWithJaeger(t *testing.T) {
 		}
 	}
 	require.Empty(t, missingExemplars(ids), "metrics without exemplars after %v", time.Since(start).Round(time.Second))
-	require.NotNil(t, lateWrite, "no fence rejection's trace held the late holder's lease.lost after %v", time.Since(start).Round(time.Second))
+	require.NotNil(t, lateWrite, "no fence rejection's trace held the late holder's lease.lost after %v; Jaeger holds:\n%s",
+		time.Since(start).Round(time.Second), describeRejections(t, jaeger, ids[obs.PromFenceRejections]))
 	t.Logf("exemplars and a late write's trace after %v", time.Since(start).Round(time.Second))
+	checkLedgerHop(t, lateWrite)
 
 	// Shutting the demo down flushes the exporter: every span has ended and
 	// been sent. Jaeger's batch processor then writes within its timeout.
@@ -164,6 +154,35 @@ func checkHTTPServerSpan(t *testing.T, s *jaegerSpan) {
 	assert.True(t, strings.HasPrefix(s.tag("url.path"), "/"), "url.path of %q", s.OperationName)
 }
 
+// checkLedgerHop checks the hop of a rejected write from a replica to the
+// ledger: the rejected fence.check's parent is the ledger's HTTP server
+// span, and that span's parent is the replica's HTTP client span, named
+// "{method}" (no URL template), with the method, url.full, server.address,
+// server.port and the status code the server answered.
+func checkLedgerHop(t *testing.T, tr *jaegerTrace) {
+	t.Helper()
+	for _, check := range tr.spansNamed(obs.SpanFenceCheck, "result", "rejected") {
+		server := tr.parent(check)
+		if !assert.NotNil(t, server, "rejected fence.check %s has no stored parent", check.SpanID) {
+			continue
+		}
+		assert.Equal(t, "server", server.tag("span.kind"), "fence.check's parent %q", server.OperationName)
+		checkHTTPServerSpan(t, server)
+		client := tr.parent(server)
+		if !assert.NotNil(t, client, "ledger span %q has no stored parent", server.OperationName) {
+			continue
+		}
+		assert.Equal(t, "client", client.tag("span.kind"), "ledger span's parent %q", client.OperationName)
+		assert.Equal(t, server.tag("http.request.method"), client.OperationName, "HTTP client span name")
+		assert.Equal(t, client.OperationName, client.tag("http.request.method"), "http.request.method of the client span")
+		assert.True(t, strings.HasPrefix(client.tag("url.full"), "http://127.0.0.1:"), "url.full %q", client.tag("url.full"))
+		assert.Equal(t, "127.0.0.1", client.tag("server.address"), "server.address of the client span")
+		assert.NotEmpty(t, client.tag("server.port"), "server.port of the client span")
+		assert.Equal(t, server.tag("http.response.status_code"), client.tag("http.response.status_code"),
+			"the client span's status code is the server's")
+	}
+}
+
 // checkGRPCServerSpan checks the RPC semantic conventions as otelgrpc
 // v0.72 follows them: rpc.system.name grpc, rpc.method the fully-qualified
 // "{package.Service}/{Method}" (the conventions no longer have rpc.service),
@@ -188,6 +207,33 @@ func rejectedUnderLoss(tr *jaegerTrace) bool {
 		}
 	}
 	return false
+}
+
+// describeRejections says, for each trace id, what Jaeger holds: each
+// rejected fence.check's ancestry, nearest first, or nothing.
+func describeRejections(t *testing.T, jaeger jaegerAPI, ids map[string]bool) string {
+	var b strings.Builder
+	for id := range ids {
+		tr, ok := jaeger.trace(t, id)
+		if !ok {
+			fmt.Fprintf(&b, "%s: not stored\n", id)
+			continue
+		}
+		checks := tr.spansNamed(obs.SpanFenceCheck, "result", "rejected")
+		fmt.Fprintf(&b, "%s: %d spans, %d rejected fence.check\n", id, len(tr.Spans), len(checks))
+		for _, check := range checks {
+			var names []string
+			for s := check; s != nil; s = tr.parent(s) {
+				name := s.OperationName
+				if s.hasEvent(obs.EventLost) {
+					name += " (" + obs.EventLost + ")"
+				}
+				names = append(names, name)
+			}
+			fmt.Fprintf(&b, "  %s\n", strings.Join(names, " < "))
+		}
+	}
+	return b.String()
 }
 
 // exemplarRE matches an OpenMetrics sample line with an exemplar.

@@ -13,33 +13,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockwatch/lockwatch/internal/promtest"
 )
 
-// TestPintOnline runs pint online against a real Prometheus: the demo with
-// its faults on, scraped every second by a Prometheus on loopback with the
-// generated rules loaded (as in TestEndToEndWithPrometheus). Once every
-// series selector of every rule (the recorded series included) has data,
-// it lints alerts/lockwatch.rules.yaml as make pint does but without
-// --offline, .pint.hcl's "e2e" server pointed at that Prometheus through
+// pintOnline runs pint online against a real Prometheus that scrapes the
+// demo with the generated rules loaded. Once every series selector of every
+// rule (the recorded series included) has data, it lints
+// alerts/lockwatch.rules.yaml as make pint does but without --offline,
+// .pint.hcl's "e2e" server pointed at that Prometheus through
 // LOCKWATCH_PINT_PROMETHEUS: promql/series then checks that every series a
-// rule names exists, with the label values it matches, and the other
-// online checks (promql/rate, promql/counter, …) run too. make e2e builds
-// pint (tools/pint) and sets LOCKWATCH_PINT.
-func TestPintOnline(t *testing.T) {
-	pint := os.Getenv("LOCKWATCH_PINT")
-	if pint == "" {
-		t.Fatal("LOCKWATCH_PINT is not set: run make e2e, which builds pint from tools/pint")
-	}
-	prometheus := promtest.Prometheus(t)
-	root, err := filepath.Abs("../..")
-	require.NoError(t, err)
-	rules := filepath.Join(root, "alerts", "lockwatch.rules.yaml")
-	withoutTraceExport(t)
-	metricsURL, _ := startDemo(t)
-	api := startPrometheus(t, prometheus, hostOf(t, metricsURL), rules)
-
+// rule names exists, with the label values it matches, and the other online
+// checks (promql/rate, promql/counter, …) run too.
+func pintOnline(t *testing.T, pint, root string, api promAPI) {
 	// Every selector of every loaded rule, recording rules included (the
 	// alerts read their series, which need a few evaluations).
 	var selectors []string
@@ -84,7 +68,7 @@ func TestPintOnline(t *testing.T) {
 	cmd.Env = append(os.Environ(), "LOCKWATCH_PINT_PROMETHEUS="+api.base)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	t.Logf("pint online against %s:\n%s", api.base, out.String())
 	require.NoError(t, err, "pint online found problems (output above)")
 }
