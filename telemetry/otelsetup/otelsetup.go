@@ -25,7 +25,11 @@
 // later one of the same interval replaces it at random, so each scrape
 // that follows an event shows one of the events since the last scrape.
 // A service that builds its own MeterProvider and serves it through the
-// Prometheus exporter adds sdkmetric.WithView(otelsetup.ExemplarView()).
+// Prometheus exporter adds sdkmetric.WithView(otelsetup.ExemplarView())
+// after its own views. The SDK keeps one stream per metric name, that of
+// the first view that matches: a counter one of the service's views
+// matches keeps that view's stream, and that view needs the same
+// selector (exemplar.FixedSizeReservoirProvider(1)) in its Stream.
 package otelsetup
 
 import (
@@ -110,11 +114,12 @@ func New(ctx context.Context, opts ...Option) (*Providers, error) {
 	}, nil
 }
 
-// ExemplarView is the view New installs: every synchronous counter keeps
-// one exemplar per collection (see the package doc). Other instruments keep
-// the SDK's defaults (a histogram keeps the last exemplar of each bucket).
+// ExemplarView is the view New installs: each series of every synchronous
+// counter keeps one exemplar per collection (see the package doc). Other
+// instruments keep the SDK's defaults: a histogram already keeps one
+// exemplar per bucket, sampled the same way.
 func ExemplarView() sdkmetric.View {
-	return sdkmetric.NewView(sdkmetric.Instrument{Name: "*", Kind: sdkmetric.InstrumentKindCounter},
+	return sdkmetric.NewView(sdkmetric.Instrument{Kind: sdkmetric.InstrumentKindCounter},
 		sdkmetric.Stream{ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
 			return exemplar.FixedSizeReservoirProvider(1)
 		}})

@@ -14,10 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/exemplar"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
@@ -132,13 +138,48 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 // TestCounterExemplarIsFromTheLastInterval tries what ExemplarView is for:
 // with a reservoir of GOMAXPROCS slots (4 here, whatever the machine) and
 // the exporter showing the last slot, four rejections before a scrape and
-// one after it left the scrape on the fourth rejection's trace. Each
-// scrape must show a rejection recorded since the scrape before it.
+// one after it left the scrape on the fourth rejection's trace.
 func TestCounterExemplarIsFromTheLastInterval(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	runtime.GOMAXPROCS(4)
+	defer runtime.SetDefaultGOMAXPROCS()
 	p, err := otelsetup.New(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	assert.Contains(t, checkFreshRejectionExemplars(t, p), `resource="ledger"`)
+}
+
+// TestExemplarViewAfterTheServicesOwnViews follows the package doc's advice
+// for a MeterProvider of the service's own: its view of the rejection
+// counter comes first, with the reservoir of one, and ExemplarView after.
+// The counter keeps the service's view (no resource label) and a fresh
+// exemplar.
+func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
+	runtime.GOMAXPROCS(4)
+	defer runtime.SetDefaultGOMAXPROCS()
+	registry := prometheus.NewRegistry()
+	exporter, err := promexporter.New(promexporter.WithRegisterer(registry))
+	require.NoError(t, err)
+	own := sdkmetric.NewView(sdkmetric.Instrument{Name: obs.FenceRejections}, sdkmetric.Stream{
+		AttributeFilter: func(attribute.KeyValue) bool { return false },
+		ExemplarReservoirProviderSelector: func(sdkmetric.Aggregation) exemplar.ReservoirProvider {
+			return exemplar.FixedSizeReservoirProvider(1)
+		},
+	})
+	p := &otelsetup.Providers{
+		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithView(own), sdkmetric.WithView(otelsetup.ExemplarView())),
+		TracerProvider: sdktrace.NewTracerProvider(),
+		Registry:       registry,
+	}
+	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	assert.NotContains(t, checkFreshRejectionExemplars(t, p), "resource=", "the service's own view was not applied")
+}
+
+// checkFreshRejectionExemplars records fence rejections, each in a span of
+// its own, in rounds of 4, 3, 2 and 1 between scrapes: each scrape must
+// show, on the rejection counter, the trace of a rejection recorded since
+// the scrape before it. It returns the series' labels, as last scraped.
+func checkFreshRejectionExemplars(t *testing.T, p *otelsetup.Providers) string {
+	t.Helper()
 	tel := obs.Of(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
 		telemetry.WithLogger(slog.New(slog.DiscardHandler))))
 	reject := func() string {
@@ -148,27 +189,27 @@ func TestCounterExemplarIsFromTheLastInterval(t *testing.T) {
 		tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
 		return span.SpanContext().TraceID().String()
 	}
+	var labels string
 	exemplar := func() string {
-		for line := range strings.SplitSeq(scrapeOpenMetrics(t, p), "\n") {
-			if strings.HasPrefix(line, obs.PromFenceRejections+"{") {
-				_, ex, ok := strings.Cut(line, `trace_id="`)
-				require.True(t, ok, "no exemplar on %q", line)
+		for l := range strings.SplitSeq(scrapeOpenMetrics(t, p), "\n") {
+			if strings.HasPrefix(l, obs.PromFenceRejections+"{") {
+				labels, _, _ = strings.Cut(l, "} ")
+				_, ex, ok := strings.Cut(l, `trace_id="`)
+				require.True(t, ok, "no exemplar on %q", l)
 				return ex[:32]
 			}
 		}
 		t.Fatalf("no %s series", obs.PromFenceRejections)
 		return ""
 	}
-
-	for round := range 3 {
+	for round := range 4 {
 		var traces []string
 		for range 4 - round {
 			traces = append(traces, reject())
 		}
 		assert.Contains(t, traces, exemplar(), "round %d: the exemplar is not one of the rejections since the last scrape", round)
 	}
-	last := reject()
-	assert.Equal(t, last, exemplar(), "one rejection since the last scrape")
+	return labels
 }
 
 // scrapeOpenMetrics is one scrape of the providers' handler in the
