@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo fun
 		}
 		if lateWrite == nil {
 			for id := range ids[obs.PromFenceRejections] {
-				if tr, ok := jaeger.trace(t, id); ok && rejectedUnderLoss(tr) {
+				if tr, ok := jaeger.trace(t, id); ok && lateWriter(tr) != nil {
 					lateWrite = tr
 					break
 				}
@@ -71,14 +72,28 @@ func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo fun
 		}
 	}
 	require.Empty(t, missingExemplars(ids), "metrics without exemplars after %v", time.Since(start).Round(time.Second))
-	require.NotNil(t, lateWrite, "no fence rejection's trace held the late holder's lease.lost after %v; Jaeger holds:\n%s",
-		time.Since(start).Round(time.Second), describeRejections(t, jaeger, ids[obs.PromFenceRejections]))
+	if lateWrite == nil {
+		t.Fatalf("no fence rejection's trace held the late holder's lease.lost after %v; Jaeger holds:\n%s",
+			time.Since(start).Round(time.Second), describeRejections(t, jaeger, ids[obs.PromFenceRejections]))
+	}
 	t.Logf("exemplars and a late write's trace after %v", time.Since(start).Round(time.Second))
-	checkLedgerHop(t, lateWrite)
 
 	// Shutting the demo down flushes the exporter: every span has ended and
 	// been sent. Jaeger's batch processor then writes within its timeout.
 	stopDemo()
+
+	// The late write's trace again, with the workload's client span, which
+	// ends only once the workload has read the reply.
+	assert.Eventually(t, func() bool {
+		tr, ok := jaeger.trace(t, lateWrite.TraceID)
+		if !ok {
+			return false
+		}
+		lateWrite = tr
+		w := lateWriter(tr)
+		return w != nil && tr.parent(w) != nil
+	}, 10*time.Second, 200*time.Millisecond, "the late writer's caller is not in trace %s", lateWrite.TraceID)
+	checkLedgerHop(t, lateWrite)
 
 	traces := map[string]*jaegerTrace{}
 	for metric, traceIDs := range ids {
@@ -154,33 +169,61 @@ func checkHTTPServerSpan(t *testing.T, s *jaegerSpan) {
 	assert.True(t, strings.HasPrefix(s.tag("url.path"), "/"), "url.path of %q", s.OperationName)
 }
 
-// checkLedgerHop checks the hop of a rejected write from a replica to the
-// ledger: the rejected fence.check's parent is the ledger's HTTP server
-// span, and that span's parent is the replica's HTTP client span, named
-// "{method}" (no URL template), with the method, url.full, server.address,
-// server.port and the status code the server answered.
+// checkLedgerHop checks a late write's path, span by span, from the
+// rejected fence.check up: the ledger's HTTP server span, the replica's
+// HTTP client span that called it, the replica's HTTP server span with the
+// lease.lost event, and the workload's HTTP client span that called that.
 func checkLedgerHop(t *testing.T, tr *jaegerTrace) {
 	t.Helper()
 	for _, check := range tr.spansNamed(obs.SpanFenceCheck, "result", "rejected") {
-		server := tr.parent(check)
-		if !assert.NotNil(t, server, "rejected fence.check %s has no stored parent", check.SpanID) {
+		t.Logf("late write: %s", tr.ancestry(check))
+		ledger := tr.parent(check)
+		if !assert.NotNil(t, ledger, "rejected fence.check %s has no stored parent", check.SpanID) {
 			continue
 		}
-		assert.Equal(t, "server", server.tag("span.kind"), "fence.check's parent %q", server.OperationName)
-		checkHTTPServerSpan(t, server)
-		client := tr.parent(server)
-		if !assert.NotNil(t, client, "ledger span %q has no stored parent", server.OperationName) {
+		assert.Equal(t, "server", ledger.tag("span.kind"), "fence.check's parent %q", ledger.OperationName)
+		checkHTTPServerSpan(t, ledger)
+		replica := checkHTTPClientSpan(t, tr, ledger)
+		if !assert.NotNil(t, replica, "the replica's client span has no stored parent") {
 			continue
 		}
-		assert.Equal(t, "client", client.tag("span.kind"), "ledger span's parent %q", client.OperationName)
-		assert.Equal(t, server.tag("http.request.method"), client.OperationName, "HTTP client span name")
-		assert.Equal(t, client.OperationName, client.tag("http.request.method"), "http.request.method of the client span")
-		assert.True(t, strings.HasPrefix(client.tag("url.full"), "http://127.0.0.1:"), "url.full %q", client.tag("url.full"))
-		assert.Equal(t, "127.0.0.1", client.tag("server.address"), "server.address of the client span")
-		assert.NotEmpty(t, client.tag("server.port"), "server.port of the client span")
-		assert.Equal(t, server.tag("http.response.status_code"), client.tag("http.response.status_code"),
-			"the client span's status code is the server's")
+		assert.Equal(t, "server", replica.tag("span.kind"), "the replica's client span's parent %q", replica.OperationName)
+		checkHTTPServerSpan(t, replica)
+		assert.True(t, replica.hasEvent(obs.EventLost), "the late writer's span %q has no %s event", replica.OperationName, obs.EventLost)
+		checkHTTPClientSpan(t, tr, replica)
 	}
+}
+
+// checkHTTPClientSpan checks the HTTP client span that is server's parent
+// by the HTTP conventions: named "{method}" (no URL template), with the
+// method, url.full, server.address, server.port and the status code the
+// server answered, and status Error for a 4xx or 5xx answer or for none.
+// It returns the client span's own parent (nil when it has none stored).
+func checkHTTPClientSpan(t *testing.T, tr *jaegerTrace, server *jaegerSpan) *jaegerSpan {
+	t.Helper()
+	client := tr.parent(server)
+	if !assert.NotNil(t, client, "server span %q has no stored parent", server.OperationName) {
+		return nil
+	}
+	assert.Equal(t, "client", client.tag("span.kind"), "server span %q's parent %q", server.OperationName, client.OperationName)
+	assert.Equal(t, server.tag("http.request.method"), client.OperationName, "HTTP client span name")
+	assert.Equal(t, client.OperationName, client.tag("http.request.method"), "http.request.method of the client span")
+	assert.True(t, strings.HasPrefix(client.tag("url.full"), "http://127.0.0.1:"), "url.full %q", client.tag("url.full"))
+	assert.Equal(t, "127.0.0.1", client.tag("server.address"), "server.address of the client span")
+	assert.NotEmpty(t, client.tag("server.port"), "server.port of the client span")
+	switch status := client.tag("http.response.status_code"); status {
+	case "":
+		// The client gave up first (the workload's deadline passes while
+		// a pause holds the replica): an error, with its type.
+		assert.Equal(t, "ERROR", client.tag("otel.status_code"), "a client span without an answer")
+		assert.NotEmpty(t, client.tag("error.type"), "error.type of a client span without an answer")
+	default:
+		assert.Equal(t, server.tag("http.response.status_code"), status, "the client span's status code is the server's")
+		if code, _ := strconv.Atoi(status); code >= 400 {
+			assert.Equal(t, "ERROR", client.tag("otel.status_code"), "a client span of a %d answer", code)
+		}
+	}
+	return tr.parent(client)
 }
 
 // checkGRPCServerSpan checks the RPC semantic conventions as otelgrpc
@@ -195,23 +238,47 @@ func checkGRPCServerSpan(t *testing.T, s *jaegerSpan) {
 	assert.NotEmpty(t, s.tag("rpc.response.status_code"), "rpc.response.status_code of %q", s.OperationName)
 }
 
-// rejectedUnderLoss reports whether the trace holds a rejected fence.check
-// whose ancestor carries a lease.lost event: the write of a holder that had
-// lost its lease.
-func rejectedUnderLoss(tr *jaegerTrace) bool {
+// lateWriter returns the span above a rejected fence.check that carries a
+// lease.lost event, the request of a holder that had lost its lease, or
+// nil when the trace holds none.
+func lateWriter(tr *jaegerTrace) *jaegerSpan {
 	for _, check := range tr.spansNamed(obs.SpanFenceCheck, "result", "rejected") {
 		for s := tr.parent(check); s != nil; s = tr.parent(s) {
 			if s.hasEvent(obs.EventLost) {
-				return true
+				return s
 			}
 		}
 	}
-	return false
+	return nil
+}
+
+// ancestry names s and its stored ancestors, nearest first, each with its
+// HTTP status code or error type and its lease.lost event.
+func (tr *jaegerTrace) ancestry(s *jaegerSpan) string {
+	var names []string
+	for ; s != nil; s = tr.parent(s) {
+		var notes []string
+		for _, key := range []string{"http.response.status_code", "error.type"} {
+			if v := s.tag(key); v != "" {
+				notes = append(notes, v)
+			}
+		}
+		if s.hasEvent(obs.EventLost) {
+			notes = append(notes, obs.EventLost)
+		}
+		name := s.OperationName
+		if len(notes) > 0 {
+			name += " (" + strings.Join(notes, ", ") + ")"
+		}
+		names = append(names, name)
+	}
+	return strings.Join(names, " < ")
 }
 
 // describeRejections says, for each trace id, what Jaeger holds: each
 // rejected fence.check's ancestry, nearest first, or nothing.
 func describeRejections(t *testing.T, jaeger jaegerAPI, ids map[string]bool) string {
+	t.Helper()
 	var b strings.Builder
 	for id := range ids {
 		tr, ok := jaeger.trace(t, id)
@@ -222,15 +289,7 @@ func describeRejections(t *testing.T, jaeger jaegerAPI, ids map[string]bool) str
 		checks := tr.spansNamed(obs.SpanFenceCheck, "result", "rejected")
 		fmt.Fprintf(&b, "%s: %d spans, %d rejected fence.check\n", id, len(tr.Spans), len(checks))
 		for _, check := range checks {
-			var names []string
-			for s := check; s != nil; s = tr.parent(s) {
-				name := s.OperationName
-				if s.hasEvent(obs.EventLost) {
-					name += " (" + obs.EventLost + ")"
-				}
-				names = append(names, name)
-			}
-			fmt.Fprintf(&b, "  %s\n", strings.Join(names, " < "))
+			fmt.Fprintf(&b, "  %s\n", tr.ancestry(check))
 		}
 	}
 	return b.String()
