@@ -27,8 +27,17 @@ func TestUnknownAcquireExits76(t *testing.T) {
 	assert.Contains(t, stderr, "unknown")
 	assert.NoFileExists(t, marker, "the program ran on an unknown acquire")
 	// Cleaned up before lockwatch exited, or expired by its TTL (200ms) if
-	// the clean-up, through the same slow proxy, got no answer.
-	assert.Eventually(t, func() bool {
-		return !inspectJSON(t, "--redis", sharedAddr, "--key", "unknown").Held
-	}, 2*time.Second, 20*time.Millisecond, "the unknown acquire's key stayed held")
+	// the clean-up, through the same slow proxy, got no answer. Each look
+	// is a lockwatch process, and one built with -race sleeps a second
+	// before it exits (GORACE's atexit_sleep_ms), so the bound is generous:
+	// a key left without a TTL, or with a TTL longer than asked, still
+	// fails it. The looks run on the test's goroutine, so none outlives
+	// the test (a look cut off by the end of the test failed it before).
+	deadline := time.Now().Add(10 * time.Second)
+	for inspectJSON(t, "--redis", sharedAddr, "--key", "unknown").Held {
+		if time.Now().After(deadline) {
+			t.Fatal("the unknown acquire's key was still held 10 s after lockwatch exited (TTL 200ms)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
