@@ -15,6 +15,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/script"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -85,8 +86,7 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	rec := &recorder{}
-	holder := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel), rec.withHooks())
+	holder := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel))
 	l, err := holder.Acquire(ctx, "stuck")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -164,6 +164,22 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 		_, err = lk.ForceRelease(ctx, bad.key, bad.holder)
 		assert.ErrorIs(t, err, errInvalidOption, "%q %q", bad.key, bad.holder)
 	}
+
+	// The script does not rest on that refusal: a holder shorter than the
+	// hash, down to none, matches no holder.
+	l, err := lk.Acquire(ctx, "free")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, "free")
+	for _, short := range []string{"", tokenHash(ownerOf(l))[:6]} {
+		vals, err := reply(script.RunOne(ctx, c, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, short)), 3)
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, vals[0], "the script released the key for holder %q", short)
+	}
+	assert.NoError(t, l.Err(), "the holder lost its lease")
+	seen, err := lk.Inspect(ctx, "free")
+	require.NoError(t, err)
+	assert.True(t, seen.Held)
 }
 
 // A force names the holder it ends: one that comes after the stuck holder

@@ -31,7 +31,9 @@ if not holder then
   return {0, false, fence}
 end
 local hash = redis.sha1hex(holder)
-if string.sub(hash, 1, #ARGV[2]) ~= ARGV[2] then
+-- The first 12 hex digits (holderHashLen), never fewer: a shorter ARGV[2]
+-- must match no holder, so that the check does not rest on the caller's.
+if string.sub(hash, 1, 12) ~= ARGV[2] then
   return {0, hash, fence}
 end
 redis.call('DEL', KEYS[1])
