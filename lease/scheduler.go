@@ -102,12 +102,17 @@ func (s *scheduler) add(l *Lease) bool {
 	return true
 }
 
-// queueRenewalLocked queues l's next renewal unless it could not move the
-// cancel point: once that is the max-hold instant, renewing is pointless.
+// queueRenewalLocked queues l's next renewal unless it is final.
 func (s *scheduler) queueRenewalLocked(l *Lease) {
-	if l.maxHoldAt == 0 || time.Duration(l.cancelAt.Load()) < l.maxHoldAt {
+	if !l.final() {
 		s.renewQ.push(l)
 	}
+}
+
+// final reports whether a renewal could no longer move l's cancel point:
+// it is the max-hold instant, so renewing is pointless.
+func (l *Lease) final() bool {
+	return l.maxHoldAt > 0 && time.Duration(l.cancelAt.Load()) >= l.maxHoldAt
 }
 
 // remove stops renewing l for Release; an active lease becomes RELEASED.

@@ -78,7 +78,7 @@ func (lk *Locker) Snapshot() Snapshot {
 		switch {
 		case info.Remaining == 0:
 			info.State = "expired"
-		case l.renewIdx < 0 && l.maxHoldAt > 0 && time.Duration(l.cancelAt.Load()) >= l.maxHoldAt:
+		case l.renewIdx < 0 && l.final():
 			info.State = "final"
 		case l.renewIdx < 0:
 			info.State = "renewing"
