@@ -145,14 +145,15 @@ func TestCounterExemplarIsFromTheLastInterval(t *testing.T) {
 	p, err := otelsetup.New(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	assert.Contains(t, checkFreshRejectionExemplars(t, p), `resource="ledger"`)
+	assert.Contains(t, checkFreshExemplars(t, p), `resource="ledger"`)
 }
 
 // TestExemplarViewAfterTheServicesOwnViews follows the package doc's advice
 // for a MeterProvider of the service's own: its view of the rejection
 // counter comes first, with the reservoir of one, and ExemplarView after.
-// The counter keeps the service's view (no resource label) and a fresh
-// exemplar.
+// The rejection counter keeps the service's view (no resource label) and
+// a fresh exemplar; the loss counter, which only ExemplarView matches,
+// gets a fresh one too.
 func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
 	runtime.GOMAXPROCS(4)
 	defer runtime.SetDefaultGOMAXPROCS()
@@ -171,43 +172,53 @@ func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
 		Registry:       registry,
 	}
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	assert.NotContains(t, checkFreshRejectionExemplars(t, p), "resource=", "the service's own view was not applied")
+	assert.NotContains(t, checkFreshExemplars(t, p), "resource=", "the service's own view was not applied")
 }
 
-// checkFreshRejectionExemplars records fence rejections, each in a span of
-// its own, in rounds of 4, 3, 2 and 1 between scrapes: each scrape must
-// show, on the rejection counter, the trace of a rejection recorded since
-// the scrape before it. It returns the series' labels, as last scraped.
-func checkFreshRejectionExemplars(t *testing.T, p *otelsetup.Providers) string {
+// checkFreshExemplars records fence rejections and lease losses, each pair
+// in a span of its own, in rounds of 4, 3, 2 and 1 between scrapes: each
+// scrape must show, on both counters, the trace of an event recorded since
+// the scrape before it. It returns the rejection series' labels, as last
+// scraped.
+func checkFreshExemplars(t *testing.T, p *otelsetup.Providers) string {
 	t.Helper()
 	tel := obs.Of(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
 		telemetry.WithLogger(slog.New(slog.DiscardHandler))))
-	reject := func() string {
+	event := func() string {
 		ctx, span := p.TracerProvider.Tracer("test").Start(context.Background(), "write")
 		defer span.End()
 		fctx, fspan := tel.StartFenceCheck(ctx, "ledger")
 		tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
+		tel.Lost(ctx, "report", "deadline", 42, nil)
 		return span.SpanContext().TraceID().String()
 	}
 	var labels string
-	exemplar := func() string {
-		for l := range strings.SplitSeq(scrapeOpenMetrics(t, p), "\n") {
-			if strings.HasPrefix(l, obs.PromFenceRejections+"{") {
-				labels, _, _ = strings.Cut(l, "} ")
+	// exemplar is the trace id on the series of family whose line holds
+	// mark.
+	exemplar := func(body, family, mark string) string {
+		for l := range strings.SplitSeq(body, "\n") {
+			if strings.HasPrefix(l, family+"{") && strings.Contains(l, mark) {
+				if family == obs.PromFenceRejections {
+					labels, _, _ = strings.Cut(l, "} ")
+				}
 				_, ex, ok := strings.Cut(l, `trace_id="`)
 				require.True(t, ok, "no exemplar on %q", l)
 				return ex[:32]
 			}
 		}
-		t.Fatalf("no %s series", obs.PromFenceRejections)
+		t.Fatalf("no %s series with %s", family, mark)
 		return ""
 	}
 	for round := range 4 {
 		var traces []string
 		for range 4 - round {
-			traces = append(traces, reject())
+			traces = append(traces, event())
 		}
-		assert.Contains(t, traces, exemplar(), "round %d: the exemplar is not one of the rejections since the last scrape", round)
+		body := scrapeOpenMetrics(t, p)
+		assert.Contains(t, traces, exemplar(body, obs.PromFenceRejections, ""),
+			"round %d: the rejection exemplar is not one of the rejections since the last scrape", round)
+		assert.Contains(t, traces, exemplar(body, obs.PromLeaseLosses, obs.AttrReason+`="deadline"`),
+			"round %d: the loss exemplar is not one of the losses since the last scrape", round)
 	}
 	return labels
 }
