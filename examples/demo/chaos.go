@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -198,13 +199,18 @@ func (d *demo) otherThan(r *replica) int {
 
 // pauseOutcome reports how the write a pause interrupted ended.
 func (d *demo) pauseOutcome(r *replica, account string, token int64, err error) {
-	var stale *fence.StaleError
+	d.lateOutcome(fmt.Sprintf("%s wakes, writes %s", r.name, account), fmt.Sprintf("%s wakes; its write to %s", r.name, account), token, err)
+}
+
+// lateOutcome reports how a late write ended: writes says who wrote what,
+// failed the same for a write that failed.
+func (d *demo) lateOutcome(writes, failed string, token int64, err error) {
 	switch {
-	case errors.Is(err, fence.ErrStale) || errors.As(err, &stale):
-		d.out.event("fenced", "%s wakes, writes %s with fence %d: the ledger rejects it (409)", r.name, account, token)
+	case errors.Is(err, fence.ErrStale):
+		d.out.event("fenced", "%s with fence %d: the ledger rejects it (409)", writes, token)
 	case err == nil:
-		d.out.event("late", "%s wakes, writes %s with fence %d: accepted (no newer write yet)", r.name, account, token)
+		d.out.event("late", "%s with fence %d: accepted (no newer write yet)", writes, token)
 	default:
-		d.out.event("late", "%s wakes; its write to %s failed: %v", r.name, account, err)
+		d.out.event("late", "%s failed: %v", failed, err)
 	}
 }

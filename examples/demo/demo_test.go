@@ -133,7 +133,7 @@ func runDemo(t *testing.T, redisAddr string) {
 	for _, row := range []string{"lease acquires", "leases lost", "late completions", "stale writes rejected", "cancellation latency"} {
 		assert.Contains(t, text, row)
 	}
-	assert.Contains(t, text, "the ledger rejects it (409)", "the pause's stale write, narrated")
+	assert.Regexp(t, `wakes, writes \S+ with fence \d+: the ledger rejects it \(409\)`, text, "the pause's stale write, narrated")
 	assert.Contains(t, text, "operator: lockwatch release --force job:compaction", "the force release, narrated")
 	assert.Contains(t, text, "debug/lockwatch", "the debug page's URL in the header")
 	assert.NotContains(t, text, "\x1b[", "no terminal escapes when stdout is not a terminal")

@@ -109,14 +109,6 @@ func (j *job) stuckWrite(ctx context.Context, l *lease.Lease, token fence.Token,
 	case <-d.stop:
 	}
 	err := write(ctx)
-	var stale *fence.StaleError
-	switch {
-	case errors.Is(err, fence.ErrStale) || errors.As(err, &stale):
-		d.out.event("fenced", "%s's stuck compaction goes on, writes with fence %d: the ledger rejects it (409)", j.r.name, token)
-	case err == nil:
-		d.out.event("late", "%s's stuck compaction goes on, writes with fence %d: accepted (no newer write yet)", j.r.name, token)
-	default:
-		d.out.event("late", "%s's stuck compaction goes on; its write failed: %v", j.r.name, err)
-	}
+	d.lateOutcome(j.r.name+"'s stuck compaction goes on, writes", j.r.name+"'s stuck compaction goes on; its write", int64(token), err)
 	return err
 }
