@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/integration"
 )
 
 func TestUsageErrorsExit64WithOneLine(t *testing.T) {
@@ -128,7 +130,7 @@ func TestProgramThatCannotRun(t *testing.T) {
 
 func TestUnreachableRedisExits69(t *testing.T) {
 	t.Parallel()
-	addr := freeAddr(t)
+	addr := integration.FreeLoopbackAddr(t)
 	marker := filepath.Join(t.TempDir(), "ran")
 	for _, args := range [][]string{
 		{"run", "--redis", addr, "--key", "k", "--", "/bin/sh", "-c", "touch " + marker},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,16 +180,6 @@ func holder(t *testing.T, dir string, conn []string, key string, flags ...string
 	fence, err := strconv.ParseInt(waitFile(t, filepath.Join(dir, "fence"), p), 10, 64)
 	require.NoError(t, err)
 	return p, fence
-}
-
-// freeAddr is a loopback address with nothing listening.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 func testContext(t *testing.T) context.Context {

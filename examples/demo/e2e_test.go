@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/dashboards"
+	"github.com/lockwatch/lockwatch/internal/integration"
 	"github.com/lockwatch/lockwatch/internal/promtest"
 )
 
@@ -155,9 +155,10 @@ func hostOf(t *testing.T, u string) string {
 }
 
 // startServer runs bin with args until the test ends, its output in a log
-// file that the test prints if it failed. The channel has the process's
-// exit, for a readiness wait to notice; whoever reads it puts it back.
-func startServer(t *testing.T, name, bin string, args ...string) chan error {
+// file that the test prints if it failed, and waits up to wait for ready
+// to report true. An exit before that fails the test.
+func startServer(t *testing.T, name string, ready func() bool, wait time.Duration, bin string, args ...string) {
+	t.Helper()
 	logFile, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	require.NoError(t, err)
 	cmd := exec.Command(bin, args...)
@@ -174,17 +175,17 @@ func startServer(t *testing.T, name, bin string, args ...string) chan error {
 			t.Logf("%s log:\n%s", name, log)
 		}
 	})
-	return exited
-}
-
-// freeLoopbackAddr is a loopback host:port nothing listens on.
-func freeLoopbackAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
+	for deadline := time.Now().Add(wait); !ready(); {
+		select {
+		case err := <-exited:
+			exited <- err // for the clean-up
+			t.Fatalf("%s exited at start (%v); see its log", name, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not become ready in %v", name, wait)
+		}
+	}
 }
 
 // collectExprs returns every "expr" string in a dashboard's JSON.
@@ -227,27 +228,21 @@ scrape_configs:
       - targets: [%q]
 `, rules, target)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600))
-	addr := freeLoopbackAddr(t)
-	exited := startServer(t, "prometheus", bin,
-		"--config.file="+filepath.Join(dir, "prometheus.yml"),
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr,
-		"--log.level=warn")
+	addr := integration.FreeLoopbackAddr(t)
 	api := promAPI{base: "http://" + addr}
-	require.Eventually(t, func() bool {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("prometheus exited at start (%v); see its log", err)
-		default:
-		}
+	ready := func() bool {
 		resp, err := httpClient.Get(api.base + "/-/ready")
 		if err != nil {
 			return false
 		}
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 100*time.Millisecond, "prometheus did not become ready")
+	}
+	startServer(t, "prometheus", ready, 30*time.Second, bin,
+		"--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr,
+		"--log.level=warn")
 	return api
 }
 

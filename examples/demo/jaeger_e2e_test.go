@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/integration"
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -98,13 +99,12 @@ func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo fun
 	traces := map[string]*jaegerTrace{}
 	for metric, traceIDs := range ids {
 		for id := range traceIDs {
-			var tr *jaegerTrace
-			ok := assert.Eventually(t, func() bool {
+			tr := traces[id] // an exemplar of several metrics is fetched once
+			if tr == nil && !assert.Eventually(t, func() bool {
 				var found bool
 				tr, found = jaeger.trace(t, id)
 				return found
-			}, 10*time.Second, 200*time.Millisecond, "%s exemplar trace %s not in Jaeger", metric, id)
-			if !ok {
+			}, 10*time.Second, 200*time.Millisecond, "%s exemplar trace %s not in Jaeger", metric, id) {
 				continue
 			}
 			traces[id] = tr
@@ -378,19 +378,12 @@ func startJaeger(t *testing.T) jaegerAPI {
 		t.Fatal("LOCKWATCH_JAEGER is not set: run make e2e, which builds Jaeger from tools/jaeger")
 	}
 	dir := t.TempDir()
-	otlp, query, grpcQuery := freeLoopbackAddr(t), freeLoopbackAddr(t), freeLoopbackAddr(t)
+	otlp, query, grpcQuery := integration.FreeLoopbackAddr(t), integration.FreeLoopbackAddr(t), integration.FreeLoopbackAddr(t)
 	cfgFile := filepath.Join(dir, "jaeger.yaml")
 	require.NoError(t, os.WriteFile(cfgFile, fmt.Appendf(nil, jaegerConfig, otlp, query, grpcQuery), 0o600))
-	exited := startServer(t, "jaeger", bin, "--config=file:"+cfgFile)
 	api := jaegerAPI{otlp: "http://" + otlp, query: "http://" + query,
 		client: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}}
-	require.Eventually(t, func() bool {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("jaeger exited at start (%v); see its log", err)
-		default:
-		}
+	ready := func() bool {
 		resp, err := api.client.Get(api.query + "/api/services")
 		if err != nil {
 			return false
@@ -404,7 +397,8 @@ func startJaeger(t *testing.T) jaegerAPI {
 			return false
 		}
 		return conn.Close() == nil
-	}, 60*time.Second, 100*time.Millisecond, "jaeger did not become ready")
+	}
+	startServer(t, "jaeger", ready, 60*time.Second, bin, "--config=file:"+cfgFile)
 	return api
 }
 

@@ -6,6 +6,7 @@ package integration
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -46,6 +47,18 @@ func (p *Probe) Require(t testing.TB, prefix, server string, probe func() error)
 	if p.err != nil {
 		Unavailable(t, prefix, server, p.err)
 	}
+}
+
+// FreeLoopbackAddr is a 127.0.0.1 host:port nothing listens on, for a
+// server a test starts.
+func FreeLoopbackAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("integration: no free loopback port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
 
 // DSN returns the value of env, or def when it is unset or empty: where the

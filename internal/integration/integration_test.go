@@ -2,6 +2,7 @@ package integration
 
 import (
 	"errors"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -56,5 +57,17 @@ func TestName(t *testing.T) {
 			seen[s] = true
 		}
 		assert.NotEqual(t, Name(prefix, "TestX", limit), Name(prefix, "TestX", limit))
+	}
+}
+
+// TestFreeLoopbackAddr: a loopback address a server can listen on.
+func TestFreeLoopbackAddr(t *testing.T) {
+	addr := FreeLoopbackAddr(t)
+	host, _, err := net.SplitHostPort(addr)
+	assert.NoError(t, err)
+	assert.Equal(t, "127.0.0.1", host)
+	l, err := net.Listen("tcp", addr)
+	if assert.NoError(t, err, "nothing else should listen on %s", addr) {
+		assert.NoError(t, l.Close())
 	}
 }
