@@ -101,10 +101,14 @@ func TestQueriesUseTelemetryNames(t *testing.T) {
 // they do not.
 func TestRecordedSeriesNames(t *testing.T) {
 	recorded := recordedLabels(t)
+	var names []string
 	for _, m := range seriesRE.FindAllStringSubmatch(`sum(job_instance_lock_name_result:lockwatch_lease_acquires:rate5m{job=~"$job"}) / sum(job:lockwatch_lease_acquires:rate1m)`, -1) {
+		names = append(names, m[1])
 		_, ok := recorded[m[1]]
 		assert.Equal(t, strings.HasPrefix(m[1], "job_instance_lock_name_result:"), ok, m[1])
 	}
+	assert.Equal(t, []string{"job_instance_lock_name_result:lockwatch_lease_acquires:rate5m", "job:lockwatch_lease_acquires:rate1m"},
+		names, "the series pattern reads recorded names")
 }
 
 // Every metric lockwatch records is on a dashboard.

@@ -90,12 +90,7 @@ func rate(m obs.Metric, by []string, extra ...string) string {
 // them as they filter the counters; their window is the recording's fixed
 // 5m, not $__rate_interval.
 func recorded(name string, by []string, extra ...string) string {
-	ms := append([]string{
-		`job=~"$` + varJob + `"`,
-		`instance=~"$` + varInstance + `"`,
-		obs.LabelLockName + `=~"$` + varLockName + `"`,
-	}, extra...)
-	return sumBy(by, name+"{"+strings.Join(ms, ", ")+"}")
+	return sumBy(by, selector(obs.Metric{Prom: name, Labels: []string{obs.LabelLockName}}, "", extra...))
 }
 
 // observations is the per-second rate of histogram m's observations (its
