@@ -37,10 +37,9 @@
 -- 2255.
 --
 -- The script reads TIME before it writes. Replicas must then get its
--- effects (the SETs), not the script to run again: the default since Redis
--- 5; older servers, and Redis 5 and 6 with lua-replicate-commands no,
--- switch to it here, and one that cannot is refused loudly.
-if redis.replicate_commands and not redis.replicate_commands() then
+-- effects (the SETs), not the script to run again: record.lua switches to
+-- effects replication, and a server that cannot is refused loudly.
+if not EFFECTS then
   return redis.error_reply('LOCKWATCH refused: the server cannot replicate script effects')
 end
 local holder = redis.call('GET', KEYS[1])

@@ -38,7 +38,5 @@ if string.sub(hash, 1, 12) ~= ARGV[2] then
 end
 redis.call('DEL', KEYS[1])
 barOwner(holder, ARGV[1], false)
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.pcall('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
-end
+wake()
 return {1, hash, fence}

@@ -17,9 +17,16 @@
 -- lua-replicate-commands no), a write after such a read is refused, and a
 -- bar, written with pcall, would be skipped in silence: so the scripts
 -- switch to effects replication first (the default since Redis 5, the only
--- mode since 7). acquire.lua refuses a server that cannot switch.
-if redis.replicate_commands then
-  redis.replicate_commands()
+-- mode since 7). EFFECTS tells whether it did; acquire.lua refuses a
+-- server that cannot switch.
+local EFFECTS = not redis.replicate_commands or redis.replicate_commands()
+
+-- wake tells a waiter that the lock is free: a publish on the key's
+-- wake-up channel, when the wait mark (KEYS[3]) says someone waits.
+local function wake()
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.pcall('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
+  end
 end
 
 -- The largest fence ever minted, 2^53 - 1: a larger record could not be

@@ -32,7 +32,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   released = redis.call('DEL', KEYS[1])
 end
 barOwner(ARGV[1], ARGV[3], false)
-if released == 1 and KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.pcall('PUBLISH', string.sub(KEYS[1], 1, -2) .. 'r', '')
+if released == 1 and KEYS[3] then
+  wake()
 end
 return released
