@@ -18,10 +18,7 @@ import (
 // StartAcquire starts the lease.acquire span, a child of ctx's span, carrying
 // the lock name and the key's hash (or the key, with WithRawKeys).
 func (t *Recorder) StartAcquire(ctx context.Context, lock, key, keyHash string) (context.Context, trace.Span) {
-	keyAttr := attribute.String(AttrKeyHash, keyHash)
-	if t.rawKeys {
-		keyAttr = attribute.String(AttrKey, key)
-	}
+	keyAttr := attribute.String(t.keyField(key, keyHash))
 	// Attributes go on after the start, and only on a recording span: an
 	// acquire that is not sampled allocates nothing for them.
 	ctx, span := t.tracer.Start(ctx, SpanAcquire, acquireStart...)
@@ -141,6 +138,15 @@ func (t *Recorder) LateCompletion(ctx context.Context, lock string) {
 	t.warn(ctx, "lockwatch: work completed after its lease was lost", slog.String(AttrLockName, lock))
 }
 
+// keyField is the attribute a key is shown under: its hash, or the key
+// itself with WithRawKeys.
+func (t *Recorder) keyField(key, keyHash string) (name, value string) {
+	if t.rawKeys {
+		return AttrKey, key
+	}
+	return AttrKeyHash, keyHash
+}
+
 // ForceReleased records an administrator's forced release of a key from a
 // holder and logs it at Warn whatever its result: taking a key from a
 // running holder is an event an operator must be able to find afterwards.
@@ -148,15 +154,11 @@ func (t *Recorder) LateCompletion(ctx context.Context, lock string) {
 // the newest minted for the key.
 func (t *Recorder) ForceReleased(ctx context.Context, lock, key, keyHash, result, holder string, fence int64, err error) {
 	t.forceReleases.Add(ctx, 1, t.lock(lock, AttrResult, result).add...)
-	keyAttr := slog.String(AttrKeyHash, keyHash)
-	if t.rawKeys {
-		keyAttr = slog.String(AttrKey, key)
-	}
-	attrs := []slog.Attr{slog.String(AttrLockName, lock), keyAttr, slog.String(AttrResult, result),
+	attrs := []slog.Attr{slog.String(AttrLockName, lock), slog.String(t.keyField(key, keyHash)), slog.String(AttrResult, result),
 		slog.String(AttrHolder, holder), slog.Int64(AttrFence, fence)}
 	msg := "lockwatch: key released by force; its holder loses its lease at its next renewal"
 	switch {
-	case err != nil && result == string(ReleaseNotHeld):
+	case result == string(ReleaseNotHeld):
 		msg = "lockwatch: forced release changed nothing: that holder does not hold the key"
 	case err != nil:
 		msg = "lockwatch: forced release outcome unknown; the key may or may not be free"
