@@ -38,9 +38,12 @@
 // lease's safety margin, TTL/10: the least time between the cancel point
 // and the moment another holder can take the key. If lockwatch itself is
 // killed (SIGKILL cannot be forwarded), the kernel sends PROGRAM SIGKILL
-// (Linux): nothing renews the lease any more. A stopped program is not a
-// rolled-back one, so PROGRAM's writes must carry $LOCKWATCH_FENCE to a
-// store that checks it: that is what makes a late write harmless.
+// (Linux): nothing renews the lease any more. That reaches PROGRAM itself,
+// not the processes it started, which run on: a script should exec its
+// long-running command, so that the command is PROGRAM. A stopped program
+// is not a rolled-back one, so PROGRAM's writes must carry
+// $LOCKWATCH_FENCE to a store that checks it: that is what makes a late
+// write harmless.
 //
 // # lockwatch inspect
 //

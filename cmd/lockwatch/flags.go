@@ -51,3 +51,23 @@ func given(fs *flag.FlagSet) map[string]bool {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	return set
 }
+
+// keyFlags name a lease's key, as every subcommand takes it.
+type keyFlags struct{ key, namespace string }
+
+func (k *keyFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&k.key, "key", "", "the lease's `key` (required)")
+	fs.StringVar(&k.namespace, "namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
+}
+
+// checkKeyOnly is the check of a subcommand that takes a key and no
+// arguments.
+func (k *keyFlags) checkKeyOnly(cmd string, args []string) error {
+	switch {
+	case k.key == "":
+		return usageErr(cmd, "--key is required")
+	case len(args) > 0:
+		return usageErr(cmd, "unexpected argument %q", args[0])
+	}
+	return nil
+}

@@ -36,29 +36,26 @@ Exit statuses:
 	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		var conn connFlags
 		conn.register(fs)
-		key := fs.String("key", "", "the lease's `key` (required)")
-		ns := fs.String("namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
+		var k keyFlags
+		k.register(fs)
 		asJSON := fs.Bool("json", false, "print one JSON object")
 		return func(args []string, stdout, stderr io.Writer) error {
-			if *key == "" {
-				return usageErr("inspect", "--key is required")
+			if err := k.checkKeyOnly("inspect", args); err != nil {
+				return err
 			}
-			if len(args) > 0 {
-				return usageErr("inspect", "unexpected argument %q", args[0])
-			}
-			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "inspect", lease.WithNamespace(*ns))
+			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "inspect", lease.WithNamespace(k.namespace))
 			if err != nil {
 				return err
 			}
 			defer closeAll()
-			info, err := lk.Inspect(context.Background(), *key)
+			info, err := lk.Inspect(context.Background(), k.key)
 			if err != nil {
 				return fail(exitUnavailable, "%v", err)
 			}
 			if *asJSON {
-				return printKeyJSON(stdout, *ns, info)
+				return printKeyJSON(stdout, k.namespace, info)
 			}
-			printKey(stdout, *ns, info)
+			printKey(stdout, k.namespace, info)
 			return nil
 		}
 	},

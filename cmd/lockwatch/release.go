@@ -46,8 +46,8 @@ Exit statuses:
 	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		var conn connFlags
 		conn.register(fs)
-		key := fs.String("key", "", "the lease's `key` (required)")
-		ns := fs.String("namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
+		var k keyFlags
+		k.register(fs)
 		name := fs.String("name", defaultName, "the lock `name` the force release is counted and logged under")
 		force := fs.Bool("force", false, "required: take the key from its holder")
 		holder := fs.String("holder", "", "take the key only from this `holder` (the hash lockwatch inspect prints); default: the holder at the time of the call")
@@ -55,17 +55,14 @@ Exit statuses:
 			if !*force {
 				return usageErr("release", "a lease is released by its holder; --force takes the key from its holder")
 			}
-			if *key == "" {
-				return usageErr("release", "--key is required")
-			}
-			if len(args) > 0 {
-				return usageErr("release", "unexpected argument %q", args[0])
+			if err := k.checkKeyOnly("release", args); err != nil {
+				return err
 			}
 			if *holder != "" && !holderRE.MatchString(*holder) {
 				return usageErr("release", "--holder %q is not a holder hash: 12 lower-case hex digits, as lockwatch inspect prints", *holder)
 			}
 			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "release",
-				lease.WithNamespace(*ns), lease.WithName(*name))
+				lease.WithNamespace(k.namespace), lease.WithName(*name))
 			if err != nil {
 				return err
 			}
@@ -73,29 +70,29 @@ Exit statuses:
 			ctx := context.Background()
 			from := *holder
 			if from == "" {
-				seen, err := lk.Inspect(ctx, *key)
+				seen, err := lk.Inspect(ctx, k.key)
 				if err != nil {
 					return fail(exitUnavailable, "%v", err)
 				}
 				if !seen.Held {
-					fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", *key, seen.Fence)
+					fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", k.key, seen.Fence)
 					return &exitError{code: exitNotHeld}
 				}
 				from = seen.Holder
 			}
-			info, err := lk.ForceRelease(ctx, *key, from)
+			info, err := lk.ForceRelease(ctx, k.key, from)
 			switch {
 			case errors.Is(err, lease.ErrNotHeld) && info.Held:
-				fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", *key, info.Holder, from, info.Fence)
+				fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", k.key, info.Holder, from, info.Fence)
 				return &exitError{code: exitNotHeld}
 			case errors.Is(err, lease.ErrNotHeld):
-				fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", *key, info.Fence)
+				fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", k.key, info.Fence)
 				return &exitError{code: exitNotHeld}
 			case err != nil:
 				return fail(exitUnavailable, "%v", err)
 			}
 			fmt.Fprintf(stdout, "released %s from holder %s at fence %d: the next acquirer gets a larger fence; "+
-				"the holder loses the lease at its next renewal\n", *key, info.Holder, info.Fence)
+				"the holder loses the lease at its next renewal\n", k.key, info.Holder, info.Fence)
 			return nil
 		}
 	},

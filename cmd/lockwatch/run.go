@@ -53,8 +53,8 @@ at once, at the lease's cancel point, before the key can expire in Redis,
 and SIGKILL after --grace. The default grace is the lease's safety margin,
 TTL/10: the least time left before another holder can take the key. If
 lockwatch itself is killed (SIGKILL cannot be forwarded), the kernel sends
-PROGRAM SIGKILL (Linux): nothing renews the lease any more. PROGRAM's
-writes must still carry $LOCKWATCH_FENCE to a fenced store: a stopped
+PROGRAM SIGKILL (Linux): nothing renews the lease any more. That reaches
+PROGRAM itself, not the processes it started. PROGRAM's writes must still carry $LOCKWATCH_FENCE to a fenced store: a stopped
 program is not a rolled-back one, and only the fence makes a late write
 harmless.
 
@@ -75,10 +75,9 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 		var conn connFlags
 		conn.register(fs)
 		f := &runFlags{}
-		fs.StringVar(&f.key, "key", "", "the lease's `key` (required)")
+		f.keyFlags.register(fs)
 		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lease's time to live in Redis, renewed every TTL/3")
 		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another before exiting 75")
-		fs.StringVar(&f.namespace, "namespace", defaultNamespace, "the `prefix` of the lease's Redis keys")
 		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
 		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss (default TTL/10, the safety margin)")
 		return func(args []string, _, stderr io.Writer) error {
@@ -93,8 +92,9 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 
 // runFlags are run's own flags.
 type runFlags struct {
-	key, namespace, name string
-	ttl, wait, grace     time.Duration
+	keyFlags
+	name             string
+	ttl, wait, grace time.Duration
 }
 
 // check validates the flags and fills in the grace default. The TTL's
