@@ -190,7 +190,15 @@ func TestEveryRecordingRuleIsTested(t *testing.T) {
 	require.NotEmpty(t, recordings)
 	name := regexp.MustCompile(`^([a-z_]+):lockwatch_[a-z_]+:[a-z0-9_]+$`)
 	by := regexp.MustCompile(`^sum by \(([^)]*)\)`)
+	recordedSeries := regexp.MustCompile(`[a-z_]+:lockwatch_[a-z_]+:[a-z0-9_]+`)
+	earlier := map[string]bool{}
 	for _, r := range recordings {
+		// The group runs its rules in order: a ratio reads the rates of
+		// the same evaluation only if they are recorded before it.
+		for _, read := range recordedSeries.FindAllString(r.Expr, -1) {
+			assert.True(t, earlier[read], "%s reads %s, which is not recorded before it", r.Record, read)
+		}
+		earlier[r.Record] = true
 		assert.Positive(t, tested[r.Record], "%s has no promql_expr_test", r.Record)
 		delete(tested, r.Record)
 		m := name.FindStringSubmatch(r.Record)

@@ -55,8 +55,8 @@ func Generate(cfg Config) (map[string][]byte, error) {
 
 	files := map[string][]byte{}
 	if files[PrometheusRuleFile], err = marshalYAML(generatedHeader+
-		"# lockwatch's alerting rules for the Prometheus Operator, the groups of\n"+
-		"# alerts/lockwatch.rules.yaml. Apply with kubectl apply -f.\n", rule); err != nil {
+		"# lockwatch's recording and alerting rules for the Prometheus Operator,\n# the groups of "+
+		"alerts/lockwatch.rules.yaml. Apply with kubectl apply -f.\n", rule); err != nil {
 		return nil, fmt.Errorf("kubernetes: %s: %w", PrometheusRuleFile, err)
 	}
 	if files[DashboardsFile], err = marshalYAML(generatedHeader+
