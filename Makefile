@@ -137,11 +137,12 @@ lint: pint
 # module of its own: its Prometheus libraries are newer than those that
 # tools/go.mod's linters pin. The online checks (promql/series, promql/rate,
 # promql/counter, …) query the Prometheus of .pint.hcl and come with make
-# e2e, which runs the same command without --offline.
+# e2e, which runs the same command (PINT_ARGS, passed to its test) without
+# --offline.
 PINT_MODFILE := -modfile=$(CURDIR)/tools/pint/go.mod
-PINT_RULES := alerts/lockwatch.rules.yaml
+PINT_ARGS := --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning alerts/lockwatch.rules.yaml
 pint:
-	LOCKWATCH_PINT_PROMETHEUS=http://127.0.0.1:9090 $(GO) tool $(PINT_MODFILE) pint --offline --no-color --config=$(CURDIR)/.pint.hcl lint --min-severity=info --fail-on=warning $(PINT_RULES)
+	LOCKWATCH_PINT_PROMETHEUS=http://127.0.0.1:9090 $(GO) tool $(PINT_MODFILE) pint --offline $(PINT_ARGS)
 
 # The whole stack, beyond make test (.ci/run runs it after make test):
 # examples/demo's TestWholeStack (build tag e2e) runs one demo, faults on,
@@ -161,7 +162,7 @@ JAEGER_MODFILE := -modfile=$(CURDIR)/tools/jaeger/go.mod
 e2e: deps
 	jaeger=$$($(GO) tool $(JAEGER_MODFILE) -n jaeger) && \
 	pint=$$($(GO) tool $(PINT_MODFILE) -n pint) && \
-	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint $(GO) test -tags e2e -count=1 -timeout 10m -run '^TestWholeStack$$' ./examples/demo/
+	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint LOCKWATCH_PINT_ARGS='$(PINT_ARGS)' $(GO) test -tags e2e -count=1 -timeout 10m -run '^TestWholeStack$$' ./examples/demo/
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"testing"
@@ -18,12 +17,12 @@ import (
 // pintOnline runs pint online against a real Prometheus that scrapes the
 // demo with the generated rules loaded. Once every series selector of every
 // rule (the recorded series included) has data, it lints
-// alerts/lockwatch.rules.yaml as make pint does but without --offline,
+// alerts/lockwatch.rules.yaml with make pint's args but without --offline,
 // .pint.hcl's "e2e" server pointed at that Prometheus through
 // LOCKWATCH_PINT_PROMETHEUS: promql/series then checks that every series a
 // rule names exists, with the label values it matches, and the other online
 // checks (promql/rate, promql/counter, …) run too.
-func pintOnline(t *testing.T, pint, root string, api promAPI) {
+func pintOnline(t *testing.T, pint string, args []string, root string, api promAPI) {
 	// Every selector of every loaded rule, recording rules included (the
 	// alerts read their series, which need a few evaluations).
 	var selectors []string
@@ -62,8 +61,7 @@ func pintOnline(t *testing.T, pint, root string, api promAPI) {
 	}
 
 	// pint judges even when a selector is missing: its report says why.
-	cmd := exec.Command(pint, "--no-color", "--config="+filepath.Join(root, ".pint.hcl"),
-		"lint", "--min-severity=info", "--fail-on=warning", "alerts/lockwatch.rules.yaml")
+	cmd := exec.Command(pint, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "LOCKWATCH_PINT_PROMETHEUS="+api.base)
 	var out bytes.Buffer

@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,11 +20,12 @@ import (
 // against the Prometheus (pintOnline), then the traces behind the scrape's
 // exemplars, read through Jaeger's query API (tracesInJaeger), which stops
 // the demo to flush its spans. make e2e builds Jaeger (tools/jaeger) and
-// pint (tools/pint) and sets LOCKWATCH_JAEGER and LOCKWATCH_PINT.
+// pint (tools/pint) and sets LOCKWATCH_JAEGER and LOCKWATCH_PINT, and
+// LOCKWATCH_PINT_ARGS to make pint's arguments after --offline.
 func TestWholeStack(t *testing.T) {
-	pint := os.Getenv("LOCKWATCH_PINT")
-	if pint == "" {
-		t.Fatal("LOCKWATCH_PINT is not set: run make e2e, which builds pint from tools/pint")
+	pint, pintArgs := os.Getenv("LOCKWATCH_PINT"), strings.Fields(os.Getenv("LOCKWATCH_PINT_ARGS"))
+	if pint == "" || len(pintArgs) == 0 {
+		t.Fatal("LOCKWATCH_PINT or LOCKWATCH_PINT_ARGS is not set: run make e2e, which builds pint from tools/pint and passes make pint's arguments")
 	}
 	prometheus := promtest.Prometheus(t)
 	root, err := filepath.Abs("../..")
@@ -41,6 +43,6 @@ func TestWholeStack(t *testing.T) {
 	metricsURL, stopDemo := startDemo(t)
 	api := startPrometheus(t, prometheus, hostOf(t, metricsURL), filepath.Join(root, "alerts", "lockwatch.rules.yaml"))
 
-	t.Run("pint online", func(t *testing.T) { pintOnline(t, pint, root, api) })
+	t.Run("pint online", func(t *testing.T) { pintOnline(t, pint, pintArgs, root, api) })
 	t.Run("traces in Jaeger", func(t *testing.T) { tracesInJaeger(t, jaeger, metricsURL, stopDemo) })
 }
