@@ -153,11 +153,7 @@ func splitAddrs(flagName, list string) ([]string, error) {
 }
 
 func checkAddr(a string) error {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil {
-		return fmt.Errorf("want host:port")
-	}
-	if host == "" || port == "" {
+	if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
 		return fmt.Errorf("want host:port")
 	}
 	return nil

@@ -75,7 +75,7 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 		var conn connFlags
 		conn.register(fs)
 		f := &runFlags{}
-		f.keyFlags.register(fs)
+		f.register(fs)
 		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lease's time to live in Redis, renewed every TTL/3")
 		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another before exiting 75")
 		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
@@ -113,10 +113,14 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 		return usageErr("run", "--grace must not be negative")
 	}
 	if !set["grace"] {
-		f.grace = f.ttl / 10
+		f.grace = f.margin()
 	}
 	return nil
 }
+
+// margin is the lease's safety margin, lease's default made explicit: the
+// default grace is tied to it, so the two cannot drift apart.
+func (f *runFlags) margin() time.Duration { return f.ttl / 10 }
 
 func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stderr io.Writer) error {
 	path, err := findProgram(args[0])
@@ -128,8 +132,8 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	sigs, stopSignals := catchSignals()
 	defer stopSignals()
 
-	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.WithTTL(f.ttl), lease.WithWait(f.wait),
-		lease.WithNamespace(f.namespace), lease.WithName(f.name))
+	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.WithTTL(f.ttl), lease.WithSafetyMargin(f.margin()),
+		lease.WithWait(f.wait), lease.WithNamespace(f.namespace), lease.WithName(f.name))
 	if err != nil {
 		return err
 	}
