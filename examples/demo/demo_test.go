@@ -142,7 +142,8 @@ func runDemo(t *testing.T, redisAddr string) {
 // missingSignals lists what has no data yet: every metric lockwatch
 // records (a counter or histogram with a non-zero count, a gauge with a
 // series), the acquire results, loss reasons and outcomes the faults are
-// there to produce, and both ends of the compaction's waits.
+// there to produce, both ends of the compaction's waits, and the HTTP
+// histograms of otelhttp's handlers and transports.
 func missingSignals(families map[string]*dto.MetricFamily) []string {
 	var missing []string
 	for _, m := range obs.Metrics {
@@ -169,6 +170,11 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromLeaseLateCompletions, nil},
 		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "acquired"}},
 		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "timed_out"}},
+		{"http_server_request_duration_seconds", nil},
+		{"http_server_request_body_size_bytes", nil},
+		{"http_server_response_body_size_bytes", nil},
+		{"http_client_request_duration_seconds", nil},
+		{"http_client_request_body_size_bytes", nil},
 	} {
 		if total(families, want.name, want.labels) == 0 {
 			missing = append(missing, fmt.Sprintf("%s%v", want.name, want.labels))
