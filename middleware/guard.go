@@ -3,6 +3,7 @@ package middleware
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"google.golang.org/grpc"
@@ -57,12 +58,19 @@ type Guard struct {
 	locks keyLocks
 }
 
-// NewGuard returns a Guard admitting tokens through store.
+// NewGuard returns a Guard admitting tokens through store. It panics on a
+// nil store or an invalid option (a negative WithGuardWait), like
+// lease.NewLocker: both are programming errors that should stop a service
+// at start-up, not change how its requests wait.
 func NewGuard(store fence.Admitter, opts ...GuardOption) *Guard {
 	if store == nil {
 		panic("middleware: nil store")
 	}
-	return &Guard{store: store, cfg: newGuardConfig(opts)}
+	cfg := newGuardConfig(opts)
+	if cfg.guardWait < 0 {
+		panic(fmt.Sprintf("middleware: NewGuard: negative WithGuardWait: %v", cfg.guardWait))
+	}
+	return &Guard{store: store, cfg: cfg}
 }
 
 // HTTP returns middleware that checks the Fencing-Token header. Wrap every

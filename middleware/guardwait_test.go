@@ -219,3 +219,14 @@ func TestGuardWaitBound(t *testing.T) {
 	assert.Empty(t, s.ran)
 	assert.Zero(t, s.waiters("7"))
 }
+
+// TestGuardWaitNegative: a negative WithGuardWait is a programming error,
+// refused at NewGuard like the package's other invalid arguments, not read
+// as "no bound"; zero is the documented "no bound but the context".
+func TestGuardWaitNegative(t *testing.T) {
+	store := fence.NewRedisStore(redistest.Start(t).Client(t), "ledger", fence.WithTelemetry(telemetrytest.New(t).Tel))
+	assert.PanicsWithValue(t, "middleware: NewGuard: negative WithGuardWait: -1s", func() {
+		NewGuard(store, WithGuardWait(-time.Second))
+	})
+	assert.NotPanics(t, func() { NewGuard(store, WithGuardWait(0)) })
+}

@@ -171,7 +171,10 @@ func WithMissingFenceAllowed() GuardOption {
 // one exception: net/http notices an HTTP/1.x client leaving only once the
 // request's body has been read, so a request with a body that waits behind
 // a stuck handler stays until the bound, a server timeout or the handler
-// before it ends. Set a bound a little above the slowest write's time.
+// before it ends. Set a bound a little above the slowest write's time. A
+// negative d makes NewGuard panic: it is a mistake (a sign in a
+// configuration, a subtraction gone wrong), which read as "no bound" would
+// let requests wait for ever unnoticed.
 func WithGuardWait(d time.Duration) GuardOption {
 	return guardOptionFunc(func(c *guardConfig) { c.guardWait = d })
 }
