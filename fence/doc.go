@@ -49,6 +49,9 @@
 // TableConfig.Telemetry; the global providers by default): the fence.check
 // span, lockwatch.fence.checks by result and lockwatch.fence.rejections,
 // whose exemplars lead to the trace of the write that came late. A store
-// that fails (Redis or the database erring) returns the error wrapped; that
-// is not a rejection and is not counted as one.
+// that fails (Redis or the database erring, or the caller's context ending)
+// returns that error wrapped with the operation and resource ("update
+// orders: context canceled"), never as the fence's: only the fence's own
+// errors start with "fence:". It is not a rejection and is not counted as
+// one.
 package fence

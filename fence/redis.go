@@ -3,8 +3,10 @@ package fence
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/attribute"
@@ -72,8 +74,9 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 // already applied, and Write returns nil, one accepted check. Any other
 // write with that token is still stale.
 //
-// Any other error is Redis failing, and the write may or may not have taken
-// effect. Calling Write again is a new write, with a new id: it cannot write
+// Any other error is Redis failing (wrapped as "write <resource>: ...";
+// only the fence's own errors start with "fence:"), and the write may or
+// may not have taken effect. Calling Write again is a new write, with a new id: it cannot write
 // twice, and if the first took effect it is a *StaleError whose HighWater
 // equals the token. Read tells which value is stored. The same holds for a
 // copy go-redis re-sends only after a newer token was accepted: the value
@@ -113,11 +116,17 @@ func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key stri
 	reply, err := script.Run(ctx, s.client, []string{rkey}, args...).Slice()
 	var status int64
 	var mark Token
-	if err == nil {
-		status, mark, err = parseReply(reply)
+	switch {
+	case isScriptRefusal(err):
+		err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
+	case err != nil: // Redis's or go-redis's, not the fence's
+		err = fmt.Errorf("%s %s: %w", op, s.resource, err)
+	default:
+		if status, mark, err = parseReply(reply); err != nil {
+			err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
+		}
 	}
 	if err != nil {
-		err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
 		c.failed(err)
 		return err
 	}
@@ -131,6 +140,14 @@ func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key stri
 		c.done(true, mark)
 	}
 	return nil
+}
+
+// isScriptRefusal tells the fence scripts' own error replies (a stored mark
+// or token that is not canonical, an empty write id: each starts with
+// LOCKWATCH) from Redis's and the connection's errors.
+func isScriptRefusal(err error) bool {
+	var reply redis.Error
+	return errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "LOCKWATCH ")
 }
 
 // The statuses of write.lua and admit.lua, the first element of a reply.
@@ -164,7 +181,7 @@ func parseReply(reply []any) (status int64, mark Token, err error) {
 func (s *RedisStore) Read(ctx context.Context, key string) (value []byte, highWater Token, err error) {
 	vals, err := s.client.HMGet(ctx, s.redisKey(key), "value", "fence").Result()
 	if err != nil {
-		return nil, 0, fmt.Errorf("fence: read %s: %w", s.resource, err)
+		return nil, 0, fmt.Errorf("read %s: %w", s.resource, err)
 	}
 	if v, ok := vals[0].(string); ok {
 		value = []byte(v)

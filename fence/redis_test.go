@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -326,19 +327,21 @@ func TestRedisErrors(t *testing.T) {
 	assert.ErrorIs(t, err, fence.ErrMalformed)
 
 	require.NoError(t, srv.Stop())
-	for _, op := range []func() error{
-		func() error { return s.Write(ctx, "k", 3, []byte("v")) },
-		func() error { return s.Admit(ctx, "k", 3) },
-		func() error { _, _, err := s.Read(ctx, "k"); return err },
+	for op, f := range map[string]func() error{
+		"write": func() error { return s.Write(ctx, "k", 3, []byte("v")) },
+		"admit": func() error { return s.Admit(ctx, "k", 3) },
+		"read":  func() error { _, _, err := s.Read(ctx, "k"); return err },
 	} {
-		err := op()
+		err := f()
 		require.Error(t, err)
 		assert.NotErrorIs(t, err, fence.ErrStale)
-		assert.Contains(t, err.Error(), "fence: ")
+		assert.True(t, strings.HasPrefix(err.Error(), op+" down: "), "Redis's error, not the fence's (\"fence:\"): %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	assert.ErrorIs(t, s.Write(cctx, "k", 4, nil), context.Canceled, "wrapped, so the cause is visible")
+	err = s.Write(cctx, "k", 4, nil)
+	assert.ErrorIs(t, err, context.Canceled, "wrapped, so the cause is visible")
+	assert.Equal(t, "write down: context canceled", err.Error())
 
 	assert.Equal(t, counts{accepted: 1}, h.counts(t, "down"), "only the first write was a check")
 	spans := h.checkSpans()

@@ -21,8 +21,9 @@ var ErrNotFound = errors.New("fence: no such row")
 // NewPostgresTable and NewMySQLTable return one, with the same results: nil
 // when written, a *StaleError (errors.Is ErrStale) when the token is at or
 // below the row's mark, ErrNotFound when Update finds no row, and any other
-// error the database's, wrapped. Code that writes through a Table works on
-// either database.
+// error the database's, wrapped as "update <table>: <the driver's error>"
+// (errors.As reaches the driver's type): only the fence's own errors start
+// with "fence:". Code that writes through a Table works on either database.
 type Table interface {
 	// Update sets the Columns of key's row to values and its mark to
 	// token, if token is greater than the row's mark, in one statement.
@@ -251,8 +252,11 @@ func (t *sqlTable) valid(op string, token Token, values []any) error {
 	return validToken(token)
 }
 
+// fail ends the check of a statement the database failed. The error is the
+// database's, or its driver's, wrapped with what was being done, without
+// the "fence:" of the fence's own errors: it says nothing of the token.
 func (t *sqlTable) fail(c check, op string, err error) error {
-	err = fmt.Errorf("fence: %s %s: %w", op, t.table, err)
+	err = fmt.Errorf("%s %s: %w", op, t.table, err)
 	c.failed(err)
 	return err
 }

@@ -295,7 +295,9 @@ func TestTableArgumentErrors(t *testing.T) {
 }
 
 // TestTableDatabaseError: a failing statement is the database's error,
-// wrapped, not a rejection, not counted.
+// wrapped with the operation and table but not as the fence's ("fence:"
+// marks the fence's own errors), not a rejection, not counted; and so is
+// a statement cancelled by its context.
 func TestTableDatabaseError(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b sqlBackend) {
 		ctx := testCtx(t)
@@ -303,15 +305,21 @@ func TestTableDatabaseError(t *testing.T) {
 		db := b.open(t)
 		tbl, err := b.newTable(fence.TableConfig{Table: "nowhere", KeyColumn: "id", FenceColumn: "fence", Telemetry: h.Tel})
 		require.NoError(t, err)
-		for _, err := range []error{tbl.Update(ctx, db, "a", 1), tbl.Upsert(ctx, db, "a", 1)} {
+		for op, err := range map[string]error{"update": tbl.Update(ctx, db, "a", 1), "upsert": tbl.Upsert(ctx, db, "a", 1)} {
 			require.Error(t, err)
 			assert.NotErrorIs(t, err, fence.ErrStale)
 			assert.NotErrorIs(t, err, fence.ErrNotFound)
 			assert.ErrorContains(t, err, b.missingTable)
+			assert.True(t, strings.HasPrefix(err.Error(), op+" nowhere: "), "the database's error, not the fence's: %v", err)
 		}
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		err = tbl.Update(cancelled, db, "a", 1)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, "update nowhere: context canceled", err.Error())
 		assert.Equal(t, counts{}, h.counts(t, "nowhere"))
 		spans := h.checkSpans()
-		require.Len(t, spans, 2)
+		require.Len(t, spans, 3)
 		for _, sp := range spans {
 			assert.Equal(t, codes.Error, sp.Status().Code)
 		}
