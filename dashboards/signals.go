@@ -124,7 +124,7 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 			query{orZero(rate(losses, v.by, ne(obs.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
 			anyEventWarn...),
 		statPanel(first+4, "Near-expiry commit ratio",
-			"Share of Commit calls that ran with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write. "+
+			"Share of Commit calls whose final write succeeded with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write. "+
 				recordedNote(alerts.RecordCommitRate, "LockwatchNearExpiryCommitsHigh"),
 			units.PercentUnit,
 			query{ratio(orZero(recorded(alerts.RecordCommitRate, v.by, eq(obs.AttrResult, string(obs.CommitNearExpiry))), commitRates), commitRates), v.legend()},
@@ -260,7 +260,7 @@ func commitRemainingSeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func commitOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Commit outcomes",
-		"Commit calls by outcome: committed, near_expiry (ran below the warning threshold), refused (lease lost or below the hard margin).",
+		"Commit calls by what became of the final write: committed, near_expiry (written below the warning threshold), refused (not run: lease lost or below the hard margin), stale (rejected by a fence: a late write stopped), failed (any other error: the write may or may not have taken effect).",
 		units.OpsPerSecond, false,
 		query{rate(commits, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }

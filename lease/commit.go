@@ -5,6 +5,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -12,15 +13,26 @@ import (
 // fencing token, but only if the lease is active and the validity left is
 // above the hard margin (WithCommitMargins). Otherwise it refuses: with the
 // loss (errors.Is ErrLost) after a loss, ErrReleased after Release, and
-// ErrExpiring below the hard margin. A commit that runs below the warning
-// threshold is reported as near_expiry.
+// ErrExpiring below the hard margin. It returns fn's error as it is.
 //
-// fn gets ctx unchanged: Commit does not cancel it when the lease is lost
-// meanwhile, because a half-done final write is worse than a finished one
-// that the resource's fence can reject. Pass the fence to the resource: it
-// is what makes a late write harmless, since a lease can be lost between
-// this check and the write (a pause, a stall) and no client-side check can
-// close that gap.
+// fn runs on ctx's values (its span, a fencing token, ...) without ctx's
+// cancellation or deadline, bounded by WithCommitTimeout (default 30s)
+// only. Any ctx will do, the lease's own Context or a request's that the
+// middleware made the lease's, and neither the lease's loss nor the
+// caller's cancellation cuts the write: a lease can be lost between
+// Commit's check and the write (a pause, a stall), and no client-side
+// check can close that gap. The resource's fence closes it, if the write
+// reaches it: a late write must arrive there to be rejected and counted
+// (lockwatch_fence_rejections_total, the stale-write page), whereas a
+// write cancelled on the client side is never seen by the fence, and one
+// cancelled after it was sent has an unknown outcome (cancellation is not
+// rollback). Pass the token to the resource. A caller that wants a shorter
+// bound for one write sets it inside fn.
+//
+// Each call is counted once in lockwatch_lease_commits_total, when fn has
+// returned: committed, near_expiry (written below the warning threshold),
+// refused (fn did not run), stale (fn's error is a fence rejection,
+// errors.Is fence.ErrStale) or failed (any other error, or a panic).
 func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
 	rem := l.Remaining()
 	ev := commitEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Remaining: rem, Result: obs.CommitCommitted}
@@ -32,9 +44,32 @@ func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token f
 	case rem < l.set.commitWarn:
 		ev.Result = obs.CommitNearExpiry
 	}
-	l.set.observeCommit(ctx, ev)
 	if ev.Err != nil {
+		l.set.observeCommit(ctx, ev)
 		return ev.Err
 	}
-	return fn(ctx, l.fence)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.commitTimeout)
+	defer cancel()
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: counted, and the panic goes on
+			ev.Result, ev.Err = obs.CommitFailed, errCommitPanicked
+			l.set.observeCommit(ctx, ev)
+		}
+	}()
+	err := fn(wctx, l.fence)
+	returned = true
+	switch {
+	case err == nil:
+	case errors.Is(err, fence.ErrStale):
+		ev.Result, ev.Err = obs.CommitStale, err
+	default:
+		ev.Result, ev.Err = obs.CommitFailed, err
+	}
+	l.set.observeCommit(ctx, ev)
+	return err
 }
+
+// errCommitPanicked is the error a commit whose fn panicked is reported
+// with.
+var errCommitPanicked = errors.New("lease: commit: fn panicked")

@@ -115,13 +115,14 @@ type lossEvent struct {
 	Err       error
 }
 
-// commitEvent reports one Commit call's decision (before fn runs).
+// commitEvent reports one Commit call: its decision, and when fn ran, what
+// became of the write (reported once fn has returned).
 type commitEvent struct {
 	Name, Key string
 	Fence     fence.Token
 	Result    obs.CommitResult
 	Remaining time.Duration // validity left when Commit decided
-	Err       error         // why it was refused
+	Err       error         // why it was refused, or fn's error
 }
 
 // releaseEvent reports the first Release of a lease: the end of its work.

@@ -31,6 +31,7 @@ type config struct {
 	safety         time.Duration
 	commitHard     time.Duration
 	commitWarn     time.Duration
+	commitTimeout  time.Duration
 	renewalTimeout time.Duration
 	acquireTimeout time.Duration
 	releaseTimeout time.Duration
@@ -51,6 +52,7 @@ const (
 	defaultBackoffMin     = 10 * time.Millisecond
 	defaultBackoffMax     = 500 * time.Millisecond
 	defaultFenceRetention = 7 * 24 * time.Hour
+	defaultCommitTimeout  = 30 * time.Second
 	// minTTL is the shortest TTL accepted: below it the clock-drift allowance
 	// and one loopback round trip eat the lease.
 	minTTL = 10 * time.Millisecond
@@ -70,6 +72,7 @@ func defaultConfig() config {
 		backoffMin:     defaultBackoffMin,
 		backoffMax:     defaultBackoffMax,
 		fenceRetention: defaultFenceRetention,
+		commitTimeout:  defaultCommitTimeout,
 	}
 }
 
@@ -130,6 +133,20 @@ func WithSafetyMargin(d time.Duration) Option {
 // never drops below about half its TTL).
 func WithCommitMargins(hard, warn time.Duration) Option {
 	return optionFunc(func(c *config) { c.commitHard, c.commitWarn, c.hardSet = hard, warn, true })
+}
+
+// WithCommitTimeout bounds the final write: the context Commit gives fn
+// ends d after Commit decided to run fn, and nothing else ends it, neither
+// the lease's loss nor the caller's context. Default 30s, whatever the
+// TTL. The bound is for a store that stops answering, not for the lease: a
+// write that outlives its lease is what the fence is for, and it must
+// reach the fence to be rejected there and counted. A holder paused for
+// longer than d resumes with its write's context ended, so d is best well
+// above the pauses the fence is meant to catch (a GC, a stalled VM), which
+// is why it does not scale down with a short TTL. Must be positive; above
+// 100 years it counts as forever.
+func WithCommitTimeout(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.commitTimeout = d })
 }
 
 // WithRenewalTimeout bounds one renewal round trip; a renewal that does not

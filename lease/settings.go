@@ -55,7 +55,7 @@ func (c config) settings() (*settings, error) {
 	if c.releaseTimeout == 0 {
 		s.releaseTimeout = s.ttl / 5
 	}
-	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention} {
+	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention, &s.commitTimeout} {
 		*d = min(*d, forever)
 	}
 	s.fenceRetention = s.fenceRetention.Truncate(time.Millisecond)
@@ -76,6 +76,8 @@ func (c config) settings() (*settings, error) {
 		return nil, invalidf("acquire timeout %v must be positive", s.acquireTimeout)
 	case s.releaseTimeout <= 0:
 		return nil, invalidf("release timeout %v must be positive", s.releaseTimeout)
+	case s.commitTimeout <= 0:
+		return nil, invalidf("commit timeout %v must be positive", s.commitTimeout)
 	case s.renewalTimeout > s.ttl-s.drift-s.safety-s.renewEvery:
 		return nil, invalidf("TTL %v too short for renewal every %v, renewal timeout %v, drift %v and safety margin %v: a renewal sent on time could not be confirmed before the cancel point",
 			s.ttl, s.renewEvery, s.renewalTimeout, s.drift, s.safety)

@@ -34,8 +34,9 @@
 //     renewal pipelines' round trips.
 //   - lockwatch_lease_losses_total{lock_name, reason}: leases lost, by
 //     lease.LossReason.
-//   - lockwatch_lease_commits_total{lock_name, result}: committed,
-//     near_expiry, refused.
+//   - lockwatch_lease_commits_total{lock_name, result}: what became of
+//     each final write (Lease.Commit): committed, near_expiry, refused,
+//     stale, failed.
 //   - lockwatch_lease_commit_remaining_seconds{lock_name}: histogram of the
 //     validity left when Commit decided.
 //   - lockwatch_lease_cancellation_latency_seconds{lock_name}: histogram of

@@ -106,7 +106,8 @@ func (t *Recorder) Lost(ctx context.Context, lock, reason string, fence int64, e
 		slog.String(AttrReason, reason), slog.Int64(AttrFence, fence))...)
 }
 
-// Committed records a Commit decision and the validity left at it.
+// Committed records what became of a Commit call (its decision, and the
+// write's result when fn ran) and the validity left at its decision.
 func (t *Recorder) Committed(ctx context.Context, lock, outcome string, remaining time.Duration, fence int64) {
 	t.commits.Add(ctx, 1, t.lock(lock, AttrResult, outcome).add...)
 	t.commitRemaining.Record(ctx, remaining.Seconds(), t.lock(lock, "", "").record...)

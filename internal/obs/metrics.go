@@ -57,7 +57,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, roundTripBuckets},
 	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, renewal_unknown, deadline, max_hold, closed.",
 		[]string{LabelLockName, AttrReason}, nil},
-	{LeaseCommits, PromLeaseCommits, Counter, "{commit}", "Commit calls by result: committed, near_expiry (below the warning threshold), refused.",
+	{LeaseCommits, PromLeaseCommits, Counter, "{commit}", "Commit calls by what became of the final write: committed, near_expiry (written below the warning threshold), refused (not run), stale (rejected by a fence), failed (any other error).",
 		[]string{LabelLockName, AttrResult}, nil},
 	{LeaseCommitRemaining, PromLeaseCommitRemaining, Histogram, "s", "Validity left when Commit decided.",
 		[]string{LabelLockName}, remainingBuckets},

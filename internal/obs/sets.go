@@ -65,11 +65,23 @@ const (
 // CommitResult is the result attribute of lockwatch.lease.commits.
 type CommitResult string
 
-// Commit results.
+// Commit results: what became of the final write. Exactly one per Commit
+// call, once fn has returned (or at once when fn does not run).
 const (
-	CommitCommitted  CommitResult = "committed"
-	CommitNearExpiry CommitResult = "near_expiry" // ran, but below the warning threshold
-	CommitRefused    CommitResult = "refused"
+	// CommitCommitted: fn ran and returned nil.
+	CommitCommitted CommitResult = "committed"
+	// CommitNearExpiry: fn ran below the warning threshold and returned
+	// nil.
+	CommitNearExpiry CommitResult = "near_expiry"
+	// CommitRefused: fn did not run (the lease was lost or released, or
+	// below the hard margin).
+	CommitRefused CommitResult = "refused"
+	// CommitStale: fn ran and its write was rejected by a fence
+	// (errors.Is fence.ErrStale): a stale write stopped.
+	CommitStale CommitResult = "stale"
+	// CommitFailed: fn ran and returned any other error, or panicked: the
+	// write may or may not have taken effect.
+	CommitFailed CommitResult = "failed"
 )
 
 // ReleaseResult is the result attribute of lockwatch.lease.releases.
@@ -122,7 +134,7 @@ var (
 	ResolutionResults = []ResolutionResult{ResolutionReleased, ResolutionAbsent, ResolutionUnresolved}
 	RenewalResults    = []RenewalResult{RenewalRenewed, RenewalRejected, RenewalUnknown}
 	LossReasons       = []LossReason{LossRenewalRejected, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
-	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused}
+	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused, CommitStale, CommitFailed}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
 	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}
 	FenceResults      = []FenceResult{FenceAccepted, FenceRejected}

@@ -1,0 +1,198 @@
+package lease
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+)
+
+// fencedStore is a real fenced store for the commit tests: a write of key
+// with a token, and the value and mark stored.
+type fencedStore struct {
+	name  string
+	write func(ctx context.Context, key string, token fence.Token, value string) error
+	read  func(ctx context.Context, key string) (string, fence.Token)
+}
+
+// fencedStores returns a fence.RedisStore and a PostgreSQL fence.Table,
+// each recording its checks under resource "orders" in h.
+func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.Harness) []fencedStore {
+	ctx := testCtx(t)
+	rs := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel))
+	db := pgtest.Open(t)
+	_, err := db.ExecContext(ctx, `CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL, last_fence bigint NOT NULL DEFAULT 0)`)
+	require.NoError(t, err)
+	orders, err := fence.NewPostgresTable(fence.TableConfig{Table: "orders", KeyColumn: "id", FenceColumn: "last_fence",
+		Columns: []string{"state"}, Telemetry: h.Tel})
+	require.NoError(t, err)
+	return []fencedStore{
+		{"redis",
+			func(ctx context.Context, key string, token fence.Token, value string) error {
+				return rs.Write(ctx, key, token, []byte(value))
+			},
+			func(ctx context.Context, key string) (string, fence.Token) {
+				v, mark, err := rs.Read(ctx, key)
+				require.NoError(t, err)
+				return string(v), mark
+			}},
+		{"postgres",
+			func(ctx context.Context, key string, token fence.Token, value string) error {
+				return orders.Upsert(ctx, db, key, token, value)
+			},
+			func(ctx context.Context, key string) (string, fence.Token) {
+				var v string
+				var mark int64
+				err := db.QueryRowContext(ctx, `SELECT state, last_fence FROM orders WHERE id = $1`, key).Scan(&v, &mark)
+				if err == sql.ErrNoRows {
+					return "", 0
+				}
+				require.NoError(t, err)
+				return v, fence.Token(mark)
+			}},
+	}
+}
+
+// TestCommitLateWriteReachesTheFence is the documented way to write (the
+// lease's own context passed to Commit, as a middleware handler's request
+// context is) for a holder whose lease is lost after Commit's check, while
+// fn runs, and whose key a newer holder took and wrote meanwhile: the late
+// write must reach the store and be rejected by its fence, counted as a
+// fence rejection (what pages), not be cancelled on the client side where
+// the fence never sees it.
+func TestCommitLateWriteReachesTheFence(t *testing.T) {
+	redistest.Require(t)
+	srv := redistest.Start(t)
+	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	h := telemetrytest.New(t)
+	for _, store := range fencedStores(t, client, h) {
+		t.Run(store.name, func(t *testing.T) {
+			ctx := testCtx(t)
+			lk := newLocker(t, client, WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
+			other := NewLocker(client, WithNamespace(lk.set.namespace), WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
+			t.Cleanup(func() { _ = other.Close() })
+			key := "order-" + store.name
+			before := h.Sum(t, obs.FenceRejections, map[string]string{obs.AttrResource: "orders"})
+
+			l, err := lk.Acquire(ctx, key)
+			require.NoError(t, err)
+			defer l.Release(ctx)
+			err = l.Commit(l.Context(), func(wctx context.Context, token fence.Token) error {
+				// A pause at the worst moment: after Commit's check, Redis
+				// loses the key, the lease is lost, and a newer holder
+				// takes the key and writes first.
+				lockKey, _ := redisKeys(lk.set.namespace, key)
+				require.NoError(t, client.Del(ctx, lockKey).Err())
+				require.Error(t, waitDone(t, l, 10*time.Second), "the lease is lost")
+				next, err := other.Acquire(ctx, key)
+				require.NoError(t, err)
+				defer next.Release(ctx)
+				require.Greater(t, next.Fence(), token)
+				require.NoError(t, next.Commit(next.Context(), func(ctx context.Context, newer fence.Token) error {
+					return store.write(ctx, key, newer, "paid by the newer holder")
+				}))
+				return store.write(wctx, key, token, "paid late")
+			})
+			require.ErrorIs(t, err, fence.ErrStale, "the late write reached the store and its fence rejected it: %v", err)
+			assert.Equal(t, before+1, h.Sum(t, obs.FenceRejections, map[string]string{obs.AttrResource: "orders"}),
+				"the rejection is counted: the stale-write page can fire")
+			v, _ := store.read(ctx, key)
+			assert.Equal(t, "paid by the newer holder", v)
+		})
+	}
+}
+
+// TestCommitResults: lockwatch_lease_commits_total says what became of each
+// final write, once, after fn returned: a write that failed or that a
+// fence rejected is not counted as committed.
+func TestCommitResults(t *testing.T) {
+	redistest.Require(t)
+	ctx := testCtx(t)
+	h := telemetrytest.New(t)
+	srv := redistest.Start(t)
+	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
+	store := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel))
+	ttl := time.Second
+	lk := newLocker(t, client, WithTelemetry(h.Tel), WithName("orders"), WithTTL(ttl))
+	acquire := func(key string, opts ...Option) *Lease {
+		l, err := lk.Acquire(ctx, key, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Release(ctx) })
+		return l
+	}
+	write := func(key string) func(context.Context, fence.Token) error {
+		return func(ctx context.Context, token fence.Token) error { return store.Write(ctx, key, token, []byte("v")) }
+	}
+
+	ok := acquire("ok")
+	require.NoError(t, ok.Commit(ctx, write("ok")))
+	require.NoError(t, acquire("near", WithCommitMargins(0, ttl)).Commit(ctx, write("near")))
+	require.ErrorIs(t, acquire("refused", WithCommitMargins(ttl, ttl)).Commit(ctx, write("refused")), ErrExpiring)
+	require.ErrorIs(t, ok.Commit(ctx, write("ok")), fence.ErrStale, "the same token again: the fence refuses it")
+	failure := errors.New("insert failed")
+	require.ErrorIs(t, acquire("failed").Commit(ctx, func(context.Context, fence.Token) error { return failure }), failure)
+	assert.PanicsWithValue(t, "boom", func() {
+		_ = acquire("panics").Commit(ctx, func(context.Context, fence.Token) error { panic("boom") })
+	})
+	nearStale := acquire("near-stale", WithCommitMargins(0, ttl))
+	require.NoError(t, store.Write(ctx, "near-stale", nearStale.Fence()+1, []byte("newer")))
+	require.ErrorIs(t, nearStale.Commit(ctx, write("near-stale")), fence.ErrStale, "a rejection below the warning threshold is stale")
+
+	for result, want := range map[obs.CommitResult]int64{obs.CommitCommitted: 1, obs.CommitNearExpiry: 1, obs.CommitRefused: 1,
+		obs.CommitStale: 2, obs.CommitFailed: 2} {
+		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("orders", obs.AttrResult, string(result))), result)
+	}
+	n, _ := h.Hist(t, obs.LeaseCommitRemaining, lockAttrs("orders"))
+	assert.EqualValues(t, 7, n, "the validity left is recorded for every call")
+}
+
+// TestCommitContext: fn's context keeps the caller's values and drops its
+// cancellation and deadline, whichever context the caller passes; it ends
+// at the commit timeout only.
+func TestCommitContext(t *testing.T) {
+	redistest.Require(t)
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv.Client(t), WithTTL(time.Second))
+	l, err := lk.Acquire(ctx, "ctx")
+	require.NoError(t, err)
+	defer l.Release(ctx)
+
+	type key struct{}
+	caller, cancel := context.WithTimeout(context.WithValue(ctx, key{}, "request"), time.Hour)
+	cancel() // a client that went away before the write
+	require.NoError(t, l.Commit(caller, func(wctx context.Context, _ fence.Token) error {
+		assert.NoError(t, wctx.Err(), "the caller's cancellation does not reach the write")
+		assert.Equal(t, "request", wctx.Value(key{}), "its values do")
+		deadline, ok := wctx.Deadline()
+		require.True(t, ok, "bounded")
+		assert.WithinDuration(t, time.Now().Add(defaultCommitTimeout), deadline, 5*time.Second, "by the default commit timeout, not the caller's deadline")
+		return nil
+	}))
+
+	short, err := lk.Acquire(ctx, "short", WithCommitTimeout(50*time.Millisecond))
+	require.NoError(t, err)
+	defer short.Release(ctx)
+	err = short.Commit(short.Context(), func(wctx context.Context, _ fence.Token) error {
+		<-wctx.Done()
+		return wctx.Err()
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a write that does not finish ends at the commit timeout")
+
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err := lk.Acquire(ctx, "bad", WithCommitTimeout(d))
+		require.ErrorIs(t, err, errInvalidOption, "commit timeout %v", d)
+		assert.ErrorContains(t, err, "commit timeout")
+	}
+}
