@@ -214,7 +214,7 @@ func renewalLatencySeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func lossesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Leases lost by reason",
-		"renewal_rejected, renewal_unknown, deadline (no confirmed renewal before the cancel point), max_hold, and closed (the Locker was closed while holding: a graceful shutdown, not a failure).",
+		"renewal_rejected, force_released (an administrator took the key), renewal_unknown, deadline (no confirmed renewal before the cancel point), max_hold, and closed (the Locker was closed while holding: a graceful shutdown, not a failure).",
 		units.OpsPerSecond, false,
 		query{rate(losses, v.with(obs.AttrReason)), v.legend(label(obs.AttrReason))})
 }
@@ -274,7 +274,7 @@ func releasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func forceReleasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Keys released by force",
-		"Keys an administrator took back from their holder (lockwatch release --force, Locker.ForceRelease), by result: released (the holder loses its lease at its next renewal, reason renewal_rejected), not_held (the key was free, or held by another holder than the one named: nothing changed) or unknown. The lock name is the one of the Locker that forced the release. Any at all means someone judged a holder stuck: check the holder's renewal failures and losses.",
+		"Keys an administrator took back from their holder (lockwatch release --force, Locker.ForceRelease), by result: released (the holder loses its lease at its next renewal, reason force_released), not_held (the key was free, or held by another holder than the one named: nothing changed) or unknown. The lock name is the one of the Locker that forced the release. Any at all means someone judged a holder stuck: check the holder's renewal failures and losses.",
 		units.OpsPerSecond, false,
 		query{rate(forceReleases, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }

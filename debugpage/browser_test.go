@@ -33,7 +33,7 @@ func TestInBrowser(t *testing.T) {
 	}
 	gone := f.acquire(t, "payouts", "payout:7")
 	f.forceRelease(t, "payout:7")
-	require.Equal(t, lease.LossRenewalRejected, lostWith(t, gone, 5*time.Second))
+	require.Equal(t, lease.LossForceReleased, lostWith(t, gone, 5*time.Second))
 
 	dom := browsertest.DumpDOM(t, f.url(""))
 	snap := f.locker.Snapshot()
@@ -58,7 +58,7 @@ func TestInBrowser(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, []string{"payouts"}, losses.col(t, "lock name"))
 	assert.Equal(t, []string{gone.Fence().String()}, losses.col(t, "fence"))
-	assert.Equal(t, []string{"renewal_rejected"}, losses.col(t, "reason"))
+	assert.Equal(t, []string{"force_released"}, losses.col(t, "reason"))
 	assert.True(t, strings.HasPrefix(dom, "<!DOCTYPE html>") || strings.HasPrefix(dom, "<html"), "a rendered document")
 
 	const width, height = 1200, 800

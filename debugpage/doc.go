@@ -55,7 +55,7 @@
 //	  }],
 //	  "losses": [{                                 // the last losses, newest first (at most 32)
 //	    "name": "…", "key_hash": "…", "key": "…", "fence": 17,
-//	    "reason": "renewal_rejected",              // lease.LossReason
+//	    "reason": "force_released",                // lease.LossReason
 //	    "lost_at": "2026-12-01T09:59:58.5Z",       // when its context was cancelled
 //	    "held_ms": 5012.75,                        // how long it had been held
 //	    "renewals": 14, "last_renewal_ms": 1.5

@@ -12,6 +12,8 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,8 +119,12 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 		if set.wait > 0 {
 			waitArg = max(1, (waitUntil - clock.Now()).Milliseconds())
 		}
-		acq := acquireScript.Call(3, lockKey, fenceKey, mark, rand.Text(), set.ttlArg, set.retentionArg, waitArg)
+		ghosts := lk.ghosts.of(lockKey)
+		acq := acquireCall(lockKey, fenceKey, mark, rand.Text(), set, waitArg, ghosts)
 		r := lk.attempt(actx, set, lockKey, acq)
+		if r.definite() {
+			lk.ghosts.barred(lockKey, ghosts)
+		}
 		switch {
 		case r.notSent && r.callerEnded && contended != nil:
 			// The caller's end came while the next attempt queued: as
@@ -186,6 +192,25 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 // noWait is the wait argument of an Acquire that does not wait, boxed once.
 var noWait any = int64(0)
 
+// acquireCall is one attempt's acquire script call (acquire.lua): its
+// KEYS, and the ARGV that renew.lua and release.lua share with it (owner
+// token, TTL, retention), then the wait and the Locker's ghosts of the key.
+func acquireCall(lockKey, fenceKey, mark, owner string, set *settings, wait any, ghosts []string) script.Call {
+	if len(ghosts) == 0 {
+		return acquireScript.Call(3, lockKey, fenceKey, mark, owner, set.ttlArg, set.retentionArg, wait)
+	}
+	args := make([]any, 0, 7+len(ghosts))
+	args = append(args, lockKey, fenceKey, mark, owner, set.ttlArg, set.retentionArg, wait)
+	for _, g := range ghosts {
+		args = append(args, g)
+	}
+	return acquireScript.Call(3, args...)
+}
+
+// ownerArg is the position of the owner token in an acquire, renewal or
+// release call's argument list (EVALSHA sha 3 lock fence mark owner ...).
+const ownerArg = 6
+
 // attemptResult is one acquire round trip: acquired with a fence, contended
 // with the holder's TTL, or an error. notSent marks an error before anything
 // reached Redis (the caller's context ended while the call queued).
@@ -241,6 +266,13 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 	return r
 }
 
+// definite tells whether Redis has answered the attempt with its script's
+// own reply (acquired, contended, or barred): its writes, the bars of the
+// ghosts it carried among them, are in Redis.
+func (r attemptResult) definite() bool {
+	return r.err == nil && !r.notSent && r.refused == nil
+}
+
 // callDeadline is the instant a call's reply stops being useful: timeout
 // from now, or the caller's deadline if sooner (callerBound).
 func callDeadline(ctx context.Context, timeout time.Duration) (deadline time.Duration, callerBound bool) {
@@ -281,16 +313,17 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 }
 
 // newLease makes the lease an acquire took. Its renewal and release calls
-// are the acquire's own argument list (the three scripts take the same KEYS
-// and ARGV) with their scripts' SHAs: the acquire's command is done with it.
+// take the acquire's KEYS and its first three ARGV (owner token, TTL,
+// retention); the renewal adds the lease's fence (renew.lua).
 func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq script.Call, token fence.Token, sentAt time.Duration) *Lease {
+	args := acq.Args()[3 : ownerArg+3]
 	l := &Lease{
 		locker:      lk,
 		set:         set,
 		key:         key,
 		lockKey:     lockKey,
-		renew:       acq.With(renewScript),
-		release:     acq.With(releaseScript),
+		renew:       renewScript.Call(3, append(slices.Clip(args), strconv.FormatInt(int64(token), 10))...),
+		release:     releaseScript.Call(3, args...),
 		fence:       token,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
@@ -329,6 +362,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		switch {
 		case err != nil:
 			ev.Result, ev.Err = obs.ResolutionUnresolved, err
+			lk.ghosts.add(lockKey, resolve.Args()[ownerArg].(string))
 		case n == 1:
 			ev.Result = obs.ResolutionReleased
 		}

@@ -79,25 +79,33 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 // ForceRelease takes key back from holder, the hash Inspect gave for the
 // lease to end (KeyInfo.Holder): an administrator's last resort for a key
 // whose holder is stuck (lockwatch release --force). Naming the holder
-// makes it safe to repeat: a go-redis retry of the call, or a call that
-// comes after the stuck holder released and another took over, finds a
-// holder it was not asked to end and changes nothing.
+// makes it safe to repeat: a call that comes after the stuck holder
+// released and another took over finds a holder it was not asked to end
+// and changes nothing, and a go-redis re-send of the call answers what its
+// first copy did.
 //
-// The holder's owner token is barred as the clean-up of an unknown acquire
-// bars its own, so the holder's next renewal is rejected (it loses the
-// lease, reason renewal_rejected, and its work is cancelled), no late copy
-// of its acquire can take the key again, and the next acquirer gets a
-// larger fence; a waiter is woken as by a release. Until that renewal, up
-// to TTL/3 plus the renewal timeout later, the holder may still be
-// working while the next one works: only the fence at the resource stops
-// its writes. A lease whose max hold comes before its next renewal (state
-// "final" in a Snapshot) is not renewed again and runs on to its max hold.
+// The holder's owner token is barred with a mark of its own (force.lua),
+// so the holder's next renewal is rejected and says why (it loses the
+// lease, reason force_released, and its work is cancelled), no late copy of
+// its acquire can take the key again, and the next acquirer gets a larger
+// fence; a waiter is woken as by a release. The end is final: renewals
+// check the lease's fence as well as its token, so even a late copy of the
+// holder's acquire that takes the key after 16 newer ends pushed the bar
+// out of the key's record cannot give the holder its lease back (its
+// renewal is rejected then, reason renewal_rejected, and its release
+// frees the key). Until that renewal, up to TTL/3 plus the renewal timeout
+// later, the holder may still be working while the next one works: only
+// the fence at the resource stops its writes. A lease whose max hold comes
+// before its next renewal (state "final" in a Snapshot) is not renewed
+// again and runs on to its max hold.
 //
-// It returns nil when it took the key from holder, and ErrNotHeld when the
-// key was free or held by another holder. The KeyInfo gives Held and
-// Holder as they were just before (holder itself when released, else the
-// key's current holder, if any) and the key's Fence; TTL and Barred are
-// not read. Any other error means the outcome
+// It returns nil when holder's lease was taken by force, by this call (or
+// by an earlier force of the same holder, while its mark is among the 16
+// newest ends of the key), and ErrNotHeld when the key was free or held by
+// another holder. The KeyInfo gives Held and Holder as they were just
+// before (holder itself when released, else the key's current holder, if
+// any) and the key's Fence; TTL and Barred are not read. Any other error
+// means the outcome
 // is unknown, the key may or may not be free: a transport error, or, with
 // WithReplicationAck, too few replicas acknowledged it, so a failover now
 // could bring the holder's key back. Each call is counted in

@@ -18,6 +18,12 @@ const (
 	// LossRenewalRejected: a renewal found the key gone or owned by another
 	// token (deleted or overwritten outside lockwatch, or expired and taken).
 	LossRenewalRejected = obs.LossRenewalRejected
+	// LossForceReleased: a renewal found that an administrator took the
+	// key from this lease (Locker.ForceRelease, lockwatch release
+	// --force). Told apart from renewal_rejected while the force's mark is
+	// among the 16 newest ends on the key's record; after that the same
+	// loss reads renewal_rejected.
+	LossForceReleased = obs.LossForceReleased
 	// LossRenewalUnknown: a renewal timed out or failed in transport. The
 	// lease cannot be proven held, and lockwatch never renews it again.
 	LossRenewalUnknown = obs.LossRenewalUnknown

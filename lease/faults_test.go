@@ -131,8 +131,9 @@ func TestUnknownAcquire(t *testing.T) {
 // reaches Redis, the client times out. go-redis discards the timed-out
 // connection, so the clean-up dials a new one, whose handshake reply is
 // dropped too: the release never reaches Redis and the resolution is
-// unresolved. The key stays held until its TTL runs out; the next acquirer
-// sees contention, never a second lock.
+// unresolved. The key stays held until its TTL runs out; another process's
+// acquirer sees contention, never a second lock, and the Locker that made
+// the lost acquire takes the key over from its own ended attempt.
 func TestUnknownAcquireThroughProxy(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
@@ -158,10 +159,11 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	assert.LessOrEqual(t, pttl, ttl, "and it expires by its TTL")
 
 	proxy.Set(faultproxy.Pass)
-	_, err = lk.Acquire(ctx, "k")
+	other := newLocker(t, direct, WithNamespace(lk.set.namespace))
+	_, err = other.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired, "the orphaned key blocks, it is never taken twice")
-	l, err := lk.Acquire(ctx, "k", WithWait(3*ttl))
-	require.NoError(t, err, "the key frees itself after one TTL")
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err, "the Locker takes the key over from its own lost acquire")
 	require.NoError(t, l.Release(ctx))
 }
 

@@ -236,13 +236,13 @@ func ownerOf(l *Lease) string    { return l.owner() }
 func fenceKeyOf(l *Lease) string { return l.renew.Args()[4].(string) }
 
 // recordFence reads the fence of a key's fence record
-// ("<fence>/<ended>...~<contended>...", scripts/record.lua).
+// ("<fence>/<ended>+<ended>...~<contended>...", scripts/record.lua).
 func recordFence(ctx context.Context, c redis.UniversalClient, fenceKey string) (int64, error) {
 	rec, err := c.Get(ctx, fenceKey).Result()
 	if err != nil {
 		return 0, err
 	}
-	if i := strings.IndexAny(rec, "/~"); i >= 0 {
+	if i := strings.IndexAny(rec, "/+!~"); i >= 0 {
 		rec = rec[:i]
 	}
 	return strconv.ParseInt(rec, 10, 64)

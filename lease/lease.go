@@ -98,7 +98,7 @@ func (l *Lease) Err() error {
 
 // owner is the lease's owner token: ARGV[1] of its scripts, after the
 // command, the SHA, the key count and the three keys.
-func (l *Lease) owner() string { return l.renew.Args()[6].(string) }
+func (l *Lease) owner() string { return l.renew.Args()[ownerArg].(string) }
 
 // deadlineReason says why a lease reached its cancel point at t: its max
 // hold, or a renewal that was not confirmed in time.

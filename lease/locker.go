@@ -28,6 +28,7 @@ type shared struct {
 	sched   *scheduler
 	lanes   *groupcommit.Lanes // group commits of acquires and releases
 	pending pendingReleases
+	ghosts  ghosts   // own attempts whose end Redis may not have recorded
 	wake    *wakeups // tells waiters of releases
 	losses  lossLog  // the last losses, for Snapshot
 

@@ -26,7 +26,11 @@ import (
 //
 // It returns nil when the key was deleted, ErrNotHeld when the key had
 // already expired or changed hands, and the Redis error when the outcome is
-// unknown (the key then expires by its TTL). Only the first call of Release
+// unknown (the key then expires by its TTL, unless the Locker's next
+// Acquire of it takes it over first: the Locker remembers the token, and is
+// never refused by one of its own ended leases). A go-redis re-send of the
+// release after a lost reply answers what its first copy did (release.lua),
+// while that release's mark is among the 16 newest ends of the key. Only the first call of Release
 // or ReleaseAsync does anything; later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.releasing.CompareAndSwap(false, true) {
@@ -86,6 +90,7 @@ func (l *Lease) deleteKey(ctx context.Context, ev releaseEvent) error {
 	switch {
 	case err != nil:
 		ev.Result, ev.Err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
+		l.locker.ghosts.add(l.lockKey, l.owner())
 	case n == 1:
 		ev.Result = obs.ReleaseReleased
 	default:

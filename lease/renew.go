@@ -29,6 +29,7 @@ func (lk *Locker) renew(batch []*Lease) {
 
 	results := make([]obs.RenewalResult, len(batch))
 	errs := make([]error, len(batch))
+	var forced []bool // renew.lua's -1: rejected, because an administrator took the key
 	for i, cmd := range cmds {
 		n, err := cmd.Int64()
 		switch {
@@ -38,10 +39,16 @@ func (lk *Locker) renew(batch []*Lease) {
 			results[i] = obs.RenewalRenewed
 		default:
 			results[i] = obs.RenewalRejected
+			if n == -1 {
+				if forced == nil {
+					forced = make([]bool, len(batch))
+				}
+				forced[i] = true
+			}
 		}
 	}
-	lost := lk.sched.renewed(batch, sentAt, results, errs) // cancels the lost at once
-	for i, l := range batch {                              // the renewal first: it is the loss's cause
+	lost := lk.sched.renewed(batch, sentAt, results, errs, forced) // cancels the lost at once
+	for i, l := range batch {                                      // the renewal first: it is the loss's cause
 		if results[i] != "" {
 			l.set.observeRenewal(l.ctx, renewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})

@@ -245,12 +245,13 @@ func chunks(batch []*Lease) [][]*Lease {
 
 // renewed applies one batch's replies: a confirmed renewal moves the cancel
 // point to sentAt + TTL − drift − safety and queues the next renewal; a
-// rejected or failed one loses the lease. Replies for leases that were lost
+// rejected (forced[i]: by an administrator; forced may be nil) or failed
+// one loses the lease. Replies for leases that were lost
 // or released meanwhile change nothing, and their result is cleared so that
 // nobody reports them. A lease whose cancel point passed before its reply
 // was applied is lost however the reply reads: Err may have reported the
 // loss already, and LOST is final.
-func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.RenewalResult, errs []error) (lost []*Lease) {
+func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.RenewalResult, errs []error, forced []bool) (lost []*Lease) {
 	s.mu.Lock()
 	t := clock.Now()
 	for i, l := range batch {
@@ -278,7 +279,11 @@ func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.
 			l.lastRenewal = t - sentAt
 			s.queueRenewalLocked(l)
 		case obs.RenewalRejected:
-			s.loseLocked(l, &LostError{Reason: LossRenewalRejected}, t)
+			reason := LossRenewalRejected
+			if forced != nil && forced[i] {
+				reason = LossForceReleased
+			}
+			s.loseLocked(l, &LostError{Reason: reason}, t)
 			lost = append(lost, l)
 		default:
 			s.loseLocked(l, &LostError{Reason: LossRenewalUnknown, Err: errs[i]}, t)

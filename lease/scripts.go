@@ -24,7 +24,7 @@ var (
 	forceSrc string
 
 	acquireScript = script.New(recordSrc + acquireSrc)
-	renewScript   = script.New(renewSrc)
+	renewScript   = script.New(recordSrc + renewSrc)
 	releaseScript = script.New(recordSrc + releaseSrc)
 	inspectScript = script.New(recordSrc + inspectSrc)
 	forceScript   = script.New(recordSrc + forceSrc)

@@ -138,7 +138,7 @@ func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
 	sentAt := clock.Now() // a renewal leaves...
 	suspend.Emulate(lk.set.cancelAfter() - 50*time.Millisecond)
 	require.ErrorIs(t, l.Err(), ErrLost, "past the cancel point") // ...and its reply comes after it
-	lk.sched.renewed([]*Lease{l}, sentAt, []obs.RenewalResult{obs.RenewalRenewed}, []error{nil})
+	lk.sched.renewed([]*Lease{l}, sentAt, []obs.RenewalResult{obs.RenewalRenewed}, []error{nil}, nil)
 
 	assert.ErrorIs(t, l.Err(), ErrLost, "a late renewal revived a lost lease")
 	assert.Zero(t, l.Remaining())

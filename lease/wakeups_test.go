@@ -204,7 +204,7 @@ func TestARefusedPublishChangesNothingButTheWait(t *testing.T) {
 	require.NoError(t, holder.Release(ctx), "the refused PUBLISH comes after the delete and the bar")
 	require.NoError(t, <-got)
 	_, fenceKey := redisKeys(lk.set.namespace, "k")
-	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "/", "the released tokens are barred")
+	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "+", "the released tokens are barred, marked deleted by their release")
 }
 
 // TestAnUnusedWakeIsPassedOn: a waiter that leaves with a wake it did not

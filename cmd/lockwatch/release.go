@@ -21,7 +21,7 @@ A lease is released by its holder: lockwatch run releases its key when its
 program exits. release --force is the administrator's last resort for a key
 whose holder is stuck: it deletes the lock and bars the holder's owner
 token, so the holder's next renewal is rejected (it loses the lease, reason
-renewal_rejected; under lockwatch run its program is terminated), no late
+force_released; under lockwatch run its program is terminated), no late
 copy of its acquire can take the key again, and the next acquirer gets a
 larger fencing token. Until that renewal (up to a third of its TTL plus the
 renewal timeout) the old holder may still be working: only the fence at the

@@ -22,7 +22,7 @@ type stuckJob struct {
 // arms it); the operator notices, and takes the key back with
 // Locker.ForceRelease, as lockwatch release --force does
 // (lockwatch_lease_force_releases_total). The holder's next renewal is
-// rejected: it loses its lease (renewal_rejected). The other replica, which
+// rejected: it loses its lease (force_released). The other replica, which
 // was waiting for the key, is woken and takes it with a newer fence, and
 // writes. When the stuck compaction goes on, its write carries the old
 // fence, and the ledger rejects it: a force release is safe only because

@@ -67,7 +67,7 @@
 //	             an operator takes its key back (Locker.ForceRelease, as
 //	             lockwatch release --force does:
 //	             lockwatch_lease_force_releases_total). The holder loses its
-//	             lease at its next renewal (renewal_rejected); the other
+//	             lease at its next renewal (force_released); the other
 //	             replica, waiting for the key, takes it with a newer fence
 //	             and writes; the hung write then goes on with the old fence
 //	             and the ledger rejects it (409).

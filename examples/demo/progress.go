@@ -203,7 +203,7 @@ func (p *progress) summary(d *demo, elapsed time.Duration, metricsURL string) {
 	row("lease acquires", m.sum(promAcquires), m.detail(promAcquires, "result", "acquired", "contended", "unknown", "error"))
 	row("unknown, cleaned up", m.sum(promResolutions), m.detail(promResolutions, "result", "released", "absent", "unresolved"))
 	row("renewals", m.sum(promRenewals), m.detail(promRenewals, "result", "renewed", "rejected", "unknown"))
-	row("leases lost", m.sum(promLosses), m.detail(promLosses, "reason", "renewal_unknown", "renewal_rejected", "deadline", "max_hold", "closed"))
+	row("leases lost", m.sum(promLosses), m.detail(promLosses, "reason", "renewal_unknown", "renewal_rejected", "force_released", "deadline", "max_hold", "closed"))
 	row("cancellation latency", float64(cancel.count), cancel.describe())
 	row("late completions", m.sum(promLateCompletions), "success answered after the lease was lost")
 	row("commits", m.sum(promCommits), m.detail(promCommits, "result", "committed", "near_expiry", "refused"))

@@ -55,7 +55,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName, AttrResult}, nil},
 	{LeaseRenewalDuration, PromLeaseRenewalDuration, Histogram, "s", "Round trip of the renewal pipeline each renewal was sent in.",
 		[]string{LabelLockName}, roundTripBuckets},
-	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, renewal_unknown, deadline, max_hold, closed.",
+	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
 		[]string{LabelLockName, AttrReason}, nil},
 	{LeaseCommits, PromLeaseCommits, Counter, "{commit}", "Commit calls by what became of the final write: committed, near_expiry (written below the warning threshold), refused (not run), stale (rejected by a fence), failed (any other error).",
 		[]string{LabelLockName, AttrResult}, nil},
@@ -67,7 +67,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, nil},
 	{LeaseLateCompletions, PromLeaseLateCompletions, Counter, "{completion}", "Handlers that finished successfully after their lease was lost: potential stale writes.",
 		[]string{LabelLockName}, nil},
-	{FenceChecks, PromFenceChecks, Counter, "{check}", "Fencing-token checks at a resource, by result: accepted, rejected.",
+	{FenceChecks, PromFenceChecks, Counter, "{check}", "Fencing-token checks at a resource, by result: accepted, rejected, late (a guarded write refused because its request's handler had returned).",
 		[]string{AttrResource, AttrResult}, nil},
 	{FenceRejections, PromFenceRejections, Counter, "{rejection}", "Writes rejected at a resource for carrying a fencing token older than one it accepted: stale writes stopped.",
 		[]string{AttrResource}, nil},
@@ -81,7 +81,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, nil},
 	{LeaseWaitDuration, PromLeaseWaitDuration, Histogram, "s", "Time Acquire calls waited for a contended lease, from the first contended answer to the result, by result: acquired, timed_out, cancelled, unknown or error. Acquires that did not wait are not counted.",
 		[]string{LabelLockName, AttrResult}, waitBuckets},
-	{LeaseForceReleases, PromLeaseForceReleases, Counter, "{release}", "Keys an administrator took back from their holder (lockwatch release --force), by result: released, not_held (the key was free, or held by another holder than the one named: nothing changed), unknown. The holder loses its lease at its next renewal (renewal_rejected).",
+	{LeaseForceReleases, PromLeaseForceReleases, Counter, "{release}", "Keys an administrator took back from their holder (lockwatch release --force), by result: released, not_held (the key was free, or held by another holder than the one named: nothing changed), unknown. The holder loses its lease at its next renewal (force_released).",
 		[]string{LabelLockName, AttrResult}, nil},
 }
 

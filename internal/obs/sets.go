@@ -56,6 +56,7 @@ type LossReason string
 // these constants, where users read it.
 const (
 	LossRenewalRejected LossReason = "renewal_rejected"
+	LossForceReleased   LossReason = "force_released"
 	LossRenewalUnknown  LossReason = "renewal_unknown"
 	LossDeadline        LossReason = "deadline"
 	LossMaxHold         LossReason = "max_hold"
@@ -126,6 +127,9 @@ type FenceResult string
 const (
 	FenceAccepted FenceResult = "accepted"
 	FenceRejected FenceResult = "rejected"
+	// FenceLate: a write a guard refused because its request's handler
+	// had returned (middleware.Guarded): no token was compared.
+	FenceLate FenceResult = "late"
 )
 
 // The sets, in the order dashboards list them.
@@ -133,9 +137,9 @@ var (
 	AcquireResults    = []AcquireResult{AcquireAcquired, AcquireContended, AcquireUnknown, AcquireError}
 	ResolutionResults = []ResolutionResult{ResolutionReleased, ResolutionAbsent, ResolutionUnresolved}
 	RenewalResults    = []RenewalResult{RenewalRenewed, RenewalRejected, RenewalUnknown}
-	LossReasons       = []LossReason{LossRenewalRejected, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
+	LossReasons       = []LossReason{LossRenewalRejected, LossForceReleased, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
 	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused, CommitStale, CommitFailed}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
 	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}
-	FenceResults      = []FenceResult{FenceAccepted, FenceRejected}
+	FenceResults      = []FenceResult{FenceAccepted, FenceRejected, FenceLate}
 )

@@ -11,6 +11,12 @@
 --          its last token)
 -- ARGV[4]  how long this Acquire may still wait, in milliseconds (0: it
 --          will not wait)
+-- ARGV[5..] the owner tokens of the Locker's own earlier attempts on the
+--          key whose end Redis may not have recorded (a clean-up or a
+--          release without a reply): nobody works under them, and the
+--          Locker must never be refused by one of them. A lock one of them
+--          holds is deleted (mark '+'), and each is barred, before the
+--          acquire goes on.
 --
 -- Returns
 --   {1, fence}  acquired. Also when the lock already holds ARGV[1]: a copy
@@ -50,9 +56,18 @@ if holder == ARGV[1] then
   end
   return {1, fence}
 end
+for i = 5, #ARGV do
+  if holder == ARGV[i] then
+    redis.call('DEL', KEYS[1])
+    holder = false
+    barOwner(ARGV[i], ARGV[3], '+')
+  else
+    barOwner(ARGV[i], ARGV[3], '/')
+  end
+end
 if holder then
   local pttl = redis.call('PTTL', KEYS[1])
-  barOwner(ARGV[1], ARGV[3], true)
+  barOwner(ARGV[1], ARGV[3], '~')
   local wait = tonumber(ARGV[4] or '0') or 0
   if KEYS[3] and wait > 0 and redis.call('PTTL', KEYS[3]) < wait then
     redis.pcall('SET', KEYS[3], '1', 'PX', wait)

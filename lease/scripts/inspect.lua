@@ -18,7 +18,7 @@ local pttl = redis.call('PTTL', KEYS[1])
 local fence, lists = parse(redis.call('GET', KEYS[2]))
 local barred = -1
 if lists then
-  barred = select(2, string.gsub(lists, '[/~]', ''))
+  barred = select(2, string.gsub(lists, MARK, ''))
 end
 if holder then
   holder = redis.sha1hex(holder)

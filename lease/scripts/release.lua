@@ -16,10 +16,14 @@
 -- last and may fail (an ACL without the channel, a renamed command): that
 -- leaves the waiter to its backoff and changes nothing else.
 --
--- Returns 1 when the lock held the token and is now deleted, 0 when it did
--- not (it expired, or the acquire never ran). Either way the token is
--- barred (unless Redis refuses the write: maxmemory under noeviction), and
--- the fence record is kept: the next acquire must mint a larger token.
+-- Returns 1 when this attempt's release deleted the lock: this copy, or
+-- an earlier copy of the same command (go-redis re-sends a command whose
+-- reply was lost, and the copy that answers must report what the first
+-- did: the token's mark '+' on the ended list says so). Returns 0 when no
+-- copy did: the lock had expired, or the acquire never ran, or an
+-- administrator took it (mark '!'). Either way the token is barred (unless
+-- Redis refuses the write: maxmemory under noeviction), and the fence
+-- record is kept: the next acquire must mint a larger token.
 --
 -- Why the bar: an acquire that timed out may still sit, unread, in a socket
 -- buffer of a stalled server while this script comes on another connection
@@ -27,12 +31,15 @@
 -- retries on a new connection) may still be on its way, also after a lease
 -- was released normally. Finding the lock free, or freeing it, is no proof
 -- that such a copy will not take the key later; the bar is (record.lua).
-local released = 0
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  released = redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1])
+  barOwner(ARGV[1], ARGV[3], '+')
+  if KEYS[3] then
+    wake()
+  end
+  return 1
 end
-barOwner(ARGV[1], ARGV[3], false)
-if released == 1 and KEYS[3] then
-  wake()
+if barOwner(ARGV[1], ARGV[3], '/') == '+' then
+  return 1
 end
-return released
+return 0
