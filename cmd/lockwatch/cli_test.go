@@ -28,6 +28,8 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"run bad duration", []string{"run", "--ttl", "soon", "--key", "k", "--", "true"}, "-ttl"},
 		{"run ttl below lease minimum", []string{"run", r, "--ttl", "1ms", "--key", "usage-ttl", "--", "true"}, "TTL"},
 		{"run bad namespace", []string{"run", r, "--namespace", "a{b}", "--key", "k", "--", "true"}, "namespace"},
+		{"run grace past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "2s", "--key", "usage-grace", "--", "true"}, "safety margin"},
+		{"run grace just past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "101ms", "--key", "usage-grace", "--", "true"}, "safety margin"},
 		{"inspect without key", []string{"inspect", r}, "--key is required"},
 		{"release without force", []string{"release", r, "--key", "k"}, "--force takes the key from its holder"},
 		{"sentinel and cluster", []string{"inspect", "--key", "k", "--sentinel", "127.0.0.1:1", "--master", "m", "--cluster", "127.0.0.1:2"}, "--sentinel and --cluster"},
@@ -45,6 +47,15 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 			assert.Contains(t, stderr, tc.want)
 		})
 	}
+}
+
+// TestGraceUpToSafetyMargin: a --grace of the whole safety margin is
+// accepted (the default); one longer is refused
+// (TestUsageErrorsExit64WithOneLine).
+func TestGraceUpToSafetyMargin(t *testing.T) {
+	t.Parallel()
+	code, _, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--ttl", "1s", "--grace", "100ms", "--key", "grace-margin", "--", "true")
+	assert.Equal(t, exitOK, code, stderr)
 }
 
 func TestHelpDocumentsStatuses(t *testing.T) {

@@ -44,6 +44,8 @@ func lockwatch(args []string, stdout, stderr io.Writer) int {
 		}
 		printTopUsage(stdout)
 		return exitOK
+	case watchdogCommand:
+		return runWatchdog(args[1:], stderr)
 	default:
 		c := lookup(name)
 		if c == nil {

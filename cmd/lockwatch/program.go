@@ -11,13 +11,13 @@ import (
 // program is the command lockwatch run runs under the lease, in a process
 // group of its own: a loss or a forwarded signal reaches everything it
 // started (a shell script's children too), and lockwatch never signals
-// itself or its parent's group.
+// itself or its parent's group. Its group id is its pid.
 type program struct {
-	cmd        *exec.Cmd
-	done       chan struct{} // closed once the program has exited and been reaped
-	status     int           // its exit status, read after done
-	err        error         // a Wait error other than a non-zero exit, read after done
-	foreground bool          // the program's group has the terminal
+	cmd    *exec.Cmd
+	pid    int
+	stops  chan syscall.Signal // the signal of each stop wait sees; closed once the program has exited and been reaped
+	status int                 // its exit status, read after stops is closed
+	err    error               // a wait error, read after stops is closed
 }
 
 // findProgram resolves name as a shell would, before anything is taken in
@@ -42,7 +42,8 @@ func findProgram(name string) (string, error) {
 // startProgram starts path with args (args[0] is the name as given, the
 // program's argv[0]) and env, stdin, stdout and stderr inherited. The
 // files are lockwatch's own descriptors, not pipes, so nothing is copied
-// and an interactive program sees its terminal.
+// and an interactive program sees its terminal, in whose foreground it
+// starts if lockwatch is there (terminal_linux.go).
 func startProgram(path string, args, env []string) (*program, error) {
 	cmd := exec.Command(path, args[1:]...)
 	cmd.Args[0] = args[0]
@@ -50,8 +51,7 @@ func startProgram(path string, args, env []string) (*program, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	dieWithLockwatch(cmd.SysProcAttr)
-	p := &program{cmd: cmd, done: make(chan struct{}), foreground: ownsTerminal()}
-	if p.foreground {
+	if ownsTerminal() {
 		foreground(cmd.SysProcAttr)
 	}
 	if err := cmd.Start(); err != nil {
@@ -64,41 +64,53 @@ func startProgram(path string, args, env []string) (*program, error) {
 			return nil, fail(exitInternal, "start %s: %v", args[0], err)
 		}
 	}
-	if p.foreground {
-		backgrounded()
-	}
+	p := &program{cmd: cmd, pid: cmd.Process.Pid, stops: make(chan syscall.Signal)}
 	go p.wait()
 	return p, nil
 }
 
+// wait reports the program's stops (WUNTRACED: exec.Cmd.Wait would wait
+// through them, unseen) until it exits, and reaps it.
 func (p *program) wait() {
-	defer close(p.done)
-	err := p.cmd.Wait()
-	if p.foreground {
-		takeTerminalBack()
-	}
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		p.err = err
+	defer close(p.stops)
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(p.pid, &ws, syscall.WUNTRACED, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case err != nil:
+			p.err = err
+			return
+		case ws.Stopped():
+			p.stops <- ws.StopSignal()
+			continue
+		}
+		p.status = exitStatus(ws)
+		// Reaped here, not by cmd.Wait: only the handle is left.
+		_ = p.cmd.Process.Release()
 		return
 	}
-	p.status = exitStatus(p.cmd.ProcessState)
 }
 
 // exitStatus is the status a shell would report: the exit code, or 128+n
 // for a program killed by signal n.
-func exitStatus(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
 		return exitSignalBase + int(ws.Signal())
 	}
-	return ps.ExitCode()
+	return ws.ExitStatus()
 }
 
 // signal sends s to the program's process group. After the program
-// exited, the group may still hold processes it left behind; once it is
-// empty the kill fails with ESRCH, which is ignored.
-func (p *program) signal(s os.Signal) {
-	if n, ok := s.(syscall.Signal); ok {
-		_ = syscall.Kill(-p.cmd.Process.Pid, n)
-	}
+// exited, the group may still hold processes it left behind, which keep
+// its id from being reused; once it is empty the kill fails with ESRCH,
+// which is ignored.
+func (p *program) signal(s syscall.Signal) { _ = syscall.Kill(-p.pid, s) }
+
+// signalEnd sends s, a signal that asks to end, and SIGCONT after it: a
+// stopped process would keep a caught signal pending until continued.
+func (p *program) signalEnd(s syscall.Signal) {
+	p.signal(s)
+	p.signal(syscall.SIGCONT)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"syscall"
 	"time"
 
 	"github.com/lockwatch/lockwatch/lease"
@@ -111,6 +110,9 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 		return usageErr("run", "--wait must not be negative")
 	case f.grace < 0:
 		return usageErr("run", "--grace must not be negative")
+	case f.grace > f.margin():
+		return usageErr("run", "--grace %v is longer than the lease's safety margin, TTL/10 = %v: the SIGKILL would come after the key can expire; give at most %v, or a longer --ttl",
+			f.grace, f.margin(), f.margin())
 	}
 	if !set["grace"] {
 		f.grace = f.margin()
@@ -121,6 +123,11 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 // margin is the lease's safety margin, lease's default made explicit: the
 // default grace is tied to it, so the two cannot drift apart.
 func (f *runFlags) margin() time.Duration { return f.ttl / 10 }
+
+// beat is how often lockwatch tells its watchdog that it runs: a fourth of
+// the margin, so that a lockwatch that stopped is told from one that
+// beats (two beats missed) well within the margin.
+func (f *runFlags) beat() time.Duration { return max(f.margin()/4, time.Millisecond) }
 
 func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stderr io.Writer) error {
 	path, err := findProgram(args[0])
@@ -142,6 +149,14 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	if err := lk.Check(context.Background()); err != nil {
 		return fail(exitUnavailable, "%v", err)
 	}
+	// The program's orphans must stay below lockwatch, and the watchdog
+	// run, before anything is taken.
+	adoptOrphans()
+	w, err := startWatchdog(f.key, f.grace, f.beat(), stderr)
+	if err != nil {
+		return fail(exitInternal, "start the watchdog: %v", err)
+	}
+	defer w.stop()
 
 	// The lease's context derives from ctx, so ctx is cancelled only by a
 	// signal during the acquire, or once the lease is released.
@@ -158,7 +173,10 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 		f.release(l, nil, stderr)
 		return err
 	}
-	lost := f.supervise(p, l, sigs, stderr)
+	catchJobSignals(sigs)
+	s := &supervisor{key: f.key, grace: f.grace, p: p, l: l, w: w, stderr: stderr}
+	lost := s.run(sigs)
+	w.stop()
 	f.release(l, lost, stderr)
 	switch {
 	case p.err != nil:
@@ -180,7 +198,7 @@ func acquire(ctx context.Context, cancel context.CancelFunc, lk *lease.Locker, k
 		for {
 			select {
 			case s := <-sigs:
-				if stopsAcquire(s) {
+				if asksToEnd(s) {
 					cancel()
 					got <- s
 					return
@@ -213,51 +231,6 @@ func (f *runFlags) notRun(l *lease.Lease, sig os.Signal, err error) error {
 	default:
 		return fail(exitUnavailable, "%s: the acquire failed, nothing was taken: %v", f.key, err)
 	}
-}
-
-// supervise forwards signals to the program until it exits, and
-// terminates it when the lease is lost. It returns the loss, or nil.
-func (f *runFlags) supervise(p *program, l *lease.Lease, sigs <-chan os.Signal, stderr io.Writer) *lease.LostError {
-	var lost *lease.LostError
-	leaseDone := l.Context().Done()
-	var kill <-chan time.Time
-	for {
-		select {
-		case s := <-sigs:
-			p.signal(s)
-		case <-leaseDone:
-			leaseDone = nil
-			// Only a loss cancels it while the program runs: lockwatch
-			// releases after the program exited, and ctx is not cancelled
-			// before.
-			if errors.As(context.Cause(l.Context()), &lost) {
-				p.signal(syscall.SIGTERM)
-				kill = time.After(f.grace)
-				fmt.Fprintf(stderr, "lockwatch: %s: lease lost (%s): sent SIGTERM to the program, SIGKILL in %v\n",
-					f.key, lossText(lost), f.grace)
-			}
-		case <-kill:
-			kill = nil
-			p.signal(syscall.SIGKILL)
-		case <-p.done:
-			if lost == nil && errors.As(l.Err(), &lost) {
-				fmt.Fprintf(stderr, "lockwatch: %s: lease lost (%s) as the program exited\n", f.key, lossText(lost))
-			}
-			if lost != nil {
-				// What the program left in its group must not outlive a
-				// lost lease either.
-				p.signal(syscall.SIGKILL)
-			}
-			return lost
-		}
-	}
-}
-
-func lossText(e *lease.LostError) string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: %v", e.Reason, e.Err)
-	}
-	return string(e.Reason)
 }
 
 // release ends the lease. A lost lease is released too, in case its key is

@@ -19,17 +19,32 @@ var forwarded = []os.Signal{
 // catchSignals starts catching the forwarded signals. Before the program
 // runs, a signal asking to stop ends a wait for the key; after, every one
 // is forwarded.
-func catchSignals() (<-chan os.Signal, func()) {
+func catchSignals() (chan os.Signal, func()) {
 	ch := make(chan os.Signal, 16)
 	signal.Notify(ch, forwarded...)
 	return ch, func() { signal.Stop(ch) }
 }
 
-// stopsAcquire tells the signals that end a wait for the key (and, if the
-// key was just taken, release it): those whose default action ends a
-// process. USR1, USR2 and WINCH mean something only to the program, which
-// has not started.
-func stopsAcquire(s os.Signal) bool {
+// catchJobSignals adds, once the program runs, the signals of job control
+// to ch (stop.go says what lockwatch does with them) and SIGCHLD (an
+// orphan lockwatch adopted has exited, see procfs_linux.go). Before the
+// program runs they keep their defaults: Ctrl-Z stops a lockwatch that
+// waits for its key. SIGTTOU is ignored from now on, so that lockwatch's
+// own lines on a terminal it shares with its program, and its handing the
+// terminal over, never stop it: a stopped lockwatch supervises nothing.
+// It is not ignored before the program starts because an ignored signal
+// stays ignored across exec.
+func catchJobSignals(ch chan<- os.Signal) {
+	signal.Notify(ch, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGCONT, syscall.SIGCHLD)
+	signal.Ignore(syscall.SIGTTOU)
+}
+
+// asksToEnd tells the signals whose default action ends a process: they
+// end a wait for the key (and, if the key was just taken, release it),
+// and once the program runs they are followed by SIGCONT, so that a
+// stopped process of its group gets them. USR1, USR2 and WINCH mean
+// something only to the program.
+func asksToEnd(s os.Signal) bool {
 	switch s {
 	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGALRM:
 		return true

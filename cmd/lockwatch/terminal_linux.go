@@ -1,7 +1,6 @@
 package main
 
 import (
-	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -11,9 +10,11 @@ import (
 // group is lockwatch's own: then lockwatch run hands the terminal to its
 // program's group, so that an interactive program can read it (a
 // background group that reads its terminal is stopped with SIGTTIN) and
-// the keys the terminal turns into signals (Ctrl-C, Ctrl-\) reach the
-// program directly. A lockwatch started in the background (&), or with
-// stdin from a file or a pipe (cron), leaves the terminal alone.
+// the keys the terminal turns into signals (Ctrl-C, Ctrl-\, Ctrl-Z) reach
+// the program directly. A lockwatch started in the background (&), or
+// with stdin from a file or a pipe (cron), leaves the terminal alone. It
+// is asked again whenever lockwatch is continued, so that a job a shell
+// brings back to the foreground (fg) gets the terminal for its program.
 func ownsTerminal() bool {
 	if _, err := unix.IoctlGetTermios(0, unix.TCGETS); err != nil {
 		return false
@@ -29,16 +30,17 @@ func foreground(attr *syscall.SysProcAttr) {
 	attr.Ctty = 0
 }
 
-// backgrounded is called once the program runs in the foreground:
-// lockwatch, now in a background group, ignores SIGTTOU, so that its own
-// lines on the terminal (the loss message) and taking the terminal back
-// do not stop it. It is not ignored before the program starts because an
-// ignored signal stays ignored across exec.
-func backgrounded() { signal.Ignore(syscall.SIGTTOU) }
+// handTerminal makes the program's group pgid the terminal's foreground
+// group again, when lockwatch's job is brought back to the foreground.
+func handTerminal(pgid int) { _ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, pgid) }
 
-// takeTerminalBack makes lockwatch's group the terminal's foreground
-// group again once the program has exited, as a shell does after a job,
-// so that the shell that started lockwatch gets its terminal back.
-func takeTerminalBack() {
-	_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, syscall.Getpgrp())
+// takeTerminalBack makes lockwatch's group the terminal's foreground group
+// again if the program's group pgid has it, as a shell does after a job,
+// when the program stops or exits: so that the shell that started
+// lockwatch gets its terminal back. A terminal the shell holds already
+// (the job was continued in the background) is left to it.
+func takeTerminalBack(pgid int) {
+	if fg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP); err == nil && fg == pgid {
+		_ = unix.IoctlSetPointerInt(0, unix.TIOCSPGRP, syscall.Getpgrp())
+	}
 }
