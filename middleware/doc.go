@@ -45,6 +45,43 @@
 // metadata key fencing-token. No value is a missing token; several values,
 // or any other form, a malformed one.
 //
+// # Work that outlives its handler
+//
+// Both sides cover the work that runs until the wrapped handler returns:
+// the lease ends then, and so does a Guard's admission (its hold on the
+// key). Work the handler leaves running is outside them. Two ways to leave
+// it are common: an http.TimeoutHandler inside the middleware, which
+// answers 503 at its timeout and returns while the handler runs on in a
+// goroutine of its own, and a write handed to a goroutine. Behind a Guard
+// with the timeout handler inside, a request admitted with token 41 timed
+// out, one with 42 was admitted and wrote, and then 41's handler wrote: the
+// resource held 41's value under the mark 42.
+//
+// Neither side can wait for such work: it cannot see it, and a handler's
+// context says nothing about goroutines started from it. So the one safe
+// arrangement is that the work ends before the handler returns: put
+// http.TimeoutHandler outside (http.TimeoutHandler(g.HTTP(key)(h), d, msg),
+// http.TimeoutHandler(HTTP(locker, key)(h), d, msg)), where the middleware
+// runs in the timeout handler's goroutine and ends only when h really
+// returns, whatever the client was answered meanwhile.
+//
+// Where work must outlive its handler, its write goes through a check the
+// middleware makes at the moment of the write. A check that only asked "is
+// the admission still held?" would leave the gap between the answer and the
+// write; Guarded instead runs the write inside the admission, which cannot
+// end while the write runs, and refuses it once the handler has returned.
+// It refuses rather than admitting the late write anew: its client has been
+// answered (a timeout's 503 tells it to retry), and the refusal keeps that
+// answer true. Each refusal is counted
+// (lockwatch_fence_checks_total{result="late"}) and logged: a write the
+// guard can no longer order is a defect of the service that only this count
+// shows. The admitted context ends with the admission, ErrNotAdmitted its
+// cause, so that work watching it stops. The holder's equivalent is
+// lease.Lease.Commit, refused with lease.ErrReleased once the lease has
+// ended (counted refused), with the fence passed to the resource. A
+// resource that fences every write itself (fence.RedisStore.Write, a
+// fence.Table) rejects such a late write as stale.
+//
 // # Refusals
 //
 // Each refusal has a reason, the same on both protocols: the "reason"

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // Guard sits in front of a resource: each request's fencing token is
@@ -34,11 +35,18 @@ import (
 //     behind one can write while a request behind the other, admitted
 //     later, writes too;
 //   - several processes (replicas) serving one resource: the lock is in
-//     memory.
+//     memory;
+//   - work that outlives its handler: the hold ends when the wrapped
+//     handler returns. An http.TimeoutHandler inside the guard returns at
+//     its timeout (503) while the handler runs on, so the handler's write
+//     can land after a newer token's.
 //
 // Such resources must fence at the write itself (fence.RedisStore.Write,
 // a fence.Table), where the check and the write are one atomic step; a
-// guard in front of them only rejects stale requests early.
+// guard in front of them only rejects stale requests early. Within one
+// Guard, put http.TimeoutHandler outside it (http.TimeoutHandler(g.HTTP(key)(h),
+// d, msg)), where the guard holds the key until h returns, and make a
+// write that may outlive its handler (a goroutine's) through Guarded.
 //
 // A request is refused with a reason of the package doc's table:
 // FENCE_STALE, FENCE_MALFORMED, FENCE_MISSING (WithMissingFenceAllowed
@@ -49,12 +57,14 @@ import (
 // The store records every check (lockwatch_fence_checks_total) and every
 // rejection (lockwatch_fence_rejections_total, with an exemplar of the
 // request's span). An admitted request's context carries its token
-// (fence.FromContext). The key functions return the high-water key (usually
-// the lock key the writer held); "" passes the request unchecked and
-// unserialized.
+// (fence.FromContext) and ends when its handler returns, with
+// ErrNotAdmitted as its cause. The key functions return the high-water key
+// (usually the lock key the writer held); "" passes the request unchecked
+// and unserialized.
 type Guard struct {
 	store fence.Admitter
 	cfg   guardConfig
+	tel   *obs.Recorder
 	locks keyLocks
 }
 
@@ -70,7 +80,11 @@ func NewGuard(store fence.Admitter, opts ...GuardOption) *Guard {
 	if cfg.guardWait < 0 {
 		panic(fmt.Sprintf("middleware: NewGuard: negative WithGuardWait: %v", cfg.guardWait))
 	}
-	return &Guard{store: store, cfg: cfg}
+	tel := obs.Of(cfg.tel)
+	if tel == nil {
+		tel = obs.New(obs.Config{})
+	}
+	return &Guard{store: store, cfg: cfg, tel: tel}
 }
 
 // HTTP returns middleware that checks the Fencing-Token header. Wrap every
@@ -81,12 +95,12 @@ func (g *Guard) HTTP(key func(*http.Request) string) func(http.Handler) http.Han
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			ctx, unlock, err := g.admit(r.Context(), key(r), r.Header.Values(tokenHeader))
+			ctx, end, err := g.admit(r.Context(), key(r), r.Header.Values(tokenHeader))
 			if err != nil {
 				g.cfg.errorWriter(w, r, fenceRefusal(err).problem("", err))
 				return
 			}
-			defer unlock()
+			defer end()
 			next.ServeHTTP(w, r.WithContext(ctx))
 		})
 	}
@@ -98,11 +112,11 @@ func (g *Guard) UnaryServerInterceptor(key func(ctx context.Context, fullMethod 
 		panic("middleware: nil key function")
 	}
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		ctx, unlock, err := g.admit(ctx, key(ctx, info.FullMethod, req), incoming(ctx))
+		ctx, end, err := g.admit(ctx, key(ctx, info.FullMethod, req), incoming(ctx))
 		if err != nil {
 			return nil, fenceStatus(err)
 		}
-		defer unlock()
+		defer end()
 		return handler(ctx, req)
 	}
 }
@@ -115,11 +129,11 @@ func (g *Guard) StreamServerInterceptor(key func(ctx context.Context, fullMethod
 		panic("middleware: nil key function")
 	}
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		ctx, unlock, err := g.admit(ss.Context(), key(ss.Context(), info.FullMethod), incoming(ss.Context()))
+		ctx, end, err := g.admit(ss.Context(), key(ss.Context(), info.FullMethod), incoming(ss.Context()))
 		if err != nil {
 			return fenceStatus(err)
 		}
-		defer unlock()
+		defer end()
 		return handler(srv, &contextStream{ServerStream: ss, ctx: ctx})
 	}
 }
@@ -130,16 +144,17 @@ func incoming(ctx context.Context) []string {
 }
 
 // admit parses the token values, locks key and has the store admit the
-// token for it. On success the caller runs the handler, then unlock.
-func (g *Guard) admit(ctx context.Context, key string, values []string) (context.Context, func(), error) {
+// token for it. On success the caller runs the handler on the returned
+// context, then end.
+func (g *Guard) admit(ctx context.Context, key string, values []string) (_ context.Context, end func(), _ error) {
 	noop := func() {}
 	if key == "" {
-		return ctx, noop, nil
+		return g.pass(ctx, noop)
 	}
 	tok, err := parseValues(values)
 	switch {
 	case errors.Is(err, errMissing) && g.cfg.allowNoFence:
-		return ctx, noop, nil
+		return g.pass(ctx, noop)
 	case err != nil:
 		return ctx, nil, err
 	}
@@ -151,7 +166,15 @@ func (g *Guard) admit(ctx context.Context, key string, values []string) (context
 		unlock()
 		return ctx, nil, err
 	}
-	return fence.NewContext(ctx, tok), unlock, nil
+	return g.pass(fence.NewContext(ctx, tok), unlock)
+}
+
+// pass begins the admission of a request the guard lets through, checked
+// or not: Guarded writes on its context run until end.
+func (g *Guard) pass(ctx context.Context, unlock func()) (context.Context, func(), error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	a := &admission{guard: g, cancel: cancel, unlock: unlock}
+	return context.WithValue(ctx, admissionKey{}, a), a.end, nil
 }
 
 // contextStream is a ServerStream whose Context is ctx.

@@ -24,7 +24,9 @@ import (
 // counts too, since the middleware cannot tell when it stopped. A hijacked
 // connection is left alone. The lease ends when the handler returns, also
 // when it panics (the panic goes on); its key is deleted in the background
-// (WithSyncRelease waits for it).
+// (WithSyncRelease waits for it). Work the handler leaves running works
+// without the lease, its Commit refused: put an http.TimeoutHandler
+// outside this middleware, not inside (see the package doc).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Option configures the holder middleware, HTTP and gRPC alike: HTTP,
@@ -45,6 +46,8 @@ type guardConfig struct {
 	errorWriter  func(http.ResponseWriter, *http.Request, *Problem)
 	allowNoFence bool
 	guardWait    time.Duration
+	tel          *telemetry.Telemetry // nil: the global providers
+	resource     string
 }
 
 // newHolderConfig applies the options of one holder constructor, each
@@ -60,7 +63,7 @@ func newHolderConfig[O any](opts []O, apply func(O, *holderConfig)) holderConfig
 }
 
 func newGuardConfig(opts []GuardOption) guardConfig {
-	c := guardConfig{errorWriter: writeProblem}
+	c := guardConfig{errorWriter: writeProblem, resource: "guard"}
 	for _, o := range opts {
 		if o != nil {
 			o.applyGuard(&c)
@@ -177,4 +180,21 @@ func WithMissingFenceAllowed() GuardOption {
 // let requests wait for ever unnoticed.
 func WithGuardWait(d time.Duration) GuardOption {
 	return guardOptionFunc(func(c *guardConfig) { c.guardWait = d })
+}
+
+// WithGuardTelemetry sets where a Guard records the writes Guarded refuses
+// because their handler had returned: lockwatch.fence.checks with result
+// "late", under resource, and a Warn log. Give it the Telemetry and the
+// resource name of the guard's store, so that these refusals sit beside the
+// store's own checks. Default: telemetry.New() (the global providers) and
+// the resource "guard". A nil t or an empty resource is ignored.
+func WithGuardTelemetry(t *telemetry.Telemetry, resource string) GuardOption {
+	return guardOptionFunc(func(c *guardConfig) {
+		if t != nil {
+			c.tel = t
+		}
+		if resource != "" {
+			c.resource = resource
+		}
+	})
 }

@@ -46,7 +46,8 @@
 //   - lockwatch_lease_late_completions_total{lock_name}: handlers that
 //     answered success after their lease was lost.
 //   - lockwatch_fence_checks_total{resource, result}: token checks at a
-//     resource: accepted, rejected.
+//     resource: accepted, rejected, late (a guarded write refused because
+//     its request's handler had returned: middleware.Guarded).
 //   - lockwatch_fence_rejections_total{resource}: stale writes stopped.
 //   - lockwatch_lease_active{lock_name}: gauge of leases held.
 //   - lockwatch_lease_hold_duration_seconds{lock_name}: histogram of the

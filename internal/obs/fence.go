@@ -39,3 +39,13 @@ func (t *Recorder) EndFenceCheck(ctx context.Context, span trace.Span, resource 
 	}
 	span.End()
 }
+
+// LateWrite records a write that a guard refused because its request's
+// handler had returned: work that outlived its admission (an
+// http.TimeoutHandler inside the guard, a goroutine) and would otherwise
+// have written unordered, perhaps after a newer token's write. Logged at
+// Warn: the service's handler returns before its work is done.
+func (t *Recorder) LateWrite(ctx context.Context, resource string) {
+	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, string(FenceLate)).add...)
+	t.warn(ctx, "lockwatch: write refused: its request's handler had returned before it", slog.String(AttrResource, resource))
+}
