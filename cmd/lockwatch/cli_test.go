@@ -67,7 +67,8 @@ func TestHelpDocumentsStatuses(t *testing.T) {
 		{[]string{"-h"}, []string{"run", "inspect", "release"}},
 		{[]string{"help"}, []string{"run", "inspect", "release"}},
 		{[]string{"help", "run"}, []string{"LOCKWATCH_FENCE"}},
-		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/10", "foreground", " 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
+		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/10", "foreground", "A longer --grace is refused (64)", "watchdog", "one job", "subreaper", "Not supervised",
+			" 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
 		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", " 69 "}},
 		{[]string{"release", "-h"}, []string{"--force", "renewal_rejected", " 1 ", " 69 "}},
 	} {

@@ -22,28 +22,89 @@
 // runs in a process group of its own; when stdin is a terminal whose
 // foreground group is lockwatch's, PROGRAM's group gets the terminal while
 // it runs (so an interactive program can read it, and Ctrl-C reaches it),
-// and lockwatch takes it back afterwards. When PROGRAM exits, lockwatch
-// releases the lease and exits with PROGRAM's status.
+// and lockwatch takes it back when PROGRAM stops or exits. When PROGRAM
+// exits, lockwatch ends what it left behind, releases the lease and exits
+// with PROGRAM's status.
 //
 // Signals sent to lockwatch (INT, TERM, HUP, QUIT, USR1, USR2, WINCH, ALRM)
-// are forwarded to PROGRAM's process group; lockwatch keeps the lease until
-// PROGRAM has exited. A supervisor that stops lockwatch with SIGTERM thus
-// stops PROGRAM, and the key is released only once PROGRAM is gone.
+// are forwarded to PROGRAM's process group, those that ask to end (INT,
+// TERM, HUP, QUIT, ALRM) followed by CONT, so that a stopped process of the
+// group gets them; lockwatch keeps the lease until PROGRAM has exited. A
+// supervisor that stops lockwatch with SIGTERM (and SIGCONT, as systemd and
+// timeout do) thus stops PROGRAM, stopped or not, and the key is released
+// only once PROGRAM is gone.
 //
 // When the lease is lost while PROGRAM runs (a renewal rejected because the
 // key was deleted, taken or force-released; a renewal that failed or did
-// not answer in time), lockwatch sends SIGTERM to PROGRAM's process group
-// at once, prints one line naming the loss reason, sends SIGKILL after
-// --grace, and exits 79 whatever PROGRAM returned. The default grace is the
-// lease's safety margin, TTL/10: the least time between the cancel point
-// and the moment another holder can take the key. If lockwatch itself is
-// killed (SIGKILL cannot be forwarded), the kernel sends PROGRAM SIGKILL
-// (Linux): nothing renews the lease any more. That reaches PROGRAM itself,
-// not the processes it started, which run on: a script should exec its
-// long-running command, so that the command is PROGRAM. A stopped program
-// is not a rolled-back one, so PROGRAM's writes must carry
-// $LOCKWATCH_FENCE to a store that checks it: that is what makes a late
-// write harmless.
+// not answer in time), lockwatch sends SIGTERM and SIGCONT to PROGRAM's
+// process group at once, prints one line naming the loss reason, sends
+// SIGKILL after --grace, and exits 79 whatever PROGRAM returned. The grace
+// is at most the lease's safety margin, TTL/10, which is its default: the
+// least time between the cancel point and the moment another holder can
+// take the key. A longer --grace is a usage error (64), because its SIGKILL
+// would come after the key could expire. A stopped program is not a
+// rolled-back one, so PROGRAM's writes must carry $LOCKWATCH_FENCE to a
+// store that checks it: that is what makes a late write harmless.
+//
+// # What lockwatch run supervises
+//
+// lockwatch and PROGRAM are one job for whoever stops it, though they run
+// in two process groups, and lockwatch mirrors stops as su and sudo do.
+// When PROGRAM stops (Ctrl-Z on the terminal it holds, STOP or TSTP sent to
+// it, a read of the terminal from the background), lockwatch takes the
+// terminal back and stops itself with SIGSTOP, so that a shell sees the
+// job stopped and gets its terminal; SIGSTOP, because once Go has caught
+// TSTP it cannot make that signal stop lockwatch again. A TSTP or TTIN sent
+// to lockwatch (a shell's stop of a job started with &) goes to PROGRAM's
+// group. When lockwatch is continued (fg, bg, CONT) it continues PROGRAM,
+// and hands it the terminal if lockwatch's job is in the foreground.
+//
+// While the job is stopped nothing renews its lease: a job continued
+// before the lease's cancel point carries on under it, one stopped longer
+// is ended before the key can expire, and lockwatch, once continued,
+// reports the loss and exits 79. A stopped PROGRAM thus holds its key for
+// one TTL at most, and never runs past it.
+//
+// What lockwatch cannot do while it is stopped (SIGSTOP, which it cannot
+// catch nor pass on; a debugger) or after it was killed, its watchdog
+// does: lockwatch __watchdog, a copy of lockwatch that lockwatch starts in
+// a session of its own, so that no stop of lockwatch's job or terminal
+// reaches it. lockwatch beats it through a pipe with the lease's cancel
+// point (a fourth of the safety margin apart). If the beats have stopped
+// when the cancel point comes, the watchdog sends PROGRAM's group SIGTERM
+// and SIGCONT, and at the cancel point plus --grace SIGKILL, whatever
+// lockwatch did: the same deadlines as for a loss. If lockwatch dies (the
+// pipe closes without a word), it sends the group SIGKILL at once; on Linux
+// the kernel kills PROGRAM then too (its parent-death signal). Each time
+// the watchdog acts in lockwatch's stead it prints a line. It is a process
+// because lockwatch's threads stop with lockwatch; it acts at the cancel
+// point, not at the stop, because until then the key is still PROGRAM's:
+// a short stop of lockwatch (a debugger's breakpoint) costs PROGRAM
+// nothing.
+//
+// When PROGRAM exits, what it left behind would work on after the release,
+// beside the next holder's program. So lockwatch ends what it can reach
+// before it releases the key: SIGTERM and SIGCONT, SIGKILL after --grace
+// (after a loss, at the loss's SIGKILL), and it prints a line saying what
+// it found. What it reaches:
+//
+//   - PROGRAM's process group: everything PROGRAM started that did not
+//     leave it (a shell script's background jobs);
+//   - on Linux, every other descendant of PROGRAM: lockwatch is the
+//     subreaper of its descendants (PR_SET_CHILD_SUBREAPER), so a process
+//     that left the group (setsid, a daemon's double fork) stays below
+//     lockwatch when its parent exits, instead of moving to init, and
+//     lockwatch finds it in /proc. It gets the signals of a loss and of the
+//     end; those forwarded to PROGRAM, and the stops, reach the group only.
+//
+// What it does not reach: processes that are not PROGRAM's descendants
+// (started through a service manager, or on another host), processes
+// lockwatch may not signal (another user's), and, elsewhere than on Linux
+// or once lockwatch was killed (it is nobody's subreaper then, and the
+// watchdog ends the group), descendants outside PROGRAM's group. A script
+// should keep its work in its process group, and exec its last command.
+// A pause of the whole machine (a frozen VM) stops the watchdog with
+// lockwatch: that, as every pause, is the fence's case.
 //
 // # lockwatch inspect
 //
@@ -103,7 +164,7 @@
 //	70         any other internal failure
 //	75         run: the key is held by another (at once, or after --wait): PROGRAM never ran
 //	76         run: the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
-//	79         run: the lease was lost before PROGRAM exited: PROGRAM was terminated
+//	79         run: the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated
 //	126        run: PROGRAM found but not executable
 //	127        run: PROGRAM not found
 //	128+n      run: lockwatch got signal n while waiting for the key: PROGRAM never ran
@@ -150,5 +211,6 @@
 // fence.NewPostgresTable, fence.NewMySQLTable or fence.NewRedisStore.
 //
 // lockwatch runs on Linux and other Unix systems; handing the terminal to
-// the program is Linux only.
+// the program, and reaching descendants outside its process group, are
+// Linux only.
 package main

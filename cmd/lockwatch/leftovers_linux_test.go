@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 )
 
 // leftChild is a process a program leaves behind: it writes its pid to
@@ -80,4 +82,53 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 	p.wait(t)
 	assert.Eventually(t, func() bool { return ended(pid) }, stopWait, 10*time.Millisecond, "the program outlived its lockwatch")
 	assert.Eventually(t, func() bool { return ended(child) }, stopWait, 10*time.Millisecond, "the program's child outlived its lockwatch")
+	assert.Contains(t, p.stderr.String(), "watchdog: lockwatch exited without ending its program")
+}
+
+// TestLossEndsEscapedDescendant: at a loss, SIGTERM reaches the program's
+// descendants outside its group too, before the key can expire.
+func TestLossEndsEscapedDescendant(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	client := keyClient(t)
+	dir := t.TempDir()
+	const key = "lost-setsid"
+	script := "setsid " + leftChild + ` &
+trap 'exit 0' TERM
+echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"
+i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
+	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", key, "--ttl", "1500ms", "--", "/bin/sh", "-c", script)
+	waitPid(t, dir, "pid", p)
+	child := waitPid(t, dir, "child", p)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	// Deleted under it: the next renewal is rejected.
+	lockKey, _, _ := leasekeys.Derive(defaultNamespace, key)
+	require.NoError(t, client.Del(ctx, lockKey).Err())
+	assert.Equal(t, exitLost, p.wait(t), p.stderr.String())
+	assert.True(t, ended(child), "the descendant outside the program's group ran on after the loss")
+	assert.FileExists(t, filepath.Join(dir, "child-term"), "the descendant got no SIGTERM at the loss")
+}
+
+// TestEscapedDescendantOutlivesKilledLockwatch pins the limit the manual
+// states: a killed lockwatch is no longer anyone's subreaper, and the
+// watchdog reaches the program's group only, so a descendant that left
+// the group runs on.
+func TestEscapedDescendantOutlivesKilledLockwatch(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	// Its output elsewhere: it must not hold lockwatch's stderr open.
+	script := "setsid " + leftChild + ` >/dev/null 2>&1 &
+echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"
+i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
+	key := "orphaned-setsid-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", key, "--", "/bin/sh", "-c", script)
+	pid := waitPid(t, dir, "pid", p)
+	child := waitPid(t, dir, "child", p)
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGKILL))
+	p.wait(t)
+	require.Eventually(t, func() bool { return ended(pid) }, stopWait, 10*time.Millisecond, "the program outlived its lockwatch")
+	assert.False(t, ended(child), "the descendant outside the group was ended: update the manual's limits")
 }

@@ -38,23 +38,47 @@ stderr, and runs while the lease is renewed (every TTL/3) by lockwatch.
 PROGRAM runs in a process group of its own. When stdin is a terminal whose
 foreground group is lockwatch's, that group gets the terminal while PROGRAM
 runs, so an interactive program can read it and Ctrl-C reaches it directly;
-lockwatch takes the terminal back when it exits.
+lockwatch takes the terminal back when PROGRAM stops or exits.
 
 Signals sent to lockwatch (INT, TERM, HUP, QUIT, USR1, USR2, WINCH, ALRM) are
-forwarded to PROGRAM's process group; lockwatch keeps the lease until PROGRAM
-exits, then releases it and exits with PROGRAM's status. Before PROGRAM
-starts, INT, TERM, HUP, QUIT or ALRM stop the wait for the key: lockwatch
-exits 128+n without running it.
+forwarded to PROGRAM's process group, INT, TERM, HUP, QUIT and ALRM followed
+by CONT so that a stopped process gets them; lockwatch keeps the lease until
+PROGRAM exits, then releases it and exits with PROGRAM's status. Before
+PROGRAM starts, INT, TERM, HUP, QUIT or ALRM stop the wait for the key:
+lockwatch exits 128+n without running it.
+
+lockwatch and PROGRAM stop and continue as one job: when PROGRAM stops
+(Ctrl-Z, STOP, TSTP), lockwatch stops too, so that a shell sees its job
+stopped; TSTP or TTIN sent to lockwatch go to PROGRAM's group; when
+lockwatch is continued (fg, bg, CONT) it continues PROGRAM. Nothing renews
+the lease of a stopped job: a job stopped past the lease's cancel point is
+ended as if the lease was lost, so a stopped PROGRAM holds its key for one
+TTL at most.
 
 If the lease is lost while PROGRAM runs (a renewal rejected, failed or late;
-the key force-released), lockwatch sends SIGTERM to PROGRAM's process group
-at once, at the lease's cancel point, before the key can expire in Redis,
-and SIGKILL after --grace. The default grace is the lease's safety margin,
-TTL/10: the least time left before another holder can take the key. If
-lockwatch itself is killed (SIGKILL cannot be forwarded), the kernel sends
-PROGRAM SIGKILL (Linux): nothing renews the lease any more. That reaches
-PROGRAM itself, not the processes it started. PROGRAM's writes must still carry $LOCKWATCH_FENCE to a fenced store: a stopped
-program is not a rolled-back one, and only the fence makes a late write
+the key force-released), lockwatch sends SIGTERM and SIGCONT to PROGRAM's
+process group at once, at the latest at the lease's cancel point, before
+the key can expire in Redis, and SIGKILL after --grace. The grace is at most
+the lease's safety margin, TTL/10 (its default): the least time left before
+another holder can take the key. A longer --grace is refused (64).
+
+A watchdog, lockwatch __watchdog in a session of its own, acts where
+lockwatch cannot: when lockwatch is stopped (STOP, a debugger) at the
+lease's cancel point, it sends PROGRAM's group SIGTERM and SIGCONT, and
+SIGKILL after --grace; when lockwatch is killed (KILL cannot be forwarded),
+it sends the group SIGKILL at once (and on Linux the kernel sends PROGRAM
+SIGKILL too).
+
+When PROGRAM exits, what it left behind is ended before the key is
+released: SIGTERM and SIGCONT, SIGKILL after --grace, to its process group
+and, on Linux, to its descendants outside the group (setsid, daemons), of
+which lockwatch is the subreaper. Not supervised: processes that are not
+PROGRAM's descendants (started through a service manager, or on another
+host), processes lockwatch may not signal (another user's), and, elsewhere
+than on Linux or once lockwatch is killed, descendants outside PROGRAM's
+group. PROGRAM's writes must still carry $LOCKWATCH_FENCE to a
+fenced store: a stopped program is not a rolled-back one, a whole machine
+paused stops the watchdog too, and only the fence makes a late write
 harmless.
 
 Exit statuses:
@@ -64,7 +88,7 @@ Exit statuses:
   70   any other internal failure
   75   K is held by another (at once, or after --wait): PROGRAM never ran
   76   the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
-  79   the lease was lost before PROGRAM exited: PROGRAM was terminated, whatever it returned
+  79   the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated, whatever it returned
   126  PROGRAM found but not executable
   127  PROGRAM not found
   128+n  lockwatch got signal n while waiting for the key: PROGRAM never ran
@@ -78,7 +102,7 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lease's time to live in Redis, renewed every TTL/3")
 		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another before exiting 75")
 		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
-		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss (default TTL/10, the safety margin)")
+		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss, and for what PROGRAM left behind; at most TTL/10, the safety margin (the default)")
 		return func(args []string, _, stderr io.Writer) error {
 			set := given(fs)
 			if err := f.check(set, args); err != nil {
