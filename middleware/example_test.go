@@ -2,11 +2,14 @@ package middleware_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
@@ -185,4 +188,56 @@ func ExampleGuard() {
 	// Check 7 40 Aborted
 	// Check 7 42 OK
 	// PUT /accounts/7 41 409
+}
+
+// A write that may outlive its handler goes through Guarded: the key stays
+// held while it runs, and once the handler has returned it is refused. The
+// http.TimeoutHandler goes outside the guard, so that the guard holds the
+// key until the handler really returns, whatever the timeout answered.
+func ExampleGuarded() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-guarded")))
+
+	var mu sync.Mutex
+	balance := 0 // the resource: written only through Guarded
+	add := func(amount int) func() error {
+		return func() error { mu.Lock(); balance += amount; mu.Unlock(); return nil }
+	}
+	late := make(chan error, 1)
+	deposit := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		if err := middleware.Guarded(ctx, add(10)); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		go func() {
+			<-ctx.Done() // the handler has returned: the admission is over
+			late <- middleware.Guarded(ctx, add(1000))
+		}()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
+	mux := http.NewServeMux()
+	mux.Handle("POST /accounts/{id}/deposits", http.TimeoutHandler(guard.HTTP(account)(deposit), 5*time.Second, "timed out"))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/accounts/7/deposits", nil)
+	req.Header.Set("Fencing-Token", "41")
+	resp, err := srv.Client().Do(req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode)
+	fmt.Println(errors.Is(<-late, middleware.ErrNotAdmitted))
+	mu.Lock()
+	fmt.Println(balance)
+	mu.Unlock()
+	// Output:
+	// 204
+	// true
+	// 10
 }

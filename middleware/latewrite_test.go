@@ -226,6 +226,7 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 
 	assert.ErrorIs(t, Guarded(context.Background(), func() error { return l.set(99) }), ErrNotAdmitted, "no Guard admitted it")
 	assert.Equal(t, "written by 42", l.book.get("7"))
+	assert.EqualValues(t, 1, l.late(t), "a write no Guard admitted is not counted")
 }
 
 // TestGuardedGRPC: the same admission on a unary gRPC call: a write from
