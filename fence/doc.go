@@ -17,10 +17,18 @@
 // # Stores
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
-// and writes them in one Lua script, on a single node or Redis Cluster. Two constructors return a Table, which writes rows of an
-// SQL table, with the row's mark in a column of its own (TableConfig) and
-// the check in the statement that writes, so code written against Table
-// runs on either database:
+// and writes them in one Lua script, on a single node or Redis Cluster. A
+// mark is only as durable as the Redis that holds it: one that restarts
+// empty forgets every mark and accepts the next late write, however old
+// its token. RedisStore.Check refuses, at start-up, a Redis that keeps
+// neither an append-only file nor snapshots (or may evict a mark), and
+// says what a crash still takes back with each setting. The leases' Redis
+// may keep nothing; the store's may not.
+//
+// Two constructors return a Table, which writes rows of an SQL table, with
+// the row's mark in a column of its own (TableConfig) and the check in the
+// statement that writes, so code written against Table runs on either
+// database:
 //
 //   - NewPostgresTable, for PostgreSQL: the check is the UPDATE's (or the
 //     INSERT ... ON CONFLICT's) WHERE clause, re-evaluated by READ

@@ -40,6 +40,24 @@ func ExampleRedisStore_Write() {
 	// sent at 42
 }
 
+// A store checks at start-up that its Redis keeps the marks across a
+// restart. The Redis of these examples keeps nothing, so a service would
+// stop here; the same server holds leases safely (a lease's tokens stay
+// increasing across its restart).
+func ExampleRedisStore_Check() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	store := fence.NewRedisStore(client, "payments")
+
+	err := store.Check(ctx)
+	fmt.Println(errors.Is(err, fence.ErrNotDurable))
+	fmt.Println(err)
+	// Output:
+	// true
+	// fence: the store's Redis can forget its marks: neither an append-only file (aof_enabled:0) nor RDB snapshots (save ""): a restart erases every mark, and the next write with an older token is accepted; set appendonly yes
+}
+
 // A guard in front of a service that serializes its writes admits every
 // request of the newest lease, and none of an older one's.
 func ExampleRedisStore_Admit() {

@@ -24,7 +24,11 @@ import (
 //
 // Marks never expire: a mark that disappeared would let the oldest token
 // write again. A key's record is removed only by deleting it in Redis, which
-// resets its fence; do that only for keys no lease will write again.
+// resets its fence; do that only for keys no lease will write again. For
+// the same reason the store's Redis must keep its data across a restart
+// and never evict it, which the leases' Redis need not: run the store on a
+// Redis with appendonly yes (the leases may share it), and call Check at
+// start-up.
 //
 // A RedisStore is safe for concurrent use.
 type RedisStore struct {
