@@ -43,8 +43,11 @@ func Example() {
 	_ = work
 
 	// The final write carries the fencing token; the store rejects writes
-	// with a token older than the newest it has seen.
-	err = l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
+	// with a token older than the newest it has seen. Commit runs it on the
+	// lease's context without its cancellation (bounded by
+	// WithCommitTimeout): a write that comes late must reach the store to
+	// be rejected there.
+	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
 		fmt.Println("writing with a fencing token:", token > 0)
 		return nil
 	})

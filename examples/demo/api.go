@@ -60,11 +60,12 @@ func (r *replica) deposit(w http.ResponseWriter, req *http.Request) {
 	}
 
 	// The final write: Commit checks that the lease is still valid, then
-	// the write runs on a context that the lease's loss does not cancel (a
-	// half-done write is worse than one the fence can reject). The context
-	// still carries the token, which middleware.RoundTripper sends.
+	// runs the write on a context that the lease's loss does not cancel, so
+	// that a late write reaches the ledger's fence and is rejected there.
+	// The context still carries the token, which middleware.RoundTripper
+	// sends.
 	var paused bool
-	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+	err = l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 		paused = r.d.cfg.faults.on(faultPause) && r.maybePause(account, int64(token))
 		return r.d.ledger.put(ctx, key, strconv.FormatInt(balance+amount, 10))
 	})

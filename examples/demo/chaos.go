@@ -39,6 +39,12 @@ func (d *demo) maxHold() time.Duration    { return d.ttls(maxHoldTTLs) }
 func (d *demo) commitHard() time.Duration { return d.cfg.ttl / 20 }
 func (d *demo) commitWarn() time.Duration { return d.cfg.ttl / 4 }
 
+// commitTimeout bounds a final write: above lease's default when the TTL
+// is long, so that a write the faults hold back (a pause, a stuck
+// compaction, up to forceStuckTTLs) still reaches the ledger's fence
+// rather than end at the timeout, unseen by the fence.
+func (d *demo) commitTimeout() time.Duration { return max(30*time.Second, d.ttls(2*forceStuckTTLs)) }
+
 // chaos injects the scheduled faults until stop: stalls of one replica's
 // Redis connection, pauses of one replica, reports that overrun, and
 // compactions that get stuck until an operator force-releases them.

@@ -99,9 +99,10 @@ func (j *job) compact(l *lease.Lease) {
 		return // lost (or the demo is stopping): stop, write nothing
 	}
 	wrote := false
-	// On the lease's context, without its cancellation: it carries the
-	// token, which middleware.RoundTripper sends to the ledger.
-	err = l.Commit(context.WithoutCancel(l.Context()), func(ctx context.Context, token fence.Token) error {
+	// On the lease's context, which carries the token that
+	// middleware.RoundTripper sends to the ledger; Commit removes its
+	// cancellation.
+	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
 		wrote = true
 		write := func(ctx context.Context) error {
 			return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token))

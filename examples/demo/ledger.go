@@ -38,6 +38,12 @@ type ledgerEntry struct {
 
 func newLedger(d *demo) (*ledger, error) {
 	lg := &ledger{entries: map[string]ledgerEntry{}}
+	// The entries live in this process and the guard's marks in the demo's
+	// Redis: the marks must last as long as the entries, or a late write
+	// with an older token would be admitted after a restart of that Redis.
+	// The embedded Redis ends with the process and the demo's faults never
+	// restart one; a service keeps its marks on a Redis with persistence,
+	// checked at start-up (fence.RedisStore.Check, as examples/http does).
 	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.WithNamespace(namespace+":fence"), fence.WithTelemetry(d.tel))
 	guard := middleware.NewGuard(store).HTTP(func(r *http.Request) string { return r.PathValue("key") })
 

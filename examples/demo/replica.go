@@ -75,6 +75,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 		lease.WithTTL(ttl),
 		lease.WithNamespace(namespace),
 		lease.WithCommitMargins(d.commitHard(), d.commitWarn()),
+		lease.WithCommitTimeout(d.commitTimeout()),
 		lease.WithReleaseTimeout(ttl/2),
 		lease.WithFenceRetention(max(ttl, 10*time.Minute)),
 		lease.WithTelemetry(d.tel),

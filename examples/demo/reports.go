@@ -117,7 +117,7 @@ func (s *reports) generate(ctx context.Context, account string, send func(string
 		}
 	}
 
-	err := l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+	err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 		return r.d.ledger.put(ctx, "report:"+account, fmt.Sprintf("report@%d", token))
 	})
 	if err != nil {

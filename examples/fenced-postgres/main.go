@@ -189,7 +189,7 @@ func (w *worker) process(ctx context.Context, job string) error {
 	}
 	result := fmt.Sprintf("computed by worker %d", w.id)
 
-	err = l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
 		if w.stuck {
 			// A pause at the worst moment: after Commit checked the lease,
 			// before the write. Longer than the max hold.

@@ -4,6 +4,7 @@
 // so that a replica that lost its lease cannot overwrite a newer payment.
 //
 //	go run ./examples/http -redis 127.0.0.1:6379
+//	go run ./examples/http -redis 127.0.0.1:6379 -fence-redis 127.0.0.1:6380
 //	curl -X POST http://127.0.0.1:8080/invoices/42/pay
 //	curl http://127.0.0.1:8080/metrics | grep lockwatch_
 //	open http://127.0.0.1:8080/debug/lockwatch
@@ -16,6 +17,16 @@
 // Two requests for one invoice at once: one is paid, the other answered
 // 409 with Retry-After (problem+json, reason LEASE_CONTENDED). The lock
 // name in metrics is the route, POST /invoices/{id}/pay, never the id.
+//
+// The leases and the payments may live on two Redis servers, and only the
+// payments' must keep its data. A lock Redis that restarts empty loses the
+// locks, and the fencing tokens of the next leases are still larger (they
+// follow the server clock); a fence store that restarts empty loses its
+// marks, and then accepts the late write of any older lease. So the store
+// is checked at start (fence.RedisStore.Check): on a Redis that keeps
+// neither an append-only file nor snapshots (appendonly yes is best) the
+// example refuses to start. -fence-redis defaults to -redis: one Redis with
+// persistence serves both.
 package main
 
 import (
@@ -41,7 +52,8 @@ import (
 )
 
 type config struct {
-	redis  string        // Redis address
+	redis  string        // Redis address of the leases
+	fence  string        // Redis address of the payments' fenced store; "" for redis
 	listen string        // HTTP listen address
 	work   time.Duration // how long a payment takes
 	ready  func(addr string)
@@ -49,7 +61,8 @@ type config struct {
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.redis, "redis", "127.0.0.1:6379", "Redis address (host:port)")
+	flag.StringVar(&cfg.redis, "redis", "127.0.0.1:6379", "Redis address of the leases (host:port)")
+	flag.StringVar(&cfg.fence, "fence-redis", "", "Redis address of the payments' fenced store, which must keep its data (appendonly yes); default: -redis")
 	flag.StringVar(&cfg.listen, "listen", "127.0.0.1:8080", "HTTP listen address")
 	flag.DurationVar(&cfg.work, "work", 200*time.Millisecond, "how long a payment takes")
 	flag.Parse()
@@ -80,7 +93,15 @@ func run(ctx context.Context, cfg config) error {
 	if err := locker.Check(ctx); err != nil { // a Redis that could evict a held lock stops us here
 		return err
 	}
-	payments := fence.NewRedisStore(client, "payments")
+	storeClient := client
+	if cfg.fence != "" && cfg.fence != cfg.redis {
+		storeClient = redis.NewClient(&redis.Options{Addr: cfg.fence, ContextTimeoutEnabled: true})
+		defer storeClient.Close()
+	}
+	payments := fence.NewRedisStore(storeClient, "payments")
+	if err := payments.Check(ctx); err != nil { // a Redis that would forget the marks on a restart stops us here
+		return err
+	}
 
 	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") })
 	mux := http.NewServeMux()
@@ -126,10 +147,10 @@ func pay(payments *fence.RedisStore, work time.Duration) http.Handler {
 			return // lease lost: the middleware answers 503 LEASE_LOST
 		}
 		// The final write carries the lease's fencing token; the store
-		// refuses it if a newer lease has written this invoice already. It
-		// runs on a context the lease's loss does not cancel: a write cut
-		// in half is worse than one the fence rejects.
-		err := l.Commit(context.WithoutCancel(ctx), func(ctx context.Context, token fence.Token) error {
+		// refuses it if a newer lease has written this invoice already.
+		// Commit runs it on a context the lease's loss does not cancel, so
+		// that a late write reaches the fence and is rejected there.
+		err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 			return payments.Write(ctx, "invoice:"+r.PathValue("id"), token, []byte("paid"))
 		})
 		switch {

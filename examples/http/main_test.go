@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -21,17 +22,20 @@ var heldLease = regexp.MustCompile(`(?m)^lockwatch_lease_active\{lock_name="POST
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestRun serves the example against a real redis-server: a payment goes
-// through under its lease, a second one for the same invoice at the same
-// time is refused with 409 and Retry-After, and /metrics shows both.
+// TestRun serves the example against real redis-servers, the leases on
+// one without persistence and the payments on one with an append-only
+// file: a payment goes through under its lease, a second one for the same
+// invoice at the same time is refused with 409 and Retry-After, and
+// /metrics shows both.
 func TestRun(t *testing.T) {
-	srv := redistest.Start(t)
+	srv := redistest.Start(t, "--save", "", "--appendonly", "no")
+	store := redistest.Start(t, "--appendonly", "yes")
 	addr := make(chan string, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, config{redis: srv.Addr(), listen: "127.0.0.1:0", work: time.Second, ready: func(a string) { addr <- a }})
+		done <- run(ctx, config{redis: srv.Addr(), fence: store.Addr(), listen: "127.0.0.1:0", work: time.Second, ready: func(a string) { addr <- a }})
 	}()
 	var base string
 	select {
@@ -94,6 +98,29 @@ func TestRun(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestRunRefusesAForgetfulStore: with the payments on a Redis that keeps
+// neither an append-only file nor snapshots (by default the leases' Redis)
+// the example does not start: a restart of that Redis would forget the
+// marks and accept the late write of an older lease.
+func TestRunRefusesAForgetfulStore(t *testing.T) {
+	srv := redistest.Start(t, "--save", "", "--appendonly", "no")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, config{redis: srv.Addr(), listen: "127.0.0.1:0", work: time.Millisecond, ready: func(a string) { served <- a }})
+	}()
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, fence.ErrNotDurable)
+	case a := <-served:
+		cancel()
+		<-done
+		t.Fatalf("served on %s with a fence store that forgets its marks on a restart", a)
+	}
 }
 
 func get(t *testing.T, client *http.Client, url string) string {
