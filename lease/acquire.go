@@ -362,7 +362,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		switch {
 		case err != nil:
 			ev.Result, ev.Err = obs.ResolutionUnresolved, err
-			lk.ghosts.add(lockKey, resolve.Args()[ownerArg].(string))
+			lk.ghosts.add(lockKey, resolve.Args()[ownerArg].(string), set.ttl)
 		case n == 1:
 			ev.Result = obs.ResolutionReleased
 		}

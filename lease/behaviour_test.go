@@ -669,4 +669,6 @@ func TestLeaseIsReachableFromItsContext(t *testing.T) {
 
 // endedBars counts the tokens on a fence record's ended list, whatever
 // their marks (record.lua).
-func endedBars(rec string) int { return strings.Count(rec, "/") + strings.Count(rec, "+") + strings.Count(rec, "!") }
+func endedBars(rec string) int {
+	return strings.Count(rec, "/") + strings.Count(rec, "+") + strings.Count(rec, "!")
+}

@@ -201,3 +201,46 @@ func TestLockerIsNeverContendedByItsOwnGhost(t *testing.T) {
 	assert.Greater(t, pttl, l.Remaining(), "the lease ends before its key can expire")
 	_ = l.Release(ctx) // through the same slow hook: it may end unknown, and the key expire
 }
+
+// A fence record lost while its lease holds the key (evicted, deleted from
+// outside) is no newer acquisition: the renewal renews and writes the
+// lease's fence back, so the next acquire still mints above it.
+func TestRenewalRestoresALostRecord(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c, WithTTL(600*time.Millisecond))
+	l, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	require.NoError(t, c.Del(ctx, fenceKey).Err())
+	require.Eventually(t, func() bool {
+		v, err := recordFence(ctx, c, fenceKey)
+		return err == nil && v == int64(l.Fence())
+	}, 2*time.Second, 5*time.Millisecond, "the renewal wrote the lease's fence back")
+	require.NoError(t, l.Err(), "the lease is still held")
+	require.NoError(t, l.Release(ctx))
+	next, err := lk.Acquire(ctx, "k")
+	require.NoError(t, err)
+	assert.Greater(t, next.Fence(), l.Fence())
+	require.NoError(t, next.Release(ctx))
+}
+
+// A refused acquire writes nothing, also when it carries ghosts: a ghost's
+// lock stays until an acquire that goes through.
+func TestARefusedAcquireWithGhostsWritesNothing(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	lk := newLocker(t, c)
+	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, "k")
+	const exhausted = "9007199254740991"
+	require.NoError(t, c.Set(ctx, fenceKey, exhausted, 0).Err())
+	require.NoError(t, c.Set(ctx, lockKey, "GHOST", time.Minute).Err())
+	acq := acquireCall(lockKey, fenceKey, mark, "NEW", lk.set, noWait, []string{"GHOST"})
+	r := lk.attempt(ctx, lk.set, lockKey, acq)
+	require.Error(t, r.refused)
+	assert.False(t, r.definite())
+	assert.Equal(t, "GHOST", c.Get(ctx, lockKey).Val(), "the refused acquire deleted the ghost's lock")
+	assert.Equal(t, exhausted, c.Get(ctx, fenceKey).Val(), "the refused acquire wrote the record")
+}

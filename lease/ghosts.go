@@ -18,13 +18,19 @@ import (
 // they are forgotten once an acquire's definite answer shows Redis has
 // their bars.
 //
-// They are kept per lock key, at most ghostsPerKey of the newest, and for
-// at most ghostLife: a Locker that never acquires the key again forgets
-// them, and a late copy of one can then hold the key for one TTL, as one of
-// another process's can (RELIABILITY.md).
+// They are kept per lock key, at most ghostsPerKey of the newest, for
+// ghostLife or two TTLs, whichever is longer: a Locker that does not
+// acquire the key again within that time forgets them, and a late copy of
+// one can then hold the key for one TTL, as one of another process's can
+// (RELIABILITY.md). Forgotten keys are swept when the map has doubled since
+// the last sweep or half a ghostLife has passed, so that a brownout, which
+// puts many keys here while every acquire asks for its key's ghosts, costs
+// each add O(1) on average, and a key stays at most 1.5 times its life.
 type ghosts struct {
-	mu    sync.Mutex
-	byKey map[string][]ghost
+	mu        sync.Mutex
+	byKey     map[string][]ghost
+	sweepAt   int           // sweep when the map reaches this many keys
+	lastSweep time.Duration // or once ghostLife/2 has passed since this
 }
 
 type ghost struct {
@@ -33,24 +39,28 @@ type ghost struct {
 }
 
 const (
-	ghostsPerKey = 8
-	ghostLife    = 10 * time.Minute
+	ghostsPerKey  = 8
+	ghostLife     = 10 * time.Minute
+	ghostMinSweep = 64
 )
 
-// add remembers owner as a ghost on lockKey.
-func (g *ghosts) add(lockKey, owner string) {
+// add remembers owner as a ghost on lockKey, a key with this TTL.
+func (g *ghosts) add(lockKey, owner string, ttl time.Duration) {
 	t := clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.byKey == nil {
 		g.byKey = make(map[string][]ghost)
 	}
-	for k, gs := range g.byKey { // few keys: only failures put them here
-		if gs[len(gs)-1].until <= t {
-			delete(g.byKey, k)
+	if len(g.byKey) >= g.sweepAt || t-g.lastSweep >= ghostLife/2 {
+		for k, gs := range g.byKey {
+			if gs[len(gs)-1].until <= t { // the newest is the last to go
+				delete(g.byKey, k)
+			}
 		}
+		g.sweepAt, g.lastSweep = max(ghostMinSweep, 2*len(g.byKey)), t
 	}
-	gs := append(g.byKey[lockKey], ghost{owner: owner, until: t + ghostLife})
+	gs := append(g.byKey[lockKey], ghost{owner: owner, until: t + max(ghostLife, 2*ttl)})
 	if len(gs) > ghostsPerKey {
 		gs = gs[len(gs)-ghostsPerKey:]
 	}
@@ -58,7 +68,7 @@ func (g *ghosts) add(lockKey, owner string) {
 }
 
 // of returns the owner tokens of lockKey's ghosts, oldest first (nil when
-// there are none: the common case costs one lock).
+// there are none: the common case costs one lock and one map lookup).
 func (g *ghosts) of(lockKey string) []string {
 	t := clock.Now()
 	g.mu.Lock()

@@ -14,9 +14,9 @@
 -- ARGV[5..] the owner tokens of the Locker's own earlier attempts on the
 --          key whose end Redis may not have recorded (a clean-up or a
 --          release without a reply): nobody works under them, and the
---          Locker must never be refused by one of them. A lock one of them
---          holds is deleted (mark '+'), and each is barred, before the
---          acquire goes on.
+--          Locker must never be refused by one of them. Unless the script
+--          refuses, a lock one of them holds is deleted (mark '+'), and
+--          each is barred, before the acquire goes on.
 --
 -- Returns
 --   {1, fence}  acquired. Also when the lock already holds ARGV[1]: a copy
@@ -56,16 +56,29 @@ if holder == ARGV[1] then
   end
   return {1, fence}
 end
-for i = 5, #ARGV do
-  if holder == ARGV[i] then
-    redis.call('DEL', KEYS[1])
-    holder = false
-    barOwner(ARGV[i], ARGV[3], '+')
-  else
-    barOwner(ARGV[i], ARGV[3], '/')
+
+-- endGhosts bars the Locker's ghosts (ARGV[5..]), deleting the lock if
+-- one of them holds it, and tells whether it did.
+local function endGhosts()
+  local freed = false
+  for i = 5, #ARGV do
+    if holder == ARGV[i] then
+      redis.call('DEL', KEYS[1])
+      freed = true
+      barOwner(ARGV[i], ARGV[3], '+')
+    else
+      barOwner(ARGV[i], ARGV[3], '/')
+    end
   end
+  return freed
 end
-if holder then
+
+local ghostHolds = false
+for i = 5, #ARGV do
+  ghostHolds = ghostHolds or holder == ARGV[i]
+end
+if holder and not ghostHolds then
+  endGhosts()
   local pttl = redis.call('PTTL', KEYS[1])
   barOwner(ARGV[1], ARGV[3], '~')
   local wait = tonumber(ARGV[4] or '0') or 0
@@ -74,13 +87,11 @@ if holder then
   end
   return {0, pttl}
 end
+-- The key is free, or held by a ghost. Refusals come before any write.
 local rec = redis.call('GET', KEYS[2])
 local last, lists = parse(rec)
 if not lists then
   return redis.error_reply('LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40))
-end
-if isBarred(lists, ARGV[1]) then
-  return {0, -3}
 end
 local now = redis.call('TIME')
 local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
@@ -89,6 +100,13 @@ if last and last >= fence then
     return redis.error_reply('LOCKWATCH refused: the fences of this key are exhausted (2^53 - 1)')
   end
   fence = last + 1
+end
+if #ARGV >= 5 then
+  endGhosts()
+  last, lists = parse(redis.call('GET', KEYS[2])) -- with the ghosts' bars
+end
+if isBarred(lists, ARGV[1]) then
+  return {0, -3}
 end
 redis.call('SET', KEYS[2], string.format('%d', fence) .. lists, 'PX', ARGV[3])
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -20,17 +20,28 @@
 -- go-redis re-send, a command left in a stalled server's buffer) that
 -- arrived after the key was freed and its bar had been pushed out of the
 -- record. That copy mints a newer fence; renewing under it would undo a
--- force release or a release for good, and nobody would know. The fence
--- record's fence is the newest minted, and only an acquire that set the
--- lock mints: while the lock holds our token, the record holds our fence
--- unless another acquisition took it.
+-- force release or a release for good, and nobody would know. Only an
+-- acquire that sets the lock mints, and it writes the record first: while
+-- the lock holds our token, the record's fence is ours unless another
+-- acquisition took it. A record without a fence while the lock holds our
+-- token was lost on its own (evicted, deleted from outside: an acquisition
+-- would have written one), and the renewal writes ours back, so that the
+-- next acquire still mints above it.
 local rec = redis.call('GET', KEYS[2])
 if redis.call('GET', KEYS[1]) == ARGV[1] then
-  if parse(rec) == tonumber(ARGV[4]) then
+  local digits = rec and string.match(rec, '^%d*') or ''
+  if digits == ARGV[4] then
     redis.call('PEXPIRE', KEYS[2], ARGV[3])
-    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  elseif digits ~= '' then
+    return 0
+  else
+    local _, lists = parse(rec)
+    if not lists then -- not a record lockwatch writes: leave it, and the key
+      return 0
+    end
+    redis.call('SET', KEYS[2], ARGV[4] .. lists, 'PX', ARGV[3])
   end
-  return 0
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 local _, lists = parse(rec)
 if lists and endMark(lists, ARGV[1]) == '!' then
