@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -189,6 +190,15 @@ func TestCommitContext(t *testing.T) {
 		return wctx.Err()
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a write that does not finish ends at the commit timeout")
+
+	forever, err := lk.Acquire(ctx, "forever", WithCommitTimeout(math.MaxInt64))
+	require.NoError(t, err, "a longer timeout counts as forever")
+	defer forever.Release(ctx)
+	require.NoError(t, forever.Commit(ctx, func(wctx context.Context, _ fence.Token) error {
+		deadline, _ := wctx.Deadline()
+		assert.Greater(t, time.Until(deadline), 99*365*24*time.Hour)
+		return nil
+	}))
 
 	for _, d := range []time.Duration{0, -time.Second} {
 		_, err := lk.Acquire(ctx, "bad", WithCommitTimeout(d))
