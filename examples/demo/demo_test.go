@@ -165,6 +165,7 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromLeaseRenewals, map[string]string{"result": "unknown"}},
 		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "near_expiry"}},
 		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "refused"}},
+		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "stale"}}, // the late writes, through Commit
 		{obs.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
 		{obs.PromFenceRejections, map[string]string{"resource": "ledger"}},
 		{obs.PromLeaseLateCompletions, nil},

@@ -206,7 +206,7 @@ func (p *progress) summary(d *demo, elapsed time.Duration, metricsURL string) {
 	row("leases lost", m.sum(promLosses), m.detail(promLosses, "reason", "renewal_unknown", "renewal_rejected", "force_released", "deadline", "max_hold", "closed"))
 	row("cancellation latency", float64(cancel.count), cancel.describe())
 	row("late completions", m.sum(promLateCompletions), "success answered after the lease was lost")
-	row("commits", m.sum(promCommits), m.detail(promCommits, "result", "committed", "near_expiry", "refused"))
+	row("commits", m.sum(promCommits), m.detail(promCommits, "result", "committed", "near_expiry", "refused", "stale", "failed"))
 	row("fence checks", m.sum(promFenceChecks), "at the ledger: "+m.detail(promFenceChecks, "result", "accepted", "rejected"))
 	row("stale writes rejected", m.sum(promFenceRejections), "late writes the ledger's fence stopped")
 	row("releases", m.sum(promReleases), m.detail(promReleases, "result", "released", "not_held", "unknown"))
