@@ -160,7 +160,7 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromLeaseAcquires, map[string]string{"result": "unknown"}},
 		{obs.PromLeaseLosses, map[string]string{"reason": "deadline"}},
 		{obs.PromLeaseLosses, map[string]string{"reason": "max_hold"}},
-		{obs.PromLeaseLosses, map[string]string{"reason": "renewal_rejected"}}, // the force release
+		{obs.PromLeaseLosses, map[string]string{"reason": "force_released"}}, // the force release
 		{obs.PromLeaseForceReleases, map[string]string{"result": "released"}},
 		{obs.PromLeaseRenewals, map[string]string{"result": "unknown"}},
 		{obs.PromLeaseCommits, map[string]string{obs.AttrResult: "near_expiry"}},
