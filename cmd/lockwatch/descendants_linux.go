@@ -59,16 +59,20 @@ func readStats() map[int]procStat {
 	return stats
 }
 
-// outsiders returns the live processes below root that are not in process
-// group pgid, leaving out skip and what is below it (the watchdog): the
-// descendants of the program that the group's signals miss.
-func outsiders(root, skip, pgid int) []int {
+// reach reads what lockwatch can reach of a program's processes: whether
+// its process group pgid has a live process (a zombie is not work), and
+// the live processes below root outside the group, leaving out skip and
+// what is below it (the watchdog): the descendants the group's signals
+// miss. A read of /proc is not atomic: a process whose parent exits while
+// it is read may be missed; it is found by the next, as lockwatch's
+// parent.
+func reach(root, skip, pgid int) (group bool, outside []int) {
 	stats := readStats()
 	children := map[int][]int{}
 	for pid, st := range stats {
 		children[st.ppid] = append(children[st.ppid], pid)
+		group = group || st.pgrp == pgid && st.state != 'Z'
 	}
-	var out []int
 	queue := []int{root}
 	for len(queue) > 0 {
 		pid := queue[0]
@@ -78,24 +82,12 @@ func outsiders(root, skip, pgid int) []int {
 				continue
 			}
 			if st := stats[c]; st.pgrp != pgid && st.state != 'Z' {
-				out = append(out, c)
+				outside = append(outside, c)
 			}
 			queue = append(queue, c)
 		}
 	}
-	return out
-}
-
-// groupRuns tells whether process group pgid has a process that is not
-// a zombie: one whose parent, a stopped lockwatch, has not reaped it
-// still counts for kill.
-func groupRuns(pgid int) bool {
-	for _, st := range readStats() {
-		if st.pgrp == pgid && st.state != 'Z' {
-			return true
-		}
-	}
-	return false
+	return group, outside
 }
 
 // reapOrphans reaps lockwatch's exited children other than the program
@@ -109,6 +101,12 @@ func reapOrphans(program, watchdog int) {
 			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 		}
 	}
+}
+
+// alive tells whether pid runs: neither gone nor a zombie.
+func alive(pid int) bool {
+	st, ok := readStat(pid)
+	return ok && st.state != 'Z'
 }
 
 // stillStopped tells whether pid is stopped now: a stop that wait

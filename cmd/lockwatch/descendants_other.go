@@ -10,13 +10,16 @@ import "syscall"
 
 func adoptOrphans() {}
 
-func outsiders(root, skip, pgid int) []int { return nil }
-
-// groupRuns tells whether process group pgid has a process, a zombie
-// counting.
-func groupRuns(pgid int) bool { return syscall.Kill(-pgid, 0) == nil }
+// reach tells whether process group pgid has a process, a zombie
+// counting, and finds nothing outside it.
+func reach(root, skip, pgid int) (group bool, outside []int) {
+	return syscall.Kill(-pgid, 0) == nil, nil
+}
 
 func reapOrphans(program, watchdog int) {}
+
+// alive tells whether pid exists, a zombie counting.
+func alive(pid int) bool { return syscall.Kill(pid, 0) == nil }
 
 // stillStopped trusts wait's report of a stop.
 func stillStopped(int) bool { return true }

@@ -61,9 +61,13 @@
 //
 // While the job is stopped nothing renews its lease: a job continued
 // before the lease's cancel point carries on under it, one stopped longer
-// is ended before the key can expire, and lockwatch, once continued,
-// reports the loss and exits 79. A stopped PROGRAM thus holds its key for
-// one TTL at most, and never runs past it.
+// is ended before the key can expire, and lockwatch reports the loss and
+// exits 79. A stopped PROGRAM thus holds its key for one TTL at most, and
+// never runs past it. On Linux a PROGRAM that runs again without lockwatch
+// (kill -CONT of its pid, or ended by the watchdog) takes lockwatch along:
+// the watchdog continues a lockwatch that stopped with its program, so
+// that it supervises or reaps it. A lockwatch stopped by SIGSTOP of its
+// own waits for its SIGCONT.
 //
 // What lockwatch cannot do while it is stopped (SIGSTOP, which it cannot
 // catch nor pass on; a debugger) or after it was killed, its watchdog

@@ -29,14 +29,19 @@ const stopWait = 10 * time.Second
 // its SIGTERM handler on a loaded machine.
 const stopTTL = "4s"
 
-// beatScript is a program that writes its pid to $DIR/pid, then a
-// heartbeat (date +%s%N) to $DIR/beats every 20 ms until $DIR/stop exists
-// (1000 beats at most). Its TERM trap records the time in $DIR/term and
-// exits 0.
-const beatScript = `trap 'date +%s%N > "$DIR/term"; exit 0' TERM
-echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"
-i=0
-while [ ! -e "$DIR/stop" ] && [ $i -lt 1000 ]; do date +%s%N >> "$DIR/beats"; sleep 0.02; i=$((i+1)); done`
+// beat starts lockwatch with args (which end in "--") running
+// beatProgram in dir, as start does, or as startJob does if job.
+func beat(t *testing.T, dir string, job bool, args ...string) *proc {
+	t.Helper()
+	self, err := os.Executable()
+	require.NoError(t, err)
+	env := []string{"DIR=" + dir, beatEnv}
+	args = append(args, self)
+	if job {
+		return startJob(t, env, args...)
+	}
+	return startEnv(t, env, args...)
+}
 
 // procState is the state letter /proc shows for pid (R, S, D, T, t, Z...),
 // or 0 once it is gone.

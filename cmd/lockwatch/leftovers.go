@@ -43,9 +43,8 @@ func (s *supervisor) programExited() bool {
 		fmt.Fprintf(s.stderr, "lockwatch: %s: the program left %s: sent SIGKILL\n", s.key, leftText(group, outside))
 		return false
 	}
-	s.signalAll(syscall.SIGTERM)
-	s.signalAll(syscall.SIGCONT)
 	s.killBy(time.Now().Add(s.grace))
+	s.signalAll(syscall.SIGTERM, syscall.SIGCONT)
 	fmt.Fprintf(s.stderr, "lockwatch: %s: the program exited and left %s: sent SIGTERM, SIGKILL in %v\n", s.key, leftText(group, outside), s.grace)
 	return true
 }
@@ -58,11 +57,10 @@ func (s *supervisor) leftBehind() bool {
 
 // leftovers looks for what the program left: whether its process group
 // has a process, and the descendants outside it. Adopted orphans that
-// exited are reaped first: a zombie is not work.
+// exited are reaped first: off Linux, a zombie counts for the group.
 func (s *supervisor) leftovers() (group bool, outside []int) {
 	reapOrphans(s.p.pid, s.w.pid())
-	group = !errors.Is(syscall.Kill(-s.p.pid, 0), syscall.ESRCH)
-	return group, outsiders(os.Getpid(), s.w.pid(), s.p.pid)
+	return reach(os.Getpid(), s.w.pid(), s.p.pid)
 }
 
 func leftText(group bool, outside []int) string {

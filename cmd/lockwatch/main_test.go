@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,8 +29,14 @@ var (
 )
 
 // TestMain builds the binary, starts the shared redis-server and fails the
-// package when a goroutine outlives the tests.
+// package when a goroutine outlives the tests. Started as a test program
+// (testprogram_test.go), it runs that instead.
 func TestMain(m *testing.M) {
+	if name := os.Getenv(testProgramEnv); name != "" {
+		// Not os.Exit: under the race detector its finalization can
+		// take longer than a test's safety margin.
+		syscall.Exit(runTestProgram(name))
+	}
 	dir, err := os.MkdirTemp("", "lockwatch-bin-")
 	if err != nil {
 		fmt.Println(err)

@@ -53,7 +53,8 @@ stopped; TSTP or TTIN sent to lockwatch go to PROGRAM's group; when
 lockwatch is continued (fg, bg, CONT) it continues PROGRAM. Nothing renews
 the lease of a stopped job: a job stopped past the lease's cancel point is
 ended as if the lease was lost, so a stopped PROGRAM holds its key for one
-TTL at most.
+TTL at most. A PROGRAM continued on its own (kill -CONT of its pid) takes
+lockwatch along (Linux).
 
 If the lease is lost while PROGRAM runs (a renewal rejected, failed or late;
 the key force-released), lockwatch sends SIGTERM and SIGCONT to PROGRAM's
@@ -192,12 +193,13 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	}
 
 	env := append(os.Environ(), envFence+"="+l.Fence().String(), envKey+"="+f.key)
+	catchJobSignals(sigs)
 	p, err := startProgram(path, args, env)
 	if err != nil {
 		f.release(l, nil, stderr)
 		return err
 	}
-	catchJobSignals(sigs)
+	ignoreTTOU()
 	s := &supervisor{key: f.key, grace: f.grace, p: p, l: l, w: w, stderr: stderr}
 	lost := s.run(sigs)
 	w.stop()

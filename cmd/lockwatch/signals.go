@@ -25,19 +25,23 @@ func catchSignals() (chan os.Signal, func()) {
 	return ch, func() { signal.Stop(ch) }
 }
 
-// catchJobSignals adds, once the program runs, the signals of job control
+// catchJobSignals adds, as the program starts, the signals of job control
 // to ch (stop.go says what lockwatch does with them) and SIGCHLD (an
-// orphan lockwatch adopted has exited, see procfs_linux.go). Before the
-// program runs they keep their defaults: Ctrl-Z stops a lockwatch that
-// waits for its key. SIGTTOU is ignored from now on, so that lockwatch's
-// own lines on a terminal it shares with its program, and its handing the
+// orphan lockwatch adopted has exited, see descendants_linux.go). Before,
+// while lockwatch waits for its key, they keep their defaults: Ctrl-Z
+// stops that wait. They are caught before the program starts, so that
+// none is missed once it runs (a stop that reached lockwatch alone would
+// leave the program running); the program's exec resets them.
+func catchJobSignals(ch chan<- os.Signal) {
+	signal.Notify(ch, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGCONT, syscall.SIGCHLD)
+}
+
+// ignoreTTOU is called once the program runs, so that lockwatch's own
+// lines on a terminal it shares with its program, and its handing the
 // terminal over, never stop it: a stopped lockwatch supervises nothing.
 // It is not ignored before the program starts because an ignored signal
 // stays ignored across exec.
-func catchJobSignals(ch chan<- os.Signal) {
-	signal.Notify(ch, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGCONT, syscall.SIGCHLD)
-	signal.Ignore(syscall.SIGTTOU)
-}
+func ignoreTTOU() { signal.Ignore(syscall.SIGTTOU) }
 
 // asksToEnd tells the signals whose default action ends a process: they
 // end a wait for the key (and, if the key was just taken, release it),

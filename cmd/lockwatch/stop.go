@@ -18,6 +18,12 @@ import (
 // program holds its key for at most one TTL. SIGSTOP of lockwatch itself,
 // which it cannot catch or pass on, leaves the program running, under the
 // key until the same cancel point; the watchdog ends it there too.
+//
+// A program continued on its own (kill -CONT of its pid, or the watchdog
+// ending it) finds lockwatch stopped by the mirror, and nothing would
+// continue lockwatch: so lockwatch tells the watchdog it stops with its
+// program, and the watchdog continues lockwatch once the program no longer
+// is stopped (Linux: it reads the program's state in /proc).
 
 // programStopped mirrors a stop of the program (Ctrl-Z on the terminal it
 // holds, SIGSTOP or SIGTSTP sent to it, a read of the terminal from the
@@ -37,6 +43,8 @@ func (s *supervisor) programStopped(sig syscall.Signal) {
 		s.p.signal(syscall.SIGCONT)
 	default:
 		takeTerminalBack(s.p.pid)
+		s.stopped = true
+		s.w.stopping()
 		stopSelf()
 	}
 }
@@ -50,6 +58,8 @@ func (s *supervisor) relayStop(sig syscall.Signal) { s.p.signal(sig) }
 // kill -CONT), and hands it the terminal if lockwatch is in its
 // foreground (fg).
 func (s *supervisor) continued() {
+	s.stopped = false
+	s.w.beat(s.l)
 	if !s.exited && ownsTerminal() {
 		handTerminal(s.p.pid)
 	}

@@ -24,11 +24,12 @@ type supervisor struct {
 	w      *watchdog
 	stderr io.Writer
 
-	lost   *lease.LostError
-	ending bool // SIGTERM was sent for a loss
-	exited bool // the program has exited; what it left is being ended
-	kill   <-chan time.Time
-	killAt time.Time
+	lost    *lease.LostError
+	ending  bool // SIGTERM was sent for a loss
+	stopped bool // lockwatch stopped itself with its program, and was not continued since
+	exited  bool // the program has exited; what it left is being ended
+	kill    <-chan time.Time
+	killAt  time.Time
 }
 
 // run supervises until the program and what it left are gone, and
@@ -73,7 +74,11 @@ func (s *supervisor) run(sigs <-chan os.Signal) *lease.LostError {
 				return s.lost
 			}
 		case <-beat.C:
-			s.w.beat(s.l)
+			// A stop of lockwatch takes effect a moment after it
+			// asks for it: no beat may say it runs meanwhile.
+			if !s.stopped {
+				s.w.beat(s.l)
+			}
 		}
 	}
 }
@@ -103,11 +108,12 @@ func (s *supervisor) leaseEnded() {
 	if !errors.As(context.Cause(s.l.Context()), &s.lost) {
 		return
 	}
-	s.ending = true
-	s.signalAll(syscall.SIGTERM)
-	s.signalAll(syscall.SIGCONT)
-	s.w.terminated()
+	// The grace counts from the loss, not from the end of the reads of
+	// /proc that signalAll takes.
 	s.killBy(time.Now().Add(s.grace))
+	s.ending = true
+	s.signalAll(syscall.SIGTERM, syscall.SIGCONT)
+	s.w.terminated()
 	fmt.Fprintf(s.stderr, "lockwatch: %s: lease lost (%s): sent SIGTERM to the program, SIGKILL in %v\n",
 		s.key, lossText(s.lost), s.grace)
 }
@@ -120,13 +126,19 @@ func (s *supervisor) killBy(at time.Time) {
 	}
 }
 
-// signalAll sends sig to everything lockwatch can reach of what the
-// program started: its process group, and on Linux the descendants
-// outside it (descendants_linux.go).
-func (s *supervisor) signalAll(sig syscall.Signal) {
-	s.p.signal(sig)
-	for _, pid := range outsiders(os.Getpid(), s.w.pid(), s.p.pid) {
-		_ = syscall.Kill(pid, sig)
+// signalAll sends sigs, in order, to everything lockwatch can reach of
+// what the program started: its process group first, at once, then on
+// Linux the descendants outside it, which take a read of /proc to find
+// (descendants_linux.go).
+func (s *supervisor) signalAll(sigs ...syscall.Signal) {
+	for _, sig := range sigs {
+		s.p.signal(sig)
+	}
+	_, outside := reach(os.Getpid(), s.w.pid(), s.p.pid)
+	for _, pid := range outside {
+		for _, sig := range sigs {
+			_ = syscall.Kill(pid, sig)
+		}
 	}
 }
 

@@ -93,6 +93,10 @@ func (w *watchdog) beat(l *lease.Lease) {
 	w.send("beat " + strconv.FormatInt(int64(w.cancel), 10))
 }
 
+// stopping tells the watchdog that lockwatch stops itself with its
+// program: it is to continue lockwatch when the program is continued.
+func (w *watchdog) stopping() { w.send("stop") }
+
 // terminated tells the watchdog that lockwatch sent the SIGTERM of a loss
 // itself.
 func (w *watchdog) terminated() { w.send("term") }

@@ -19,8 +19,8 @@ const watchdogPoll = 50 * time.Millisecond
 
 // runWatchdog is the watchdog process (watchdog.go): lockwatch run starts
 // it as "lockwatch __watchdog KEY GRACE BEAT" with the pipe's read end as
-// fd 3, whose lines are "group PGID", "beat CANCEL-POINT", "term" and
-// "done". It exits when the pipe closes.
+// fd 3, whose lines are "group PGID", "beat CANCEL-POINT", "stop",
+// "term" and "done". It exits when the pipe closes.
 func runWatchdog(args []string, stderr io.Writer) int {
 	if len(args) != 3 {
 		return exitCode(stderr, fail(exitUsage, "%s is started by lockwatch run, not by hand", watchdogCommand))
@@ -54,9 +54,10 @@ func runWatchdog(args []string, stderr io.Writer) int {
 			d.read(line, sharedNow())
 		case <-timer.C:
 		}
-		now := sharedNow()
-		d.check(now)
-		timer.Reset(d.next(now))
+		d.check(sharedNow())
+		// Acting takes reads of /proc: the next instant counts from
+		// after them.
+		timer.Reset(d.next(sharedNow()))
 	}
 }
 
@@ -72,6 +73,8 @@ type deadline struct {
 	pgid           int
 	cancel, beatAt time.Duration
 	termed, killed bool // SIGTERM sent (by lockwatch or the watchdog), SIGKILL sent
+	ending         bool // the watchdog sent SIGTERM and SIGCONT itself
+	mirrored       bool // lockwatch stopped itself with the program
 	done           bool
 }
 
@@ -83,6 +86,9 @@ func (d *deadline) read(line string, now time.Duration) {
 		d.pgid = int(n)
 	case "beat":
 		d.cancel, d.beatAt = max(d.cancel, time.Duration(n)), now
+		d.mirrored = false
+	case "stop":
+		d.mirrored = true
 	case "term":
 		d.termed = true
 	case "done":
@@ -95,14 +101,22 @@ func (d *deadline) read(line string, now time.Duration) {
 // cancel point plus grace, whatever lockwatch did. The SIGKILL of a
 // lockwatch that runs is sent twice; it is said once, by lockwatch.
 func (d *deadline) check(now time.Duration) {
+	if d.mirrored && d.pgid != 0 && !stillStopped(d.pgid) && !(d.ending && d.groupRuns()) {
+		// The program was continued without lockwatch, or has ended:
+		// lockwatch must follow, to supervise it or to reap it. One
+		// the watchdog is ending is left to end first, so that
+		// lockwatch does not send it a second SIGTERM.
+		d.mirrored = false
+		_ = syscall.Kill(d.lockwatch, syscall.SIGCONT)
+	}
 	if d.pgid == 0 || d.done || d.killed || d.cancel == 0 || now < d.cancel {
 		return
 	}
 	stale := now-d.beatAt >= d.stale
 	if !d.termed && stale {
 		d.termed = true
-		if d.signal(syscall.SIGTERM) {
-			d.signal(syscall.SIGCONT)
+		if d.signal(syscall.SIGTERM, syscall.SIGCONT) {
+			d.ending = true
 			d.say("lockwatch did not act at the lease's cancel point (stopped?): sent SIGTERM to the program, SIGKILL in %v", d.grace)
 		}
 	}
@@ -129,22 +143,32 @@ func (d *deadline) next(now time.Duration) time.Duration {
 // was done: killed, it cannot renew the key any more. Its descendants
 // outside the group moved to init with it and are out of reach.
 func (d *deadline) orphaned() {
-	if d.pgid != 0 && !d.done && groupRuns(d.pgid) {
-		_ = syscall.Kill(-d.pgid, syscall.SIGKILL)
+	if d.pgid != 0 && !d.done && syscall.Kill(-d.pgid, syscall.SIGKILL) == nil {
 		d.say("lockwatch exited without ending its program: sent SIGKILL to the program's process group")
 	}
 }
 
-// signal sends sig to the program's group and to lockwatch's descendants
-// outside it, and reports whether any of them still ran.
-func (d *deadline) signal(sig syscall.Signal) bool {
-	outside := outsiders(d.lockwatch, os.Getpid(), d.pgid)
-	ran := groupRuns(d.pgid) || len(outside) > 0
-	_ = syscall.Kill(-d.pgid, sig)
-	for _, pid := range outside {
-		_ = syscall.Kill(pid, sig)
+// signal sends sigs, in order, to the program's group at once, then to
+// lockwatch's descendants outside it, which take a read of /proc to find,
+// and reports whether the program or any of those still ran.
+func (d *deadline) signal(sigs ...syscall.Signal) bool {
+	ran := alive(d.pgid)
+	for _, sig := range sigs {
+		_ = syscall.Kill(-d.pgid, sig)
 	}
-	return ran
+	_, outside := reach(d.lockwatch, os.Getpid(), d.pgid)
+	for _, pid := range outside {
+		for _, sig := range sigs {
+			_ = syscall.Kill(pid, sig)
+		}
+	}
+	return ran || len(outside) > 0
+}
+
+// groupRuns tells whether the program's group has a live process.
+func (d *deadline) groupRuns() bool {
+	group, _ := reach(d.lockwatch, os.Getpid(), d.pgid)
+	return group
 }
 
 func (d *deadline) say(format string, args ...any) {
