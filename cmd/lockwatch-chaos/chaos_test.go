@@ -53,7 +53,8 @@ func requireServers(t *testing.T) {
 func testConfig(t *testing.T) config {
 	cfg := defaultConfig()
 	cfg.seed = testSeed
-	cfg.procs, cfg.goroutines = 2, 2
+	cfg.procs, cfg.goroutines, cfg.runs = 2, 2, 2
+	cfg.lockwatch = testLockwatch(t)
 	cfg.out = t.TempDir()
 	cfg.progress = 5 * time.Second
 	// Under -race on a loaded 2-core machine a goroutine can wait tens of
@@ -84,7 +85,7 @@ func runChaos(t *testing.T, cfg config) (summary, string) {
 func TestScheduleCoversEveryKind(t *testing.T) {
 	for _, r := range shortRuns {
 		kinds := r.topology.faults()
-		plan := schedule(r.seed, r.duration, time.Second, kinds, 2)
+		plan := schedule(r.seed, r.duration, time.Second, kinds, 2, 2)
 		seen := map[faultKind]bool{}
 		for _, f := range plan {
 			seen[f.Kind] = true
@@ -97,11 +98,11 @@ func TestScheduleCoversEveryKind(t *testing.T) {
 		}
 		i := slices.IndexFunc(plan, func(f fault) bool { return f.Kind == faultHolderStop })
 		assert.True(t, plan[i].InCommit, "%s: the first holder-stop strikes inside a Commit", r.topology)
-		assert.Equal(t, plan, schedule(r.seed, r.duration, time.Second, kinds, 2), "a seed replays its schedule")
-		assert.NotEqual(t, plan, schedule(r.seed+1, r.duration, time.Second, kinds, 2))
+		assert.Equal(t, plan, schedule(r.seed, r.duration, time.Second, kinds, 2, 2), "a seed replays its schedule")
+		assert.NotEqual(t, plan, schedule(r.seed+1, r.duration, time.Second, kinds, 2, 2))
 	}
 
-	stops := schedule(testSeed, 12*time.Second, time.Second, []faultKind{faultHolderStop}, 2)
+	stops := schedule(testSeed, 12*time.Second, time.Second, []faultKind{faultHolderStop}, 2, 2)
 	require.GreaterOrEqual(t, len(stops), 2)
 	for _, f := range stops {
 		assert.True(t, f.InCommit, "the negative control stops holders inside their Commit")
@@ -137,6 +138,7 @@ func TestChaos(t *testing.T) {
 			assert.Equal(t, sum.Guard.Accepted, sum.Guard.Logged, "every accepted guarded write is in the accept log")
 			assert.Zero(t, sum.Guard.OutOfOrder)
 			checkFailovers(t, sum)
+			checkRuns(t, cfg, sum)
 			if slices.Contains(cfg.faults, faultHolderPartition) {
 				want := "the cuts fall back to per-holder forwarders"
 				if netnsAvailable() == nil {
@@ -156,6 +158,7 @@ func TestHolderPartitionWithoutNamespaces(t *testing.T) {
 	cfg.duration = 15 * time.Second
 	cfg.faults = []faultKind{faultHolderPartition}
 	cfg.noNetns = true
+	cfg.runs = 0
 	sum, out := runChaos(t, cfg)
 	assert.Contains(t, out, "no network namespaces here (-no-netns); the cuts fall back to per-holder forwarders on loopback")
 	assert.Empty(t, sum.Violations)
@@ -188,6 +191,23 @@ func checkFailovers(t *testing.T, sum summary) {
 	}
 }
 
+// checkRuns: the lockwatch run holders ran programs, each run fault
+// struck one, and nothing they did broke a rule.
+func checkRuns(t *testing.T, cfg config, sum summary) {
+	assert.Positive(t, sum.Runs.Ran, "lockwatch run holders ran their programs")
+	assert.Positive(t, sum.Runs.Beats)
+	assert.Zero(t, sum.Runs.Other, "no lockwatch run exited with a status it does not document for what happened")
+	assert.Zero(t, sum.Runs.AfterExpiry)
+	assert.Zero(t, sum.Runs.AfterExit)
+	for _, k := range cfg.faults {
+		if k.runLane() {
+			assert.True(t, slices.ContainsFunc(sum.injected, func(f injected) bool {
+				return f.Kind == k && strings.Contains(f.Note, "'s program pid") && !strings.Contains(f.Note, "had exited before the strike")
+			}), "%s struck a program", k)
+		}
+	}
+}
+
 // TestUnfencedControl proves the checks can fail: the same harness, writes
 // that skip the fence, holders stopped inside their Commit past the TTL
 // while the others take the one key over. Their late writes are accepted,
@@ -203,6 +223,7 @@ func unfencedControl(t *testing.T, topo topology) {
 	cfg.topology = topo
 	cfg.duration = 12 * time.Second
 	cfg.unfenced = true
+	cfg.runs = 0
 	cfg.keys = 1
 	cfg.work = cfg.ttl / 4 // a holder that takes the key over writes long before the stopped one resumes
 	cfg.faults = []faultKind{faultHolderStop}

@@ -119,19 +119,24 @@ func TestAttribute(t *testing.T) {
 	const s = int64(time.Second)
 	faults := []injected{
 		{fault: fault{Kind: faultRedisStop}, Start: 10 * s, End: 12 * s},
+		{fault: fault{Kind: faultRunStop}, Start: 11 * s, End: 14 * s}, // the run lane, beside the main one
 		{fault: fault{Kind: faultBlackhole}, Start: 20 * s, End: 21 * s},
 	}
 	rows := attribute(topoSingle.faults(), faults, 2*time.Second, []event{
-		{evLost, 11 * s}, {evUnknown, 13 * s}, {evLost, 15 * s}, {evRejected, 22 * s}, {evAccepted, 30 * s},
+		{kind: evLost, at: 11 * s}, {kind: evUnknown, at: 13 * s}, {kind: evLost, at: 15 * s}, {kind: evRejected, at: 22 * s},
+		{kind: evAccepted, at: 30 * s}, {kind: evOverlap, at: 12 * s, run: true}, {kind: evUnexplained, at: 12 * s, run: true},
+		{kind: evOverlap, at: 12 * s},
 	})
 	byName := map[string]row{}
 	for _, r := range rows {
 		byName[r.Name] = r
 	}
-	assert.Equal(t, row{Name: "redis-stop", Injected: 1, Lost: 1, Unknown: 1}, byName["redis-stop"])
+	assert.Equal(t, row{Name: "redis-stop", Injected: 1, Lost: 1, Unknown: 1, Overlaps: 1}, byName["redis-stop"],
+		"the main lane's events count for its faults, whatever the run lane does meanwhile")
+	assert.Equal(t, row{Name: "run-stop", Injected: 1, Overlaps: 1, Unexplained: 1}, byName["run-stop"])
 	assert.Equal(t, row{Name: "proxy-blackhole", Injected: 1, Rejected: 1}, byName["proxy-blackhole"])
 	assert.Equal(t, row{Name: "no fault", Lost: 1, Accepted: 1}, byName["no fault"])
-	assert.Equal(t, row{Name: "total", Injected: 2, Lost: 2, Unknown: 1, Rejected: 1, Accepted: 1}, rows[len(rows)-1])
+	assert.Equal(t, row{Name: "total", Injected: 3, Lost: 2, Unknown: 1, Rejected: 1, Accepted: 1, Overlaps: 2, Unexplained: 1}, rows[len(rows)-1])
 }
 
 func TestOverlaps(t *testing.T) {

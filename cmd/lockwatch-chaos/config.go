@@ -13,15 +13,17 @@ import (
 )
 
 // config is everything a run depends on. The schedule of faults is a pure
-// function of (seed, duration, ttl, faults, procs): the same flags replay
+// function of (seed, duration, ttl, faults, procs, runs): the same flags replay
 // the same schedule.
 type config struct {
 	topology   topology
 	seed       uint64
 	duration   time.Duration
 	ttl        time.Duration
-	goroutines int // holders in this process
-	procs      int // holders in child processes, one each
+	goroutines int    // holders in this process
+	procs      int    // holders in child processes, one each
+	runs       int    // holders that are lockwatch run processes
+	lockwatch  string // the lockwatch binary they run; "" builds cmd/lockwatch
 	keys       int
 	faults     []faultKind
 	unfenced   bool
@@ -43,6 +45,7 @@ func defaultConfig() config {
 		ttl:        time.Second,
 		goroutines: 3,
 		procs:      3,
+		runs:       2,
 		keys:       3,
 		faults:     topoSingle.faults(),
 		dsn:        pgtest.DSN(),
@@ -86,6 +89,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.ttl, "ttl", cfg.ttl, "lease TTL; every fault timing is a multiple of it")
 	fs.IntVar(&cfg.goroutines, "goroutines", cfg.goroutines, "holders running as goroutines of this process")
 	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
+	fs.IntVar(&cfg.runs, "runs", cfg.runs, "holders that are lockwatch run processes, their programs heartbeating with the fence")
+	fs.StringVar(&cfg.lockwatch, "lockwatch", "", "the lockwatch binary the run holders run (default: cmd/lockwatch built from the module the harness runs in)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
 		strings.Join(faultNames(topoSingle.faults()), ",")+"; sentinel: "+strings.Join(faultNames(topoSentinel.faults()), ",")+
@@ -129,6 +134,10 @@ func (c config) validate() error {
 		return errors.New("-ttl must be at least 200ms: below it a loaded machine misses renewals without any fault")
 	case c.duration < 5*c.ttl:
 		return errors.New("-duration must be at least 5 TTLs")
+	case c.runs < 0:
+		return errors.New("-runs must not be negative")
+	case slices.ContainsFunc(c.faults, faultKind.runLane) && c.runs == 0:
+		return errors.New("the run-* faults need -runs > 0")
 	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:
 		return errors.New("at least two holders (-goroutines plus -procs) are needed for contention")
 	case c.keys < 1:

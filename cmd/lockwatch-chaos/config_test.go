@@ -18,6 +18,7 @@ func TestParseFlags(t *testing.T) {
 	assert.True(t, cfg.unfenced)
 	assert.Equal(t, 100*time.Millisecond, cfg.cancelWindow())
 	assert.Equal(t, 1500*time.Millisecond, cfg.maxWork())
+	assert.Equal(t, 2, cfg.runs, "two lockwatch run holders by default")
 
 	cfg, err = parseFlags([]string{"-seed", "0"}, io.Discard)
 	require.NoError(t, err)
@@ -25,6 +26,10 @@ func TestParseFlags(t *testing.T) {
 	a, err := parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	assert.NotZero(t, a.seed, "without -seed, one from the clock")
+	for _, topo := range topologies {
+		assert.Subset(t, topo.faults(), []faultKind{faultRunStop, faultRunJobStop, faultRunProgramStop, faultRunLeaveChild, faultRunIgnoreTerm},
+			"%s: the run holders' faults on every topology", topo)
+	}
 
 	cfg, err = parseFlags([]string{"-topology", "sentinel"}, io.Discard)
 	require.NoError(t, err)
@@ -52,6 +57,8 @@ func TestParseFlags(t *testing.T) {
 		{"-ttl", "10ms"},
 		{"-goroutines", "1", "-procs", "0"},
 		{"-procs", "0", "-faults", "holder-stop"},
+		{"-runs", "0", "-faults", "run-leave-child"},
+		{"-runs", "-1"},
 		{"extra"},
 	} {
 		_, err := parseFlags(args, io.Discard)

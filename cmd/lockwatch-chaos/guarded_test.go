@@ -93,7 +93,7 @@ func TestGuardedRegisterOrder(t *testing.T) {
 
 				bad, values := acceptOrder(regGuard, reg.accepted())
 				logs := map[string][]acceptEntry{regGuard: reg.accepted()}
-				sum := analyse(config{ttl: time.Second}, []op{a, b}, nil, nil, nil, counts{}, logs, "", nil)
+				sum := analyse(config{ttl: time.Second}, []op{a, b}, nil, nil, nil, nil, counts{}, logs, "", nil)
 				if separate {
 					assert.Len(t, bad, 1)
 					assert.Equal(t, []string{"written by A"}, values)

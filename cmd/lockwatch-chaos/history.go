@@ -80,6 +80,9 @@ type leaseRec struct {
 	Done     int64 `json:"d"`
 	Released int64 `json:"rl"`
 	ErrAt    int64 `json:"err_at,omitempty"` // when Err first reported the loss; 0 if it did not before Done
+	// Run marks a lockwatch run program's work (heartbeats.go): Acquired
+	// is its first heartbeat, Done the last of any process with its fence.
+	Run bool `json:"run,omitempty"`
 }
 
 // liveUntil is the end of the lease's live interval: its work had stopped

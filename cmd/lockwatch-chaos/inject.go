@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 	"time"
+
+	"github.com/lockwatch/lockwatch/lease"
 )
 
 // injected is a fault as it happened: when it started and healed (on the
@@ -22,13 +26,38 @@ type injector struct {
 	ttl      time.Duration
 	redis    deployment
 	children []*child
+	runs     []*runHolder
+	inspect  func(ctx context.Context, key string) (lease.KeyInfo, error) // what Redis holds for a key
 	out      *output
 	start    time.Time // wall-clock start of the run, for the planned offsets
 	stop     <-chan struct{}
 
-	mu   sync.Mutex
-	done []injected
-	cur  faultKind
+	mu      sync.Mutex
+	done    []injected
+	cur     faultKind
+	found   []string         // violations a fault saw as it struck
+	expired map[workID]int64 // when a run fault saw a program's key expire in Redis
+}
+
+// flag records a violation a fault saw.
+func (in *injector) flag(v string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.found = append(in.found, v)
+}
+
+// expiries are the moments the run faults saw programs' keys expire.
+func (in *injector) expiries() map[workID]int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.expired)
+}
+
+// violations are those the faults saw.
+func (in *injector) violations() []string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return append([]string(nil), in.found...)
 }
 
 func (in *injector) current() (faultKind, int) {
@@ -81,6 +110,9 @@ func (in *injector) run(plan []fault) error {
 }
 
 func (in *injector) inject(f fault) (string, error) {
+	if f.Kind.runLane() {
+		return in.runFault(f)
+	}
 	switch f.Kind {
 	case faultHolderStop:
 		return in.holderStop(f)

@@ -59,3 +59,19 @@ func isStopped(pid int) bool {
 	state, _, ok := parseStat(string(b))
 	return ok && state == "T"
 }
+
+// isProgramProcess reports whether pid runs, as a program of a lockwatch
+// run holder or what one left behind (its environment says so): a pid that
+// heartbeated and has exited since may have been reused.
+func isProgramProcess(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	if err != nil {
+		return false
+	}
+	for kv := range strings.SplitSeq(string(b), "\x00") {
+		if strings.HasPrefix(kv, programEnv+"=") {
+			return true
+		}
+	}
+	return false
+}

@@ -1,7 +1,9 @@
 // Command lockwatch-chaos checks lockwatch's central claim with real faults: under
 // pauses, stalls, crashes and failovers, a fenced resource never accepts a
 // write older than one it already accepted, and lockwatch's metrics count
-// every lease lost and every stale write rejected.
+// every lease lost and every stale write rejected. And lockwatch run's:
+// stopped, cut off or left behind, its program and what it started stop
+// working before the key can expire or is released.
 //
 //	go run ./cmd/lockwatch-chaos -duration 2m -seed 42
 //	go run ./cmd/lockwatch-chaos -topology sentinel -duration 10m
@@ -60,7 +62,20 @@
 //     comes first, through an entry point drawn from the seed, with the
 //     fence in the Fencing-Token header or fencing-token metadata, and
 //     slowly: an HTTP body sends half its value at once and the rest 0.05
-//     to 0.2 TTL later, a stream opens and sends its value as late.
+//     to 0.2 TTL later, a stream opens and sends its value as late;
+//   - -runs lockwatch run holders (2 by default): each loops, running
+//     lockwatch run --key K --ttl TTL on a random key of the same
+//     namespace (cmd/lockwatch, built from the module the harness runs
+//     in, or -lockwatch), in a process group of its own as a shell's job
+//     would be, with this binary as its program. The program heartbeats
+//     every TTL/100 with the fence lockwatch exports to it
+//     ($LOCKWATCH_FENCE) onto its stdout, a pipe the harness reads, for
+//     0.5 to 2.5 TTLs, and exits on SIGTERM. One program in four ignores
+//     SIGTERM; half the runs give --grace, up to the safety margin or past
+//     it, up to a TTL (lockwatch refuses those: exit 64). When the run
+//     stops, the lockwatch run under way gets SIGTERM, as a supervisor
+//     sends it. On single each reaches the lock Redis through a forwarder
+//     of its own.
 //
 // # Faults
 //
@@ -159,8 +174,33 @@
 // -timeline FILE.svg draws the run: faults as bands, each holder's leases
 // as bars, losses, rejected and accepted writes as marks.
 //
+// The lockwatch run holders' faults run on a lane of their own, beside
+// the main schedule and drawn from the seed the same way: they touch no
+// server. Each arms one run holder's next program (it works 2.5 to 3.5
+// TTLs, or what the fault says), waits for its first heartbeat, and
+// strikes 0.1 to 0.4 TTL into its work:
+//
+//   - run-stop: SIGSTOP of lockwatch for 1.5 to 2.5 TTLs, then SIGCONT,
+//     as kill -STOP or a debugger does;
+//   - run-job-stop: SIGSTOP or SIGTSTP of lockwatch's process group, its
+//     job, as a shell's stop of a background job does, then SIGCONT;
+//   - run-program-stop: SIGSTOP or SIGTSTP of the program's group, as
+//     Ctrl-Z does; then, before the SIGCONT to it and to lockwatch's job,
+//     the key must no longer be held with the program's fence;
+//   - run-leave-child: the program (working 0.1 to 0.5 TTL) leaves a
+//     process heartbeating with its fence 1 to 2 TTLs past its exit, in
+//     its process group or out of it (setsid);
+//   - run-ignore-term: the program ignores SIGTERM, its lockwatch gets
+//     --grace within the margin, past it, or the default, and loses the
+//     lease: cut off from the lock Redis (its forwarder swallows
+//     everything; single only) or stopped (SIGSTOP), for 1.5 to 2.5 TTLs.
+//
+// While lockwatch, its job or its program is stopped or cut off, the
+// harness reads what Redis holds for the key every TTL/20 and notes when
+// the program's lease's key expired there.
+//
 // Every fault is printed with its timing and the seed; -seed S with the
-// same -topology, -duration, -ttl, -faults and -procs replays the
+// same -topology, -duration, -ttl, -faults, -procs and -runs replays the
 // schedule.
 //
 // # Checks
@@ -212,8 +252,28 @@
 //     kill-restart. Or when the first holder's process was stopped
 //     (holder-stop, suspend) up to the window before the second acquire:
 //     only the fence protects against a stopped process. The others are
-//     unexplained_overlaps;
-//  6. no goroutine and no child process outlives the run.
+//     unexplained_overlaps. A lockwatch run program works from its first
+//     heartbeat to the last of any process with its fence (what it left
+//     behind included), and counts as a lease: two programs of one key
+//     heartbeating at once, or one heartbeating while another holder's
+//     lease is live, is an overlap like two live leases, explained only
+//     by a loss in Redis. A stopped lockwatch explains nothing: lockwatch
+//     run promises to end its program before the key can expire. The one
+//     exception is a process the harness left unsupervised on purpose,
+//     where lockwatch run says it cannot reach it (off Linux, one that
+//     left the program's group with setsid): its heartbeats are left out,
+//     and counted;
+//  6. lockwatch run: no process heartbeated with a fence after the
+//     lockwatch run that held it exited (it released the key), nor after
+//     the key expired in Redis where a fault saw it expire; a stopped
+//     program's key was not held past 1.5 TTLs of its stop (a stopped
+//     program holds its key for one TTL at most); every lockwatch run
+//     exited with a status its manual gives for what happened (0, 79 lost,
+//     75 held, 76 unknown, 69 unavailable, 64 only for a --grace past the
+//     margin, 143 only after the run's SIGTERM) and within 10 TTLs plus
+//     20 s of that SIGTERM; no program, and nothing it left, outlived its
+//     lockwatch run;
+//  7. no goroutine and no child process outlives the run.
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check, and the guarded register served without its
@@ -225,10 +285,16 @@
 // unknown (a transport error). The report prints them, accepted writes by
 // entry point, and the accept log's length and disorder.
 //
+// The lockwatch run line gives the runs by exit status, the heartbeats,
+// and the processes that heartbeated after their key expired or their
+// lockwatch run exited.
+//
 // The fault table counts, per fault kind active at the time (or ended less
 // than 2 TTLs before), leases lost, unknown acquires, stale writes, overlaps
 // (at the second acquire), unexplained ones and late cancels (at the first
-// Err that reported the loss). The last line of the output sums it up, and
+// Err that reported the loss). An overlap counts for a fault of the run
+// holders' lane when its first holder is a lockwatch run program, else for
+// one of the main lane. The last line of the output sums it up, and
 // the exit status is non-zero on any violation, late cancels included:
 //
 //	chaos: seed=S duration=D ops=N faults=F stale_accepted=0 order_violations=0 unexplained_overlaps=0 linearizable=ok metrics_exact=true
@@ -249,6 +315,9 @@ import (
 func main() {
 	if isChild() {
 		os.Exit(childMain())
+	}
+	if isProgram() {
+		os.Exit(programMain())
 	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {

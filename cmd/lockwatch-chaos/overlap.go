@@ -26,9 +26,16 @@ func (o overlap) String() string {
 	if why == overlapUnexplained {
 		why = "unexplained"
 	}
-	return fmt.Sprintf("%s acquired %s (fence %d) %v before %s's lease (fence %d) ended: %s",
-		o.second.Holder, o.second.Key, o.second.Fence, time.Duration(o.first.liveUntil()-o.second.Acquired).Round(time.Microsecond),
-		o.first.Holder, o.first.Fence, why)
+	second, first := o.second.Holder+" acquired", "lease"
+	if o.second.Run {
+		second = o.second.Holder + "'s program heartbeated on"
+	}
+	if o.first.Run {
+		first = "program's work"
+	}
+	return fmt.Sprintf("%s %s (fence %d) %v before %s's %s (fence %d) ended: %s",
+		second, o.second.Key, o.second.Fence, time.Duration(o.first.liveUntil()-o.second.Acquired).Round(time.Microsecond),
+		o.first.Holder, first, o.first.Fence, why)
 }
 
 // overlaps finds every pair of leases of one key whose live intervals

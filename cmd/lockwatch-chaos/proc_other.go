@@ -8,3 +8,8 @@ import "syscall"
 // Ctrl-C reaches only the harness; without Pdeathsig, a holder notices a
 // dead harness by its stdin closing.
 func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+
+// setsidSupervised: elsewhere lockwatch run reaches its program's process
+// group only, and says so: a process that left it (setsid) is
+// unsupervised, made so on purpose, and its heartbeats are left out.
+const setsidSupervised = false

@@ -33,6 +33,7 @@ type summary struct {
 	LateCancels int            // contexts live past the cancel window after Err reported the loss
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
 	Guard       guardFigures   // the guarded register's writes
+	Runs        runFigures     // the lockwatch run holders' runs and heartbeats
 	Failovers   []failoverFigure
 	staleOps    []op       // the stale writes accepted, for the timeline
 	injected    []injected // the faults as they happened
@@ -85,9 +86,10 @@ func (s summary) line() string {
 		s.Seed, s.Duration.Round(time.Second), s.Ops, s.Faults, s.StaleAccepted, s.OrderViolations, s.UnexplainedOverlaps, s.Linearizable, s.MetricsExact)
 }
 
-// attribute builds the table: each event counts for the fault that was
-// active when it happened, or that ended at most tail before it (a fault's
-// effects outlive it: a lease taken during a blackhole is lost a TTL later).
+// attribute builds the table: each event counts for the fault of its lane
+// that was active when it happened, or that ended at most tail before it
+// (a fault's effects outlive it: a lease taken during a blackhole is lost
+// a TTL later).
 func attribute(kinds []faultKind, faults []injected, tail time.Duration, events []event) []row {
 	rows := map[string]*row{}
 	var order []string
@@ -108,7 +110,7 @@ func attribute(kinds []faultKind, faults []injected, tail time.Duration, events 
 	for _, e := range events {
 		name := "no fault"
 		for _, f := range slices.Backward(faults) {
-			if f.Start <= e.at && e.at <= f.End+int64(tail) {
+			if f.Kind.runLane() == e.run && f.Start <= e.at && e.at <= f.End+int64(tail) {
 				name = string(f.Kind)
 				break
 			}
@@ -163,6 +165,7 @@ const (
 type event struct {
 	kind eventKind
 	at   int64
+	run  bool // the run lane's (runfaults.go)
 }
 
 // print writes the table, the violations and, last, the summary line.
@@ -194,6 +197,9 @@ func (s summary) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "guarded register: accepted %d (%s), stale rejected %d, busy %d, unknown %d; accept log %d writes, %d out of fence order\n",
 		s.Guard.Accepted, strings.Join(via, ", "), s.Guard.Rejected, s.Guard.Busy, s.Guard.Unknown, s.Guard.Logged, s.Guard.OutOfOrder)
+	if s.Runs.Runs > 0 {
+		fmt.Fprintln(w, s.Runs)
+	}
 	for _, f := range s.Failovers {
 		fmt.Fprintln(w, f)
 	}

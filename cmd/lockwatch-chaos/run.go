@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -82,7 +83,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	cl.add(faultLog.Close)
 	out.log = faultLog
 
-	plan := schedule(cfg.seed, cfg.duration, cfg.ttl, cfg.faults, cfg.procs)
+	plan := schedule(cfg.seed, cfg.duration, cfg.ttl, cfg.faults, cfg.procs, cfg.runs)
 	mode := "fenced"
 	if cfg.unfenced {
 		mode = "UNFENCED (negative control)"
@@ -90,10 +91,22 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if cfg.skew != 0 {
 		mode += fmt.Sprintf(", replicas' clocks %v behind", cfg.skew)
 	}
-	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes keys=%d writes %s; %d faults planned; output in %s",
-		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.keys, mode, len(plan), dir)
+	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes + %d lockwatch runs keys=%d writes %s; %d faults planned; output in %s",
+		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.runs, cfg.keys, mode, len(plan), dir)
+	var mainPlan, runPlan []fault
 	for _, f := range plan {
 		fmt.Fprintf(faultLog, "plan: %s\n", f)
+		if f.Kind.runLane() {
+			runPlan = append(runPlan, f)
+		} else {
+			mainPlan = append(mainPlan, f)
+		}
+	}
+	bin := cfg.lockwatch
+	if bin == "" && cfg.runs > 0 {
+		if bin, err = buildLockwatch(serverDir); err != nil {
+			return sum, err
+		}
 	}
 
 	schema, dropSchema, err := createSchema(ctx, cfg.dsn)
@@ -204,17 +217,36 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 			cfg.seed+uint64(100+i), hist, stop)
 		holding.Go(h.run)
 	}
+	// A run holder's last lockwatch run may have to wait out its program's
+	// work, up to 3.5 TTLs, and a lost lease's clean-up.
+	runsTimeout := 10*cfg.ttl + 20*time.Second
+	fleet, err := startRuns(cfg, bin, dir, lockRedis.target(), keys, stop)
+	cl.add(func() error {
+		stopAll()
+		_, err := fleet.finish(runsTimeout)
+		return err
+	})
+	if err != nil {
+		return sum, fmt.Errorf("start the lockwatch run holders: %w", err)
+	}
 
 	origin := now() // the injector's start on the history's clock
-	inj := &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, out: out, start: time.Now(), stop: stop}
-	out.restart(inj.start) // from here on, printed offsets are the schedule's
+	start := time.Now()
+	newInjector := func() *injector {
+		return &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, runs: fleet.holders,
+			inspect: shared.locker.Inspect, out: out, start: start, stop: stop, expired: map[workID]int64{}}
+	}
+	inj, runInj := newInjector(), newInjector() // the run holders' lane beside the main one (runfaults.go)
+	out.restart(start)                          // from here on, printed offsets are the schedule's
 	injResult := make(chan error, 1)
 	injDone := injResult
-	go func() { injResult <- inj.run(plan) }()
+	go func() { injResult <- inj.run(mainPlan) }()
+	runInjResult := make(chan error, 1)
+	go func() { runInjResult <- runInj.run(runPlan) }()
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
-		progress(out, hist, inj, len(plan), cfg.progress, stop)
+		progress(out, hist, inj, len(mainPlan), cfg.progress, stop)
 	}()
 
 	timer := time.NewTimer(cfg.duration)
@@ -241,6 +273,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	timer.Stop()
 	stopAll()
 	injErr := <-injResult
+	runInjErr := <-runInjResult
 	<-progressDone
 	holding.Wait()
 	elapsed := time.Since(inj.start)
@@ -267,6 +300,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		harnessErr = errors.Join(harnessErr, err)
 	}
 	metrics.add(own)
+	outlived, err := fleet.finish(runsTimeout)
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, err)
+	}
 
 	ops, leases := hist.snapshot()
 	audit, err := readAudit(context.Background(), regs.db)
@@ -275,10 +312,24 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	logs := map[string][]acceptEntry{regPG: audit, regGuard: guarded.accepted()}
 	fos := lockRedis.failovers()
-	sum = analyse(cfg, ops, leases, inj.injected(), fos, metrics, logs, dir, children)
+	faults := append(inj.injected(), runInj.injected()...)
+	slices.SortFunc(faults, func(a, b injected) int { return cmp.Compare(a.Start, b.Start) })
+	runWork := fleet.beats.work()
+	sum = analyse(cfg, ops, leases, runWork, faults, fos, metrics, logs, dir, children)
 	sum.Failovers = failoverFigures(fos, ops, leases)
-	sum.injected = inj.injected()
+	sum.injected = faults
 	sum.Duration = elapsed
+	if cfg.runs > 0 {
+		sum.Runs = runFiguresOf(fleet.runs(), fleet.beats, cfg.ttl/10)
+		sum.Runs.Beats, sum.Runs.Unsupervised = fleet.beats.counts()
+		after := fleet.beats.after(sum.Runs.exited, "its lockwatch run had exited")
+		sum.Runs.AfterExit = len(after)
+		expired := fleet.beats.after(runInj.expiries(), "its key expired in Redis")
+		sum.Runs.AfterExpiry = len(expired)
+		for _, v := range slices.Concat(sum.Runs.unexpected, after, expired, outlived, runInj.violations()) {
+			sum.Violations = append(sum.Violations, "lockwatch run: "+v)
+		}
+	}
 	for i, seen := range reported {
 		var pops []op
 		var pleases []leaseRec
@@ -303,11 +354,19 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	case injErr != nil:
 		sum.Violations = append(sum.Violations, "the fault schedule could not be completed: "+injErr.Error())
 	}
+	if runInjErr != nil && !interrupted {
+		sum.Violations = append(sum.Violations, "the run holders' faults could not be completed: "+runInjErr.Error())
+	}
 	if harnessErr != nil {
 		sum.Violations = append(sum.Violations, "harness: "+harnessErr.Error())
 	}
 	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases); err != nil {
 		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
+	}
+	if cfg.runs > 0 {
+		if err := writeRuns(filepath.Join(dir, "runs.jsonl"), fleet.runs(), runWork); err != nil {
+			sum.Violations = append(sum.Violations, "write the runs: "+err.Error())
+		}
 	}
 	if cfg.timeline != "" {
 		title := fmt.Sprintf("lockwatch-chaos -topology %s -seed %d -duration %v", cfg.topology, cfg.seed, cfg.duration)
@@ -315,7 +374,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 			title += " -unfenced"
 		}
 		tl := timeline{
-			title: title, start: origin, end: origin + int64(elapsed), faults: inj.injected(), ops: ops, leases: leases, stale: sum.staleOps,
+			title: title, start: origin, end: origin + int64(elapsed), faults: faults, ops: ops, leases: append(leases, runWork...), stale: sum.staleOps,
 		}
 		if err := tl.write(cfg.timeline); err != nil {
 			sum.Violations = append(sum.Violations, "write the timeline: "+err.Error())
@@ -340,7 +399,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 
 // analyse runs checks 1 to 5 on the history and on the accept logs, by
 // register, of the registers that keep one.
-func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, fos []failover, metrics counts,
+func analyse(cfg config, ops []op, leases, runWork []leaseRec, faults []injected, fos []failover, metrics counts,
 	logs map[string][]acceptEntry, dir string, children []*child) summary {
 	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
 	for _, f := range faults {
@@ -432,18 +491,20 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, fos []f
 
 	// 5. Two live holders of one key.
 	s.Overlaps = map[string]int{}
-	for _, o := range overlaps(leases, faults, fos, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
+	for _, o := range overlaps(slices.Concat(leases, runWork), faults, fos, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
 		s.Overlaps[o.why]++
 		if o.why == overlapUnexplained {
 			s.Violations = append(s.Violations, "overlap: "+o.String())
 		}
-		events = append(events, event{evOverlap, o.second.Acquired})
+		// It counts for the lane of the first holder's faults: a stopped
+		// lockwatch run's program heartbeating on is the run lane's.
+		events = append(events, event{kind: evOverlap, at: o.second.Acquired, run: o.first.Run})
 		if o.why == overlapUnexplained {
-			events = append(events, event{evUnexplained, o.second.Acquired})
+			events = append(events, event{kind: evUnexplained, at: o.second.Acquired, run: o.first.Run})
 		}
 	}
 	for _, r := range lateCancelled {
-		events = append(events, event{evLateCancel, r.ErrAt})
+		events = append(events, event{kind: evLateCancel, at: r.ErrAt})
 	}
 
 	// The table. A lease's trouble starts where it was hit, not where it
@@ -468,13 +529,13 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, fos []f
 	for _, o := range ops {
 		switch {
 		case o.Kind == kindAcquire && o.Outcome == outUnknown:
-			events = append(events, event{evUnknown, o.Return})
+			events = append(events, event{kind: evUnknown, at: o.Return})
 		case o.Kind == kindWrite && o.Outcome == outStale:
-			events = append(events, event{evRejected, staleAt(o)})
+			events = append(events, event{kind: evRejected, at: staleAt(o)})
 		}
 	}
 	for _, o := range stale {
-		events = append(events, event{evAccepted, staleAt(o)})
+		events = append(events, event{kind: evAccepted, at: staleAt(o)})
 	}
 	for _, r := range leases {
 		if !r.Lost {
@@ -489,7 +550,7 @@ func analyse(cfg config, ops []op, leases []leaseRec, faults []injected, fos []f
 				at = p
 			}
 		}
-		events = append(events, event{evLost, at})
+		events = append(events, event{kind: evLost, at: at})
 	}
 	s.Rows = attribute(cfg.topology.faults(), faults, 2*cfg.ttl, events)
 	s.UnexplainedOverlaps = s.Overlaps[overlapUnexplained]

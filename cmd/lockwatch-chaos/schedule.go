@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -43,6 +44,13 @@ const (
 	faultClusterFailover faultKind = "cluster-failover" // CLUSTER FAILOVER on a master's replica: a coordinated hand-over
 	faultClusterTakeover faultKind = "cluster-takeover" // CLUSTER FAILOVER TAKEOVER: the replica takes over without a vote or a sync
 	faultSlotMigrate     faultKind = "slot-migrate"     // a lock key's slot moved to another master while leases on it are held
+
+	// lockwatch run holders, on a lane of their own (runfaults.go).
+	faultRunStop        faultKind = "run-stop"         // SIGSTOP of lockwatch run past the TTL while its program works
+	faultRunJobStop     faultKind = "run-job-stop"     // SIGSTOP or SIGTSTP of lockwatch's process group, its job
+	faultRunProgramStop faultKind = "run-program-stop" // SIGSTOP or SIGTSTP of its program's process group
+	faultRunLeaveChild  faultKind = "run-leave-child"  // the program leaves a child heartbeating after it exits
+	faultRunIgnoreTerm  faultKind = "run-ignore-term"  // the program ignores SIGTERM when its lease is lost
 )
 
 // promotes reports whether k makes the sentinels or the cluster promote a
@@ -63,6 +71,7 @@ var allFaults = []faultKind{
 	faultDuplicate, faultSlowAcquire, faultSuspend, faultHolderPartition,
 	faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultSentinelRestart, faultFailoverTwice,
 	faultMasterKill, faultMasterPartition, faultClusterFailover, faultClusterTakeover, faultSlotMigrate,
+	faultRunStop, faultRunJobStop, faultRunProgramStop, faultRunLeaveChild, faultRunIgnoreTerm,
 }
 
 func faultNames(kinds []faultKind) []string {
@@ -101,8 +110,11 @@ type fault struct {
 	Delay    time.Duration // proxy-delay, slow-acquire: the delay per chunk; proxy-duplicate: how late the copies come
 	Jump     time.Duration // suspend: how far the holder's lease clock jumps on resume
 	Target   int           // holder-stop, suspend, holder-partition: the child process
-	Dir      string        // holder-partition: what is dropped (cutOut, cutIn, cutBoth)
+	Dir      string        // holder-partition: what is dropped (cutOut, cutIn, cutBoth); run-leave-child: what it leaves (leaveGroup, leaveSetsid); run-ignore-term: how the lease is lost (lossCut, lossStop)
 	InCommit bool          // holder-stop: stop the holder inside its Commit rather than wherever it is
+	Work     time.Duration // run faults: how long the armed program works
+	Grace    time.Duration // run-ignore-term: its lockwatch's --grace; 0 for the default
+	Signal   string        // run-job-stop, run-program-stop: the stop signal (stopSignals)
 }
 
 func (f fault) String() string {
@@ -122,6 +134,18 @@ func (f fault) String() string {
 		s += fmt.Sprintf(" (holder process p%d, lease clock +%v on resume)", f.Target+1, f.Jump.Round(time.Millisecond))
 	case faultHolderPartition:
 		s += fmt.Sprintf(" (holder process p%d, dropped: %s)", f.Target+1, f.Dir)
+	case faultRunStop, faultRunJobStop, faultRunProgramStop:
+		s += fmt.Sprintf(" (run holder r%d, %s %v into a program of %v)", f.Target+1, cmp.Or(f.Signal, "SIGSTOP"),
+			f.Delay.Round(time.Millisecond), f.Work.Round(time.Millisecond))
+	case faultRunLeaveChild:
+		s += fmt.Sprintf(" (run holder r%d, a %s child after a program of %v)", f.Target+1, f.Dir, f.Work.Round(time.Millisecond))
+	case faultRunIgnoreTerm:
+		grace := "the default --grace"
+		if f.Grace > 0 {
+			grace = "--grace " + f.Grace.Round(time.Millisecond).String()
+		}
+		s += fmt.Sprintf(" (run holder r%d, %s; lease lost by a %s %v into a program of %v)", f.Target+1, grace, f.Dir,
+			f.Delay.Round(time.Millisecond), f.Work.Round(time.Millisecond))
 	case faultKill, faultFailover, faultSentinelRestart:
 		s += fmt.Sprintf(" (down %v)", f.Down.Round(time.Millisecond))
 	case faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultFailoverTwice, faultMasterKill, faultMasterPartition,
@@ -164,12 +188,27 @@ const (
 // enough for one round sees every kind. The plan depends on nothing but its
 // arguments; what the faults hit at run time (which holder is in its
 // Commit, which key a restart empties) depends on timing and is logged.
-func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs int) []fault {
-	rng := rand.New(rand.NewPCG(seed, 0x6c6f636b77617463)) // second word: "lockwatc"
+// The run holders' faults are a lane of their own (runfaults.go), drawn
+// from a stream of the seed of their own, numbered after the main lane's.
+func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs, runs int) []fault {
+	var mainKinds, runKinds []faultKind
+	for _, k := range kinds {
+		if k.runLane() {
+			runKinds = append(runKinds, k)
+		} else {
+			mainKinds = append(mainKinds, k)
+		}
+	}
+	plan := lane(rand.New(rand.NewPCG(seed, 0x6c6f636b77617463)), nil, duration, ttl, mainKinds, procs, runs) // second word: "lockwatc"
+	return lane(rand.New(rand.NewPCG(seed, 0x72756e6c616e65)), plan, duration, ttl, runKinds, procs, runs)    // "runlane"
+}
+
+// lane appends to plan the faults of kinds, one after the other, drawn
+// from rng.
+func lane(rng *rand.Rand, plan []fault, duration, ttl time.Duration, kinds []faultKind, procs, runs int) []fault {
 	ttls := func(lo, hi float64) time.Duration {
 		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(ttl))
 	}
-	var plan []fault
 	if len(kinds) == 0 {
 		return plan
 	}
@@ -250,8 +289,45 @@ func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs
 				f.Dur = ttls(1.5, 2.5)
 				f.Target = rng.IntN(max(procs, 1))
 				f.Dir = cutDirections[rng.IntN(len(cutDirections))]
+			case faultRunStop, faultRunJobStop, faultRunProgramStop, faultRunIgnoreTerm:
+				// A program that works well past the stop: its key expires
+				// at most a TTL after it, another holder takes it, and the
+				// program, unless ended, heartbeats on beside it. A
+				// stopped program is inspected after 1.5 TTLs or more:
+				// its key must have expired by then.
+				f.Target = rng.IntN(max(runs, 1))
+				f.Work = ttls(2.5, 3.5)
+				f.Delay = ttls(0.1, 0.4)
+				f.Dur = ttls(1.5, 2.5)
+				switch f.Kind {
+				case faultRunJobStop, faultRunProgramStop:
+					f.Signal = []string{"SIGSTOP", "SIGTSTP"}[rng.IntN(2)]
+				case faultRunIgnoreTerm:
+					// The default grace half the time; otherwise up to
+					// the margin, or past it, up to a TTL (lockwatch may
+					// refuse it): a lease lost at its first failed renewal
+					// leaves about half a TTL before its key can expire.
+					switch rng.IntN(4) {
+					case 0:
+						f.Grace = ttls(0.05, 0.1)
+					case 1:
+						f.Grace = ttls(0.2, 1)
+					}
+					f.Dir = []string{lossCut, lossStop}[rng.IntN(2)]
+				}
+			case faultRunLeaveChild:
+				f.Target = rng.IntN(max(runs, 1))
+				f.Work = ttls(0.1, 0.5)
+				f.Dur = ttls(1, 2) // the child's life after the program's work
+				f.Dir = []string{leaveGroup, leaveSetsid}[rng.IntN(2)]
 			}
 			length := f.Dur + f.Down
+			if f.Kind.runLane() {
+				length += f.Delay + time.Duration(armTTLs*float64(ttl))
+				if f.Kind == faultRunLeaveChild {
+					length += f.Work
+				}
+			}
 			failovers := 0
 			switch {
 			case f.Kind == faultFailoverTwice:
