@@ -284,7 +284,7 @@ func (w *watchWriter) String() string {
 
 // TestInterrupt stops a run early, as Ctrl-C does: the run still stops its
 // holders in order, checks what it recorded, and leaves no process and no
-// goroutine behind (check 5 runs inside the run).
+// goroutine behind (check 7 runs inside the run).
 func TestInterrupt(t *testing.T) {
 	requireServers(t)
 	cfg := testConfig(t)

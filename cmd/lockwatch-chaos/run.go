@@ -381,7 +381,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 	}
 
-	// Check 6: nothing outlives the run. Everything is stopped first.
+	// Check 7: nothing outlives the run. Everything is stopped first.
 	if err := cl.run(); err != nil {
 		sum.Violations = append(sum.Violations, "cleanup: "+err.Error())
 	}

@@ -30,8 +30,12 @@ func runProgram(t *testing.T, spec programSpec) *heartbeats {
 	require.NoError(t, cmd.Start())
 	w.Close()
 	hb := newHeartbeats()
-	hb.read(r, func(beat) { _ = cmd.Process.Signal(syscall.SIGTERM) })
+	hb.read(r, func(b beat) {
+		assert.True(t, isProgramProcess(b.Pid), "a running program is seen as one (the outlived check)")
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	})
 	require.NoError(t, cmd.Wait(), "the program exits 0 however it ends")
+	assert.False(t, isProgramProcess(cmd.Process.Pid), "nor one that has exited")
 	return hb
 }
 
