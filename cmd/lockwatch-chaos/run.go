@@ -221,14 +221,14 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	// work, up to 3.5 TTLs, and a lost lease's clean-up.
 	runsTimeout := 10*cfg.ttl + 20*time.Second
 	fleet, err := startRuns(cfg, bin, dir, lockRedis.target(), keys, stop)
+	if err != nil {
+		return sum, fmt.Errorf("start the lockwatch run holders: %w", err)
+	}
 	cl.add(func() error {
 		stopAll()
 		_, err := fleet.finish(runsTimeout)
 		return err
 	})
-	if err != nil {
-		return sum, fmt.Errorf("start the lockwatch run holders: %w", err)
-	}
 
 	origin := now() // the injector's start on the history's clock
 	start := time.Now()

@@ -46,37 +46,47 @@ type runFleet struct {
 // target, each logging to rN.log in dir. On single, each reaches the lock
 // Redis through a forwarder of its own, which run-ignore-term can cut.
 func startRuns(cfg config, bin, dir string, target lockTarget, keys []string, stop <-chan struct{}) (*runFleet, error) {
+	f := &runFleet{beats: newHeartbeats()}
+	if err := f.setUp(cfg, bin, dir, target, keys, stop); err != nil {
+		return nil, errors.Join(err, f.close())
+	}
+	for _, h := range f.holders {
+		go h.run()
+	}
+	return f, nil
+}
+
+// setUp makes the holders, their pipes, logs and forwarders.
+func (f *runFleet) setUp(cfg config, bin, dir string, target lockTarget, keys []string, stop <-chan struct{}) error {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	f := &runFleet{beats: newHeartbeats()}
 	for i := 1; i <= cfg.runs; i++ {
 		h := &runHolder{id: fmt.Sprintf("r%d", i), bin: bin, self: self, ttl: cfg.ttl, keys: keys,
 			rng: rand.New(rand.NewPCG(cfg.seed+uint64(200+i), 0x72756e)), stop: stop, starts: make(chan beat, 8), done: make(chan struct{})}
 		f.holders = append(f.holders, h)
 		var r *os.File
 		if r, h.pipe, err = os.Pipe(); err != nil {
-			return f, err
+			return err
 		}
 		f.reads = append(f.reads, r)
-		if h.log, err = os.Create(filepath.Join(dir, h.id+".log")); err != nil {
-			return f, err
+		f.readers.Go(func() { f.beats.read(r, h.started) })
+		// Appended to by every lockwatch run and its program, and by
+		// what a program left behind, all at once.
+		if h.log, err = os.OpenFile(filepath.Join(dir, h.id+".log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY|os.O_APPEND, 0o644); err != nil {
+			return err
 		}
 		addr := ""
 		if target.Topology == topoSingle {
 			if h.fwd, err = faultproxy.Launch(target.Addrs[0]); err != nil {
-				return f, err
+				return err
 			}
 			addr = h.fwd.Addr()
 		}
 		h.conn = connFlags(target, addr)
-		f.readers.Go(func() { f.beats.read(r, h.started) })
 	}
-	for _, h := range f.holders {
-		go h.run()
-	}
-	return f, nil
+	return nil
 }
 
 // finish waits for every holder's last run to exit (they got SIGTERM when

@@ -41,9 +41,9 @@ type runHolder struct {
 	keys   []string
 	rng    *rand.Rand
 	stop   <-chan struct{}
-	pipe   *os.File // the heartbeat pipe's write end: the stdout of every lockwatch run
-	log    *os.File // the stderr of every lockwatch run
-	starts chan beat
+	pipe   *os.File      // the heartbeat pipe's write end: the stdout of every lockwatch run
+	log    *os.File      // the stderr of every lockwatch run
+	starts chan beat     // the first heartbeats of armed programs
 	done   chan struct{} // closed when run returns
 
 	mu     sync.Mutex
@@ -210,9 +210,12 @@ func (h *runHolder) started(b beat) {
 	}
 	h.last = b
 	h.mu.Unlock()
+	if b.Fault == 0 {
+		return
+	}
 	select {
 	case h.starts <- b:
-	default:
+	default: // its fault gave up waiting, and another one's is waiting
 	}
 }
 
