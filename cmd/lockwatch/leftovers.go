@@ -56,8 +56,8 @@ func (s *supervisor) leftBehind() bool {
 }
 
 // leftovers looks for what the program left: whether its process group
-// has a process, and the descendants outside it. Adopted orphans that
-// exited are reaped first: off Linux, a zombie counts for the group.
+// has a process, and the descendants outside it. The orphans lockwatch
+// adopted that exited are reaped first, so that none stays a zombie.
 func (s *supervisor) leftovers() (group bool, outside []int) {
 	reapOrphans(s.p.pid, s.w.pid())
 	return reach(os.Getpid(), s.w.pid(), s.p.pid)

@@ -61,7 +61,7 @@ func startWatchdog(key string, grace, every time.Duration, stderr io.Writer) (*w
 		return nil, err
 	}
 	defer r.Close()
-	cmd := exec.Command(exe, watchdogCommand, key, grace.String(), every.String())
+	cmd := exec.Command(exe, watchdogCommand, key, grace.String(), every.String(), strconv.Itoa(os.Getpid()))
 	cmd.Args[0] = os.Args[0]       // ps shows lockwatch __watchdog
 	cmd.ExtraFiles = []*os.File{r} // its fd 3
 	cmd.Stderr = os.Stderr

@@ -18,22 +18,25 @@ import (
 const watchdogPoll = 50 * time.Millisecond
 
 // runWatchdog is the watchdog process (watchdog.go): lockwatch run starts
-// it as "lockwatch __watchdog KEY GRACE BEAT" with the pipe's read end as
-// fd 3, whose lines are "group PGID", "beat CANCEL-POINT", "stop",
-// "term" and "done". It exits when the pipe closes.
+// it as "lockwatch __watchdog KEY GRACE BEAT PID" (PID is lockwatch's)
+// with the pipe's read end as fd 3, whose lines are "group PGID", "beat
+// CANCEL-POINT", "stop", "term" and "done". It exits when the pipe
+// closes.
 func runWatchdog(args []string, stderr io.Writer) int {
-	if len(args) != 3 {
+	if len(args) != 4 {
 		return exitCode(stderr, fail(exitUsage, "%s is started by lockwatch run, not by hand", watchdogCommand))
 	}
 	grace, err1 := time.ParseDuration(args[1])
 	beat, err2 := time.ParseDuration(args[2])
-	if err1 != nil || err2 != nil {
-		return exitCode(stderr, fail(exitUsage, "%s: bad durations %q %q", watchdogCommand, args[1], args[2]))
+	pid, err3 := strconv.Atoi(args[3])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return exitCode(stderr, fail(exitUsage, "%s: bad arguments %q", watchdogCommand, args[1:]))
 	}
 	// A supervisor that ends lockwatch's whole cgroup (systemctl stop)
-	// must not end the watchdog before lockwatch has ended its program.
-	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM)
-	d := &deadline{key: args[0], grace: grace, stale: 2 * beat, lockwatch: os.Getppid(), stderr: stderr}
+	// must not end the watchdog before lockwatch has ended its program,
+	// nor may a reader of stderr that went away.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTERM, syscall.SIGPIPE)
+	d := &deadline{key: args[0], grace: grace, stale: 2 * beat, lockwatch: pid, stderr: stderr}
 
 	lines := make(chan string)
 	go func() {
@@ -156,7 +159,7 @@ func (d *deadline) signal(sigs ...syscall.Signal) bool {
 	for _, sig := range sigs {
 		_ = syscall.Kill(-d.pgid, sig)
 	}
-	_, outside := reach(d.lockwatch, os.Getpid(), d.pgid)
+	_, outside := d.reach()
 	for _, pid := range outside {
 		for _, sig := range sigs {
 			_ = syscall.Kill(pid, sig)
@@ -167,8 +170,18 @@ func (d *deadline) signal(sigs ...syscall.Signal) bool {
 
 // groupRuns tells whether the program's group has a live process.
 func (d *deadline) groupRuns() bool {
-	group, _ := reach(d.lockwatch, os.Getpid(), d.pgid)
+	group, _ := d.reach()
 	return group
+}
+
+// reach is reach below lockwatch while lockwatch is the watchdog's parent
+// (alive, or dead and not yet reaped): once it has gone its pid may name
+// another process, and only the program's group is reached.
+func (d *deadline) reach() (group bool, outside []int) {
+	if os.Getppid() != d.lockwatch {
+		return alive(d.pgid), nil
+	}
+	return reach(d.lockwatch, os.Getpid(), d.pgid)
 }
 
 func (d *deadline) say(format string, args ...any) {
