@@ -46,17 +46,17 @@ func TestStoppedLockwatchEndsProgramBeforeExpiry(t *testing.T) {
 }
 
 // logTerm checks that the program, which has ended, got SIGTERM (and
-// SIGCONT) before its SIGKILL, and logs when its trap read the clock. When
-// is the program's own pace: on a loaded machine the trap of a program
+// SIGCONT) before its SIGKILL, and logs when its handler read the clock. When
+// is the program's own pace: on a loaded machine the handler of a program
 // continued from a stop can run late in the safety margin; the SIGKILL
-// that follows ends it before the key can expire whatever the trap does
+// that follows ends it before the key can expire whatever the handler does
 // (ended, checked at the expiry).
 func logTerm(t *testing.T, dir string, expiry time.Time) {
 	t.Helper()
 	assert.FileExists(t, filepath.Join(dir, "term"), "the program got no SIGTERM before its SIGKILL")
 	if b, err := os.ReadFile(filepath.Join(dir, "term.at")); err == nil {
 		if ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
-			t.Logf("SIGTERM trap read the clock %v before the earliest expiry", expiry.Sub(time.Unix(0, ns)))
+			t.Logf("SIGTERM handler read the clock %v before the earliest expiry", expiry.Sub(time.Unix(0, ns)))
 		}
 	}
 }
