@@ -118,8 +118,7 @@ func TestRunRefusesAForgetfulStore(t *testing.T) {
 		require.ErrorIs(t, err, fence.ErrNotDurable)
 	case a := <-served:
 		cancel()
-		<-done
-		t.Fatalf("served on %s with a fence store that forgets its marks on a restart", a)
+		t.Fatalf("served on %s with a fence store that forgets its marks on a restart (then: %v)", a, <-done)
 	}
 }
 
