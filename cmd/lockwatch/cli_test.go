@@ -70,7 +70,7 @@ func TestHelpDocumentsStatuses(t *testing.T) {
 		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/10", "foreground", "A longer --grace is refused (64)", "watchdog", "one job", "subreaper", "Not supervised",
 			" 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
 		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", " 69 "}},
-		{[]string{"release", "-h"}, []string{"--force", "renewal_rejected", " 1 ", " 69 "}},
+		{[]string{"release", "-h"}, []string{"--force", "force_released", " 1 ", " 69 "}},
 	} {
 		code, stdout, stderr := lockwatchRun(t, tc.args...)
 		assert.Equal(t, exitOK, code, "%v: %s", tc.args, stderr)

@@ -120,7 +120,7 @@ func TestForceReleaseTerminatesHolder(t *testing.T) {
 
 // testForceRelease checks release --force through the connection flags
 // conn: the holder's program is terminated, its lockwatch exits 79 naming
-// renewal_rejected, and the next run gets a larger fence.
+// force_released, and the next run gets a larger fence.
 func testForceRelease(t *testing.T, conn []string) {
 	dir := t.TempDir()
 	// A short TTL: the holder finds out at its next renewal, TTL/3 later.
@@ -147,8 +147,14 @@ func testForceRelease(t *testing.T, conn []string) {
 	assert.Contains(t, stderr, "level=WARN", "the Locker's Warn log does not reach the operator")
 
 	assert.Equal(t, exitLost, h.wait(t), h.stderr.String())
-	assert.Contains(t, h.stderr.String(), "renewal_rejected")
+	assert.Contains(t, h.stderr.String(), "force_released")
 	assert.FileExists(t, filepath.Join(dir, "term"), "the holder's program got no SIGTERM")
+
+	// The same force again, as a re-sent command is: it answers what the
+	// first did, not "nothing changed".
+	code, stdout, stderr = lockwatchRun(t, append([]string{"release", "--force", "--key", "forced", "--holder", info.Holder}, conn...)...)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "released forced")
 
 	code, stdout, stderr = lockwatchRun(t, append(append([]string{"run", "--key", "forced"}, conn...),
 		"--", "/bin/sh", "-c", `echo "$LOCKWATCH_FENCE"`)...)
