@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# check.sh: model-check lease.pml with SPIN (README.md says what each run
+# means).
+#
+#   check.sh            every scenario, exhaustively: each must end with
+#                       0 errors and a complete search
+#   check.sh NAME       the mutant NAME (a line of MUTANTS): it must fail,
+#                       with a counterexample trail
+#   check.sh mutants    every mutant of MUTANTS, two at a time
+#
+# Each run works in a directory of its own under ${TMPDIR:-/tmp}, removed
+# at the end (MODEL_KEEP=1 keeps it, with pan's output and the trail).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+scenarios=(ENDS FORCE TIME LOSS)
+
+# spin -a writes the verifier, gcc builds it (-O1: the exhaustive runs
+# take longer than the build; a mutant stops at its first error, -O0),
+# pan searches. -w: the hash table's size; -m: the depth bound, above any
+# run of the model.
+build() { # dir opt defines...
+	local dir=$1 opt=$2
+	shift 2
+	cp "$here/lease.pml" "$dir/"
+	(cd "$dir" && spin -a "$@" lease.pml >spin.out 2>&1 && gcc -w "$opt" -DSAFETY -DNOBOUNDCHECK -o pan pan.c) || {
+		cat "$dir/spin.out" >&2
+		return 1
+	}
+}
+
+scenario() { # name
+	local name=$1 dir start
+	dir=$(mktemp -d)
+	start=$EPOCHREALTIME
+	build "$dir" -O1 "-DSCENARIO=$name"
+	(cd "$dir" && ./pan -m100000 -w22 >pan.out 2>&1) || true
+	local states errors secs
+	states=$(awk '/states, stored/ {print $1}' "$dir/pan.out")
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.out")
+	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}')
+	if [ "$errors" != 0 ] || grep -q "Search not completed" "$dir/pan.out"; then
+		echo "model: scenario $name FAILED ($errors errors):"
+		(cd "$dir" && spin -t "-DSCENARIO=$name" lease.pml 2>&1 | grep -E '^ *@|^spin:' | sed 's/  */ /g') || true
+		finish "$dir"
+		return 1
+	fi
+	printf 'model: scenario %-5s ok: %9s states, 0 errors, %.1f s\n' "$name" "$states" "$secs"
+	finish "$dir"
+}
+
+mutant() { # name
+	local name=$1 dir start
+	if ! grep -qx "$name" "$here/MUTANTS"; then
+		echo "model: $name is not a mutant of model/MUTANTS" >&2
+		return 2
+	fi
+	dir=$(mktemp -d)
+	start=$EPOCHREALTIME
+	build "$dir" -O0 "-D$name"
+	(cd "$dir" && ./pan -m100000 -w22 >pan.out 2>&1) || true
+	local errors secs line inv steps
+	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.out")
+	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}')
+	if [ "${errors:-0}" = 0 ] || [ ! -f "$dir/lease.pml.trail" ]; then
+		echo "model: mutant $name FAILED: no counterexample (it should break the model)"
+		finish "$dir"
+		return 1
+	fi
+	(cd "$dir" && spin -t "-D$name" lease.pml >trail.out 2>&1) || true
+	line=$(sed -n 's/^spin: lease.pml:\([0-9]*\), Error: assertion violated.*/\1/p' "$dir/trail.out" | head -1)
+	steps=$(sed -n 's/^spin: trail ends after \([0-9]*\) steps.*/\1/p' "$dir/trail.out")
+	inv=$(awk -v n="$line" 'NR <= n && /^inline / {name = $2} END {sub(/\(.*/, "", name); print name}' "$here/lease.pml")
+	printf 'model: mutant %-26s fails as it must: %s (lease.pml:%s), trail of %s steps, %.1f s\n' "$name" "$inv" "$line" "$steps" "$secs"
+	finish "$dir"
+}
+
+finish() { # dir
+	if [ "${MODEL_KEEP:-}" = 1 ]; then
+		echo "model: kept $1"
+	else
+		rm -rf "$1"
+	fi
+}
+
+case "${1:-}" in
+"")
+	status=0
+	for s in "${scenarios[@]}"; do
+		scenario "$s" || status=1
+	done
+	exit $status
+	;;
+mutants)
+	export -f mutant build finish
+	export here
+	grep -v '^#' "$here/MUTANTS" | grep . | xargs -P 2 -I{} bash -c 'mutant {}'
+	;;
+*)
+	mutant "$1"
+	;;
+esac

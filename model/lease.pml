@@ -1,0 +1,1476 @@
+/*
+ * lease.pml: lockwatch's lease protocol, for SPIN.
+ *
+ * Redis is modelled script by script, as lease/scripts/*.lua run: the fence
+ * record's two bar lists with their marks and their bound, the TIME floor,
+ * the ghosts, the wait mark and the publish. The client is modelled as
+ * lease/*.go decides: an owner token per attempt, validity counted from
+ * the send, the cancel point, the clean-up of an unknown acquire, the
+ * ghosts a Locker remembers, the renewal rule. Around them are the faults
+ * the library claims to survive: a network that delays, reorders, copies
+ * and loses; a clock with TTL expiry; a paused client; a restart without
+ * persistence; a failover to a replica that missed the last write (with and
+ * without the replication ack); and a force release. The resource is
+ * fence/scripts/write.lua's mark.
+ *
+ * README.md beside this file says how to check the model (make model), why
+ * the bounds below are enough, and what the model leaves out. Each
+ * invariant is an inline named after the guarantee of RELIABILITY.md it
+ * states (RELIABILITY.md, "The model"). Each mutant is a #define that puts
+ * back one defect a review found; MUTANTS lists them.
+ *
+ * The server prints every step it takes (lines starting with '@'). A random
+ * simulation (spin -DSCENARIO=SIM -n<seed>) is thus a run of the protocol,
+ * and conformance_test.go replays it against the real scripts.
+ */
+
+/* ==== Bounds: the one place (README.md, "Bounds", says why they suffice) ====
+ *
+ * Each scenario is checked exhaustively. A scenario enables the faults
+ * whose interleavings one group of guarantees depends on:
+ *   ENDS  bars, marks, ghosts and results: copies, a force, renewals; time
+ *         only as "a lock no live lease depends on may expire"
+ *   TIME  validity, cancel points and renewals on a discrete clock, with a
+ *         pause
+ *   LOSS  a restart without persistence or a failover that loses the last
+ *         script, with the replication ack, and the writes at the resource
+ *   SIM   everything at once, larger, for random simulations only
+ */
+#define ENDS 1
+#define FORCE 2
+#define TIME 3
+#define LOSS 4
+#define SIM 5
+
+/* A mutant is checked in the scenario that can show it. */
+#if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
+#ifndef SCENARIO
+#define SCENARIO ENDS
+#endif
+#endif
+#if defined(FORCE_UNDONE_BY_LATE_COPY) || defined(FORCE_NAMES_NO_HOLDER)
+#ifndef SCENARIO
+#define SCENARIO FORCE
+#endif
+#endif
+#if defined(LATE_RENEWAL_REPLY_APPLIED) || defined(LATE_ACQUIRE_REPLY_USED)
+#ifndef SCENARIO
+#define SCENARIO TIME
+#endif
+#endif
+#if defined(INCR_WITHOUT_TIME_FLOOR)
+#ifndef SCENARIO
+#define SCENARIO LOSS
+#endif
+#endif
+
+/* The bounds, by scenario (README.md, "Bounds"):
+ *             ENDS FORCE TIME LOSS  SIM
+ * NC         2       2     2    2     3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1     60   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1     60   of each other Locker
+ * BARS       2       1     2    2     16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1     2    copies in flight at once
+ * DUPS       1       1     1    0     200  copies the network makes over the run
+ * FORCES     0       1     0    0     20   force releases
+ * RENEWALS   0       1     2    1     3    renewals per lease
+ * PAUSES     0       0     1    0     20   client pauses
+ * RFAULTS    0       0     0    1     6    restarts and failovers
+ * WRITES     0       0     0    1     1    leases write at the resource
+ * TIMED      0       0     1    0     1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2     3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1     2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0     0    the Locker with WithReplicationAck (NC: none)
+ */
+#ifndef SCENARIO
+#define SCENARIO ENDS
+#endif
+
+#if SCENARIO == ENDS
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 2
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 2
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 1
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 0
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 0
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#endif
+#if SCENARIO == FORCE
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 1
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 1
+#endif
+#ifndef FORCES
+#define FORCES 1
+#endif
+#ifndef RENEWALS
+#define RENEWALS 1
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 0
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#endif
+#if SCENARIO == TIME
+#ifndef CA
+#define CA 2
+#endif
+#ifndef TTL
+#define TTL 3
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 2
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 1
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 2
+#endif
+#ifndef PAUSES
+#define PAUSES 1
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 0
+#endif
+#ifndef TIMED
+#define TIMED 1
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#endif
+#if SCENARIO == LOSS
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 2
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 1
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 1
+#endif
+#ifndef WRITES
+#define WRITES 1
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC 0
+#endif
+#endif
+#if SCENARIO == SIM
+#ifndef CA
+#define CA 2
+#endif
+#ifndef TTL
+#define TTL 3
+#endif
+#ifndef NC
+#define NC 3
+#endif
+#ifndef ATT0
+#define ATT0 60
+#endif
+#ifndef ATT1
+#define ATT1 60
+#endif
+#ifndef BARS
+#define BARS 16
+#endif
+#ifndef NCOPY
+#define NCOPY 2
+#endif
+#ifndef DUPS
+#define DUPS 200
+#endif
+#ifndef FORCES
+#define FORCES 20
+#endif
+#ifndef RENEWALS
+#define RENEWALS 3
+#endif
+#ifndef PAUSES
+#define PAUSES 20
+#endif
+#ifndef RFAULTS
+#define RFAULTS 6
+#endif
+#ifndef WRITES
+#define WRITES 1
+#endif
+#ifndef TIMED
+#define TIMED 1
+#endif
+#ifndef ACKC
+#define ACKC 0
+#endif
+#endif
+
+#define GH 2        /* ghosts a Locker remembers per key (ghosts.go: 8) */
+
+/* ==== Commands ==== */
+#define ACQ 1       /* acquire.lua */
+#define REN 2       /* renew.lua */
+#define REL 3       /* release.lua: Release, and the clean-up of an unknown acquire */
+#define FRC 4       /* force.lua */
+#define WRT 5       /* fence/scripts/write.lua, at the resource */
+
+/* Owner tokens: Locker c's k-th attempt (k from 0) has token c*ATTMAX+k+1. */
+#if ATT0 > ATT1
+#define ATTMAX ATT0
+#else
+#define ATTMAX ATT1
+#endif
+#define ATTS(c) (c == 0 -> ATT0 : ATT1)
+#define NTOK (NC * ATTMAX + 1)
+#define OWNER(t) (((t) - 1) / ATTMAX)
+
+/* The bar lists' marks (record.lua). */
+#define SLASH 1     /* '/' ended without deleting the lock */
+#define PLUS 2      /* '+' its own release or clean-up deleted the lock */
+#define BANG 3      /* '!' an administrator took the lock from it */
+#define TILDE 4     /* '~' answered contended */
+
+/* Acquire replies. */
+#define R_ACQ 1     /* {1, fence} */
+#define R_CONT 2    /* {0, pttl} */
+#define R_BARRED 3  /* {0, -3} */
+#define R_ERR 4     /* an error: no fence record for a held lock */
+
+/* Renewal replies (renew.lua's 1, 0, -1). */
+#define RN_OK 1
+#define RN_NO 2
+#define RN_FORCED 3
+
+typedef Cmd {
+	byte op;     /* 0: the slot is free */
+	byte cl;     /* the Locker that sent it (NC: the administrator) */
+	byte tok;    /* owner token (FRC: the holder it names) */
+	byte fen;    /* REN: the lease's fence; WRT: the write's token */
+	byte ser;    /* ACQ: attempt serial; REN: renewal serial; WRT: the lease's mint */
+	byte g[GH];  /* ACQ: the Locker's ghosts, oldest first (ARGV[5..]) */
+	byte wait    /* ACQ: the caller may wait (ARGV[4] > 0) */
+};
+
+/* Command slots: each Locker's command of each kind, the force, and the
+ * copies the network made. */
+#define SA(c) (c)
+#define SR(c) (NC + (c))
+#define SL(c) (2 * NC + (c))
+#define SW(c) (3 * NC + (c))
+#define SF (4 * NC)
+#define SC(k) (4 * NC + 1 + (k))
+#define NSLOT (4 * NC + 1 + NCOPY)
+Cmd slot[NSLOT];
+
+/* A command whose sender stopped waiting is lost in the network: only a
+ * copy the network made (proctype network) arrives late. */
+inline drop(s) {
+	slot[s].op = 0; slot[s].cl = 0; slot[s].tok = 0; slot[s].fen = 0; slot[s].ser = 0;
+	slot[s].wait = 0; slot[s].g[0] = 0; slot[s].g[1] = 0
+}
+
+/* ==== Redis ==== */
+typedef Store {
+	byte lock;        /* the lock key's owner token, 0: free */
+	byte ttl;         /* TIMED: ticks until the lock key expires */
+	byte fence;       /* the fence record's fence, 0: none */
+	byte eT[BARS];    /* the ended list, newest first */
+	byte eM[BARS];    /*   each one's mark */
+	byte cT[BARS];    /* the contended list, newest first */
+	bit mark          /* the wait mark exists */
+};
+Store P;            /* the primary */
+Store U;            /* LOSS: the primary before its last script: a replica a failover promotes */
+byte T;             /* the servers' TIME in fence units: it never goes back */
+byte rfaults = RFAULTS;
+
+/* ==== The Lockers ==== */
+byte att[NC];       /* attempts made */
+byte tok[NC];       /* the current attempt's (or lease's) owner token */
+byte fen[NC];       /* the lease's fence */
+byte valid[NC];     /* TIMED: ticks until the lease's cancel point */
+byte age[NC];       /* TIMED: ticks since the awaited acquire was sent */
+bit held[NC];       /* a lease Release has not ended */
+bit live[NC];       /* its context is not cancelled */
+bit wrote[NC];      /* the lease sent its write */
+bit paused[NC];
+byte areq[NC];      /* the attempt serial whose reply is awaited, 0: none */
+byte arep[NC];      /* its reply */
+byte arepf[NC];
+byte ghost[NC * GH];/* ghosts.go: tokens whose end Redis may not have */
+bit pending[NC];    /* a release or clean-up in flight (pendingReleases) */
+byte ltok[NC];      /* its token */
+byte lreq[NC];      /* the token whose release reply is awaited */
+byte lrep[NC];      /* 1: released, 2: not held */
+byte rser[NC];      /* renewals sent for the lease */
+byte rreq[NC];      /* the renewal serial whose reply is awaited */
+byte rrep[NC];
+byte rage[NC];      /* TIMED: ticks since that renewal was sent */
+byte dups = DUPS;
+byte pauses = PAUSES;
+byte forces = FORCES;
+byte fwait;         /* the holder named by the force awaiting its reply */
+byte frep;          /* 1: released, 2: not held */
+
+/* The resource: write.lua's mark and the id of the write that set it. */
+byte wmark;
+byte wid;
+
+/* ==== Spec: what the invariants read, never the protocol ==== */
+bit ended[NTOK];    /* a bar was written for the token: its attempt ended */
+bit dropped[NTOK];  /* its bar fell off its list under BARS newer ones of its kind, once */
+bit excused[NTOK];  /* a restart or a failover may have lost its bar */
+bit forced[NTOK];   /* force.lua took the lock from it */
+bit endedl[NTOK];   /* a bar was written for the token since its last mint */
+byte mintf[NTOK];   /* the fence of the token's last mint */
+bit saw[NC];        /* a copy of the current attempt found another holder */
+bit took[NC];       /* a copy of the current attempt held the lock */
+bit reldel[NC];     /* a copy of the current release deleted the lock */
+bit fdel;           /* a copy of the force deleted the lock */
+bit lost[NC];       /* the lease's context was cancelled once */
+bit overran[NC];    /* the lease lived past its key (a pause) */
+bit rlost[NC];      /* Redis lost data while the Locker held or acquired */
+byte maxf;          /* the largest fence minted */
+byte mints;         /* LOSS: acquisitions so far, in order */
+byte lmint[NC];     /* LOSS: the lease's place in that order */
+byte umint;         /* LOSS: the mint of the record's fence (P) */
+byte uumint;        /*   and of U's */
+byte wmint;         /* LOSS: the mint of the lease whose write set the mark */
+byte ackmax;        /* the largest fence the Locker with the ack counted */
+
+/* Scratch of the server's steps, and the command it runs (not part of the
+ * state: every step sets them before use and clears them after). */
+hidden byte i, j, h, m, f, x;
+hidden byte rep, repf;
+hidden byte cop, ccl, ctok, cfen, cser, cwait;
+hidden byte cg[GH];
+
+/* ==== Invariants: one inline per guarantee of RELIABILITY.md ==== */
+
+/* Fences strictly increase per key, also across a restart or a failover
+ * that lost the record: a new fence is above every fence minted before. */
+inline fence_monotonic(fnew) {
+	assert(fnew > maxf)
+}
+
+/* A fenced store takes a key's writes in the order of the leases that made
+ * them: no write of an older lease is applied after a newer one's. */
+inline no_stale_write(mint) {
+	assert(mint > wmint)
+}
+
+/* No two Lockers' contexts are live at once for a key, except where the
+ * fence alone protects: Redis lost the key (restart, failover), a client
+ * paused past its cancel point, or an administrator forced the key free. */
+#define OVERLAP_OK(o, c) (o == c || !live[o] || overran[o] || rlost[o] || rlost[c] || forced[tok[o]] || forced[tok[c]])
+inline no_live_overlap(c) {
+#if NC > 2
+	assert(OVERLAP_OK(0, c) && OVERLAP_OK(1, c) && OVERLAP_OK(2, c))
+#else
+	assert(OVERLAP_OK(0, c) && OVERLAP_OK(1, c))
+#endif
+}
+
+/* A lease whose context was cancelled stays lost: a renewal confirmed
+ * after the cancel point does not revive it. */
+inline lost_is_final(c) {
+	assert(!lost[c])
+}
+
+/* An attempt that ended (answered contended, released, cleaned up, forced
+ * out, barred as a ghost) cannot take the key later, unless BARS newer
+ * ends of its kind pushed its bar out, or Redis lost it. */
+inline ended_stays_ended(t) {
+	assert(!ended[t] || dropped[t] || excused[t])
+}
+
+/* An end is final: a renewal succeeds only for the acquisition it was
+ * sent for (the token's last, by its fence), and not once that one ended,
+ * while Redis keeps its data. */
+inline end_is_final(t, fn) {
+	assert((mintf[t] == fn && !endedl[t]) || excused[t])
+}
+
+/* A Locker is never refused by one of its own ended attempts. */
+inline never_refused_by_own(c, holder) {
+	assert(OWNER(holder) != c || dropped[holder] || excused[holder])
+}
+
+/* Every reported result says what the server did, whichever copy of the
+ * command answered: contended only if a copy of the attempt found another
+ * holder or ended it; released only if a copy deleted the lock; not held
+ * only if none did (or its mark fell off the bounded list, or Redis lost
+ * it). */
+inline result_matches_acquire(c) {
+	assert(saw[c] || took[c])
+}
+inline result_matches_release(c, t, r) {
+	assert((r == 1 && reldel[c]) || (r == 2 && (!reldel[c] || dropped[t] || excused[t])))
+}
+inline result_matches_force(t, r) {
+	assert((r == 1 && fdel) || (r == 2 && (!fdel || dropped[t] || excused[t])))
+}
+
+/* A force release takes the key only from the holder it names. */
+inline force_takes_named(holder, named) {
+	assert(holder == named)
+}
+
+/* With WithReplicationAck, every fence a holder counted is on the replica
+ * a failover promotes. */
+inline ack_fence_replicated() {
+	assert(U.fence >= ackmax)
+}
+
+/* ==== The step lines the conformance test replays ==== */
+inline print_state() {
+	printf(" | lock=%d mark=%d fence=%d e=", P.lock, P.mark, P.fence);
+	j = 0;
+	do
+	:: j < BARS && P.eT[j] != 0 -> printf("%d.%d,", P.eM[j], P.eT[j]); j++
+	:: else -> break
+	od;
+	printf(" c=");
+	j = 0;
+	do
+	:: j < BARS && P.cT[j] != 0 -> printf("%d,", P.cT[j]); j++
+	:: else -> break
+	od;
+	printf("\n");
+	j = 0
+}
+
+/* ==== record.lua: the bar lists ==== */
+
+/* endMark(owner): the mark owner ended with, or 0 (in m). */
+inline endMark(o) {
+	m = 0;
+	j = 0;
+	do
+	:: j < BARS ->
+		if
+		:: P.eT[j] == o && P.eM[j] != TILDE -> m = P.eM[j]
+		:: else -> skip
+		fi;
+		j++
+	:: else -> break
+	od;
+	j = 0
+}
+
+/* isBarred(owner): on either list (in h). */
+inline isBarred(o) {
+	h = 0;
+	j = 0;
+	do
+	:: j < BARS ->
+		if
+		:: P.eT[j] == o || P.cT[j] == o -> h = 1
+		:: else -> skip
+		fi;
+		j++
+	:: else -> break
+	od;
+	j = 0
+}
+
+/* push(without(list, owner), owner) on the ended list: owner moves to the
+ * front with mark mk; a full list drops its oldest token. kind is what is
+ * pushed (an end, or TILDE where the mutant shares the list). */
+inline pushEnded(o, mk, kind) {
+	j = 0;
+	do
+	:: j < BARS && P.eT[j] != o -> j++
+	:: else -> break
+	od;
+	if
+	:: j == BARS ->
+		j = BARS - 1;
+		if
+		:: P.eT[j] != 0 -> dropped[P.eT[j]] = ((P.eM[j] == TILDE) == (kind == TILDE))
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	do
+	:: j > 0 -> P.eT[j] = P.eT[j - 1]; P.eM[j] = P.eM[j - 1]; j--
+	:: else -> break
+	od;
+	P.eT[0] = o;
+	P.eM[0] = mk
+}
+
+/* The same on the contended list. */
+inline pushContended(o) {
+	j = 0;
+	do
+	:: j < BARS && P.cT[j] != o -> j++
+	:: else -> break
+	od;
+	if
+	:: j == BARS ->
+		j = BARS - 1;
+		if
+		:: P.cT[j] != 0 -> dropped[P.cT[j]] = 1
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	do
+	:: j > 0 -> P.cT[j] = P.cT[j - 1]; j--
+	:: else -> break
+	od;
+	P.cT[0] = o
+}
+
+/* barOwner(owner, mark): bars owner; on the ended list an owner keeps its
+ * first mark, which barOwner returns (in m; 0 for TILDE). */
+inline barOwner(o, mk) {
+	ended[o] = 1;
+	endedl[o] = 1;
+	if
+	:: mk == TILDE ->
+#ifdef BARS_SHARED_LIST
+		/* issue 13, found by the review of its fix: contended answers shared
+		 * the one list of bars with ends, so a waiter's polls pushed a
+		 * release's bar out within milliseconds. */
+		pushEnded(o, TILDE, TILDE);
+#else
+		pushContended(o);
+#endif
+		m = 0
+	:: else ->
+		endMark(o);
+		if
+		:: m == 0 -> m = mk
+		:: else -> skip
+		fi;
+		pushEnded(o, m, mk)
+	fi
+}
+
+/* wake(): a publish on the release channel, if the wait mark exists (h). */
+inline wake() {
+	h = P.mark
+}
+
+/* ==== The scripts: each runs as one atomic step of the server ==== */
+
+/* acquire.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, wait,
+ * ghosts... */
+inline acquire_lua() {
+	h = 0;
+	x = 0;
+	if
+	:: P.lock != 0 && P.lock == ctok ->
+		/* a copy of this attempt ran first: the same fence */
+		if
+		:: P.fence == 0 -> rep = R_ERR
+		:: else -> rep = R_ACQ; repf = P.fence; x = umint
+		fi
+	:: else ->
+#ifndef OWN_GHOST_CONTENDS
+		/* issue 24, defect 10: without this loop a Locker was refused by
+		 * its own unknown acquire whose clean-up ended unresolved. */
+		i = 0;
+		do
+		:: i < GH && cg[i] != 0 ->
+			if
+			:: P.lock == cg[i] ->
+				P.lock = 0;
+				P.ttl = 0;
+				barOwner(cg[i], PLUS)
+			:: else ->
+				barOwner(cg[i], SLASH)
+			fi;
+			i++
+		:: else -> break
+		od;
+		i = 0;
+#endif
+		if
+		:: P.lock != 0 ->
+			x = P.lock;
+#ifndef NO_CONTENDED_BAR
+			/* issue 13, defect 2: an attempt answered contended was not
+			 * barred; a late copy of it took the key after the holder
+			 * left, though the caller had its answer. */
+			barOwner(ctok, TILDE);
+#endif
+			if
+			:: cwait -> P.mark = 1
+			:: else -> skip
+			fi;
+			rep = R_CONT
+		:: else ->
+			isBarred(ctok);
+			if
+			:: h -> rep = R_BARRED
+			:: else ->
+				/* the fence: max(last + 1, TIME) */
+				T++;
+#ifdef INCR_WITHOUT_TIME_FLOOR
+				/* RELIABILITY.md, "Why the fence is max(last + 1, server TIME
+				 * in µs)": a counter alone starts again when the record is
+				 * lost. */
+				f = P.fence + 1;
+#else
+				f = T;
+				if
+				:: P.fence >= f -> f = P.fence + 1
+				:: else -> skip
+				fi;
+#endif
+				fence_monotonic(f);
+				ended_stays_ended(ctok);
+				if
+				:: f > maxf -> maxf = f
+				:: else -> skip
+				fi;
+				P.fence = f;
+				mintf[ctok] = f;
+				endedl[ctok] = 0;
+				P.lock = ctok;
+				P.ttl = TTL;
+#if WRITES
+				mints++;
+				umint = mints;
+				x = mints;
+#endif
+				rep = R_ACQ;
+				repf = f
+			fi
+		fi
+	fi;
+	/* what the current attempt's copies did (spec), and the reply */
+	if
+	:: cser == att[ccl] ->
+		if
+		:: rep == R_CONT -> saw[ccl] = 1; never_refused_by_own(ccl, x)
+		:: rep == R_ACQ -> took[ccl] = 1
+		:: else -> skip
+		fi;
+		if
+		:: areq[ccl] == cser ->
+			arep[ccl] = rep;
+			arepf[ccl] = repf;
+#if WRITES
+			if
+			:: rep == R_ACQ -> lmint[ccl] = x
+			:: else -> skip
+			fi;
+#endif
+			skip
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	printf("@acquire t=%d w=%d g=%d,%d, r=%d f=%d", ctok, cwait, cg[0], cg[1], rep, repf);
+	print_state()
+}
+
+/* renew.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, fence. */
+inline renew_lua() {
+	if
+	:: P.lock != 0 && P.lock == ctok ->
+		if
+#ifdef FORCE_UNDONE_BY_LATE_COPY
+		/* issue 24, defect 5: renew compared the owner token only, so a
+		 * late copy of a forced-out holder's acquire, which retook the key
+		 * once sixteen newer ends had pushed its bar out, gave the holder
+		 * its renewals back. */
+		:: true ->
+#else
+		:: P.fence == cfen ->
+#endif
+			end_is_final(ctok, cfen);
+			P.ttl = TTL;
+			rep = RN_OK
+		:: else -> rep = RN_NO
+		fi
+	:: else ->
+		endMark(ctok);
+		if
+		:: m == BANG -> rep = RN_FORCED
+		:: else -> rep = RN_NO
+		fi
+	fi;
+	if
+	:: rreq[ccl] == cser && tok[ccl] == ctok -> rrep[ccl] = rep
+	:: else -> skip
+	fi;
+	printf("@renew t=%d f=%d r=%d", ctok, cfen, rep);
+	print_state()
+}
+
+/* release.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention. */
+inline release_lua() {
+	h = 0;
+	if
+	:: P.lock != 0 && P.lock == ctok ->
+		P.lock = 0;
+		P.ttl = 0;
+#ifndef RELEASE_WITHOUT_BAR
+		/* issue 13, defect 10 (and e407541): without the bar, a late copy
+		 * of the released or cleaned-up attempt's acquire took the key
+		 * again. */
+		barOwner(ctok, PLUS);
+#endif
+		wake();
+		rep = 1;
+		if
+		:: lreq[ccl] == ctok -> reldel[ccl] = 1
+		:: else -> skip
+		fi
+	:: else ->
+#ifndef RELEASE_WITHOUT_BAR
+		barOwner(ctok, SLASH);
+#endif
+#ifdef RESENT_RESULT_LIES
+		/* issue 24, defect 6: a re-sent release (or clean-up) answered from
+		 * the lock alone: "not held", though its first copy deleted it. */
+		rep = 2
+#else
+		if
+		:: m == PLUS -> rep = 1
+		:: else -> rep = 2
+		fi
+#endif
+	fi;
+	if
+	:: lreq[ccl] == ctok -> lrep[ccl] = rep
+	:: else -> skip
+	fi;
+	printf("@release t=%d r=%d p=%d", ctok, rep, h);
+	print_state()
+}
+
+/* force.lua: KEYS lock, fence, mark; ARGV retention, holder. */
+inline force_lua() {
+	h = 0;
+	x = P.lock;
+	rep = 2;
+	if
+#ifdef FORCE_NAMES_NO_HOLDER
+	/* commit 50fc69d: the script compared as many hex digits as the caller
+	 * sent, so an empty or short holder matched whoever held the key. */
+	:: P.lock != 0 ->
+#else
+	:: P.lock != 0 && P.lock == ctok ->
+#endif
+		force_takes_named(P.lock, ctok);
+		forced[P.lock] = 1;
+		barOwner(P.lock, BANG);
+		P.lock = 0;
+		P.ttl = 0;
+		wake();
+		fdel = 1;
+		rep = 1
+	:: else ->
+#ifndef RESENT_RESULT_LIES
+		/* a copy answers for the first: the holder's '!' mark */
+		endMark(ctok);
+		if
+		:: m == BANG -> rep = 1; x = ctok
+		:: else -> skip
+		fi
+#else
+		skip
+#endif
+	fi;
+	if
+	:: fwait != 0 && fwait == ctok -> frep = rep
+	:: else -> skip
+	fi;
+	printf("@force h=%d r=%d who=%d f=%d p=%d", ctok, rep, x, P.fence, h);
+	print_state()
+}
+
+/* ==== proctype redis: the server runs one script at a time, in the order
+ * the network delivers the commands (any: a slot is a command in flight) ==== */
+
+inline load(s) {
+	cop = slot[s].op; ccl = slot[s].cl; ctok = slot[s].tok; cfen = slot[s].fen;
+	cser = slot[s].ser; cwait = slot[s].wait; cg[0] = slot[s].g[0]; cg[1] = slot[s].g[1];
+	drop(s)
+}
+
+inline unload() {
+	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; cg[0] = 0; cg[1] = 0;
+	i = 0; j = 0; h = 0; m = 0; f = 0; x = 0; rep = 0; repf = 0
+}
+
+/* LOSS: U keeps the primary as it was before its last script. */
+inline before_script() {
+#if RFAULTS
+	if
+	:: rfaults > 0 -> copyStore(U, P); uumint = umint
+	:: else -> skip
+	fi
+#else
+	skip
+#endif
+}
+
+/* The server serves slot k, any slot that holds a command (WRT goes to
+ * the resource). */
+#define PICK(s) :: slot[s].op != 0 && slot[s].op != WRT -> k = s
+
+inline copyStore(d, s2) {
+	d.lock = s2.lock; d.ttl = s2.ttl; d.fence = s2.fence; d.mark = s2.mark;
+	j = 0;
+	do
+	:: j < BARS -> d.eT[j] = s2.eT[j]; d.eM[j] = s2.eM[j]; d.cT[j] = s2.cT[j]; j++
+	:: else -> break
+	od;
+	j = 0
+}
+
+inline clearStore(d) {
+	d.lock = 0; d.ttl = 0; d.fence = 0; d.mark = 0;
+	j = 0;
+	do
+	:: j < BARS -> d.eT[j] = 0; d.eM[j] = 0; d.cT[j] = 0; j++
+	:: else -> break
+	od;
+	j = 0
+}
+
+proctype redis() {
+	byte k;
+end:
+	do
+	:: atomic {
+		if
+		PICK(SA(0))
+		PICK(SA(1))
+		PICK(SR(0))
+		PICK(SR(1))
+		PICK(SL(0))
+		PICK(SL(1))
+		PICK(SF)
+		PICK(SC(0))
+#if NC > 2
+		PICK(SA(2))
+		PICK(SR(2))
+		PICK(SL(2))
+#endif
+#if NCOPY > 1
+		PICK(SC(1))
+#endif
+		fi;
+		d_step {
+			before_script();
+			load(k);
+			k = 0;
+			if
+			:: cop == ACQ -> acquire_lua()
+			:: cop == REN -> renew_lua()
+			:: cop == REL -> release_lua()
+			:: cop == FRC -> force_lua()
+			fi;
+			unload()
+		}
+	}
+	od
+}
+
+/* ==== proctype network: delay, reordering and loss are the order and the
+ * choice of slots the server runs; the network makes the late copies (a
+ * go-redis re-send on a new connection, a command left in a stalled
+ * server's socket buffer). A copy's reply reaches the client only while it
+ * still awaits that command. ==== */
+inline copyTo(s, d) {
+	slot[d].op = slot[s].op; slot[d].cl = slot[s].cl; slot[d].tok = slot[s].tok;
+	slot[d].fen = slot[s].fen; slot[d].ser = slot[s].ser; slot[d].wait = slot[s].wait;
+	slot[d].g[0] = slot[s].g[0]; slot[d].g[1] = slot[s].g[1]
+}
+
+#if NCOPY > 1
+#define COPY(s) \
+	:: d_step { dups > 0 && slot[s].op != 0 && slot[SC(0)].op == 0 -> copyTo(s, SC(0)); dups-- } \
+	:: d_step { dups > 0 && slot[s].op != 0 && slot[SC(0)].op != 0 && slot[SC(1)].op == 0 -> copyTo(s, SC(1)); dups-- }
+#else
+#define COPY(s) :: d_step { dups > 0 && slot[s].op != 0 && slot[SC(0)].op == 0 -> copyTo(s, SC(0)); dups-- }
+#endif
+
+proctype network() {
+end:
+	do
+	COPY(SA(0))
+	COPY(SA(1))
+	COPY(SR(0))
+	COPY(SR(1))
+	COPY(SL(0))
+	COPY(SL(1))
+	COPY(SF)
+#if WRITES
+	COPY(SW(0))
+	COPY(SW(1))
+#endif
+#if NC > 2
+	COPY(SA(2))
+	COPY(SR(2))
+	COPY(SL(2))
+	COPY(SW(2))
+#endif
+	:: dups == 0 -> break
+	od
+}
+
+/* ==== proctype resource: the fenced store (fence/scripts/write.lua) ==== */
+inline write_lua() {
+	if
+	:: wmark >= cfen ->
+		if
+		:: wmark == cfen && wid == ctok -> rep = 2
+		:: else -> rep = 0
+		fi
+	:: else ->
+#if WRITES
+		no_stale_write(cser);
+		wmint = cser;
+#endif
+		wmark = cfen;
+		wid = ctok;
+		rep = 1
+	fi;
+	printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, wmark)
+}
+
+#define STORE(s) :: d_step { slot[s].op == WRT -> load(s); write_lua(); unload() }
+
+proctype resource() {
+end:
+	do
+	STORE(SW(0))
+	STORE(SW(1))
+#if NC > 2
+	STORE(SW(2))
+#endif
+	STORE(SC(0))
+#if NCOPY > 1
+	STORE(SC(1))
+#endif
+	od
+}
+
+/* ==== proctype Acquire: one Locker's Acquire calls and the leases they
+ * return (lease/acquire.go; the work's final write is Lease.Commit,
+ * commit.go; a lease ends with Release or ReleaseAsync, release.go) ==== */
+
+/* One attempt: an owner token of its own, the Locker's ghosts of the key,
+ * and whether the caller may wait (acquireCall). */
+inline send_acquire(c, newcall) {
+#ifdef REUSE_OWNER_TOKEN
+	/* issue 13, defect 2: WithWait reused the first attempt's owner token
+	 * on every attempt. */
+	if
+	:: newcall -> tok[c] = c * ATTMAX + att[c] + 1
+	:: else -> skip
+	fi;
+#else
+	tok[c] = c * ATTMAX + att[c] + 1;
+#endif
+	att[c]++;
+	slot[SA(c)].op = ACQ;
+	slot[SA(c)].cl = c;
+	slot[SA(c)].tok = tok[c];
+	slot[SA(c)].ser = att[c];
+	slot[SA(c)].wait = (att[c] < ATTS(c));
+	slot[SA(c)].g[0] = ghost[c * GH];
+	slot[SA(c)].g[1] = ghost[c * GH + 1];
+	areq[c] = att[c];
+	age[c] = 0;
+	saw[c] = 0;
+	took[c] = 0
+}
+
+/* ghosts.barred: a definite answer shows Redis has the ghosts' bars. */
+inline forget_ghosts(c) {
+	ghost[c * GH] = 0;
+	ghost[c * GH + 1] = 0
+}
+
+/* ghosts.add: remember t, keeping the newest GH. */
+inline add_ghost(c, t) {
+	if
+	:: ghost[c * GH] == 0 -> ghost[c * GH] = t
+	:: ghost[c * GH] != 0 && ghost[c * GH + 1] == 0 -> ghost[c * GH + 1] = t
+	:: else -> ghost[c * GH] = ghost[c * GH + 1]; ghost[c * GH + 1] = t
+	fi
+}
+
+inline clear_reply(c) {
+	areq[c] = 0; arep[c] = 0; arepf[c] = 0; age[c] = 0; saw[c] = 0; took[c] = 0
+}
+
+/* resolveUnknown: the clean-up runs release.lua with the acquire's token
+ * in the background; the Locker's next Acquire of the key waits for it. */
+inline resolve_unknown(c) {
+	drop(SA(c));
+	clear_reply(c);
+	ltok[c] = tok[c];
+	pending[c] = 1
+}
+
+inline become_live(c) {
+	no_live_overlap(c);
+	lost_is_final(c);
+	live[c] = 1
+}
+
+/* pendingReleases.wait: an Acquire waits for the Locker's release or
+ * clean-up of the key. */
+#ifdef ACQUIRE_BEFORE_CLEANUP
+/* issue 13, defect 10: an Acquire right after an unknown one did not wait
+ * for its clean-up, found its own attempt holding the key and answered
+ * contended. */
+#define CLEANED_UP(c) (1)
+#else
+#define CLEANED_UP(c) (!pending[c])
+#endif
+
+#define IDLE 0      /* between Acquire calls */
+#define WAITING 1   /* an attempt awaits its reply */
+#define BACKOFF 2   /* answered contended, sleeping before the next attempt */
+#define HOLDING 3   /* a lease, until Release */
+
+proctype Acquire(byte c) {
+	byte st = IDLE;
+end:
+	do
+	:: atomic { st == IDLE && att[c] < ATTS(c) && !paused[c] && CLEANED_UP(c) ->
+		rlost[c] = 0; overran[c] = 0; lost[c] = 0;
+		send_acquire(c, 1);
+		st = WAITING }
+	:: atomic { st == BACKOFF && !paused[c] -> send_acquire(c, 0); st = WAITING }
+	:: atomic { st == WAITING && !paused[c] && arep[c] == R_ACQ ->
+		if
+		:: c == ACKC && rfaults > 0 ->
+			/* WAIT: a replica has it (U holds it, and all before), or too
+			 * few replicas acknowledged: unknown, and not definite */
+			if
+			:: copyStore(U, P); uumint = umint
+			:: resolve_unknown(c); st = IDLE
+			fi
+		:: else -> skip
+		fi;
+		if
+		:: st != IDLE -> forget_ghosts(c)
+		:: else -> skip
+		fi;
+		if
+		:: st == IDLE -> skip
+#if TIMED && !defined(LATE_ACQUIRE_REPLY_USED)
+		:: st != IDLE && age[c] >= CA ->
+			/* a reply after the cancel point, or after the acquire's
+			 * deadline, is unknown (issue 13, defect 5) */
+			resolve_unknown(c);
+			st = IDLE
+#endif
+		:: else ->
+			if
+			:: c == ACKC && arepf[c] > ackmax -> ackmax = arepf[c]
+			:: else -> skip
+			fi;
+			fen[c] = arepf[c];
+			/* validity counts from the attempt's send */
+			if
+			:: TIMED && age[c] < CA -> valid[c] = CA - age[c]
+			:: else -> valid[c] = 0
+			fi;
+			held[c] = 1;
+			become_live(c);
+			clear_reply(c);
+			st = HOLDING
+		fi }
+	:: atomic { st == WAITING && !paused[c] && (arep[c] == R_CONT || arep[c] == R_BARRED) ->
+		result_matches_acquire(c);
+		forget_ghosts(c);
+		clear_reply(c);
+		if
+		:: att[c] < ATTS(c) -> st = BACKOFF /* WithWait: it sleeps and tries again */
+		:: else -> st = IDLE
+		fi }
+	:: atomic { st == WAITING && !paused[c] ->
+		/* no reply within the deadline (lost, late, an error): unknown */
+		resolve_unknown(c);
+		st = IDLE }
+#if WRITES
+	:: atomic { st == HOLDING && live[c] && !paused[c] && !wrote[c] ->
+		/* Lease.Commit: the final write carries the fence */
+		slot[SW(c)].op = WRT; slot[SW(c)].cl = c; slot[SW(c)].tok = tok[c];
+		slot[SW(c)].fen = fen[c]; slot[SW(c)].ser = lmint[c];
+		wrote[c] = 1 }
+#endif
+	:: atomic { st == HOLDING && !paused[c] ->
+		/* Lease.end: the context is cancelled, then the release runs in
+		 * the background (ReleaseAsync; Release waits for it) */
+		drop(SR(c));
+		held[c] = 0; live[c] = 0; wrote[c] = 0; valid[c] = 0; fen[c] = 0;
+		rreq[c] = 0; rrep[c] = 0; rage[c] = 0; rser[c] = 0;
+#if WRITES
+		lmint[c] = 0;
+#endif
+		ltok[c] = tok[c];
+		pending[c] = 1;
+		st = IDLE }
+	od
+}
+
+/* ==== proctype background: a Locker's releases and clean-ups
+ * (lk.background: resolveUnknown in acquire.go, deleteKey in release.go) ==== */
+proctype background(byte c) {
+end:
+	do
+	:: atomic { pending[c] && lreq[c] == 0 && !paused[c] ->
+		slot[SL(c)].op = REL; slot[SL(c)].cl = c; slot[SL(c)].tok = ltok[c];
+		lreq[c] = ltok[c]; lrep[c] = 0; reldel[c] = 0 }
+	:: atomic { lreq[c] != 0 && lrep[c] != 0 && !paused[c] ->
+		result_matches_release(c, lreq[c], lrep[c]);
+		lreq[c] = 0; lrep[c] = 0; reldel[c] = 0; ltok[c] = 0; pending[c] = 0 }
+	:: atomic { lreq[c] != 0 && !paused[c] ->
+		/* no reply within the release timeout: the token is a ghost */
+		drop(SL(c));
+		add_ghost(c, lreq[c]);
+		lreq[c] = 0; lrep[c] = 0; reldel[c] = 0; ltok[c] = 0; pending[c] = 0 }
+	od
+}
+
+/* ==== proctype scheduler: a Locker's renewals and cancel points
+ * (lease/scheduler.go, renew.go) ==== */
+proctype scheduler(byte c) {
+end:
+	do
+	:: atomic { live[c] && !paused[c] && rreq[c] == 0 && rser[c] < RENEWALS ->
+		rser[c]++;
+		slot[SR(c)].op = REN; slot[SR(c)].cl = c; slot[SR(c)].tok = tok[c];
+		slot[SR(c)].fen = fen[c]; slot[SR(c)].ser = rser[c];
+		rreq[c] = rser[c]; rrep[c] = 0; rage[c] = 0 }
+	:: atomic { rreq[c] != 0 && rrep[c] != 0 && !paused[c] ->
+		/* renewed(): a reply for a lease no longer active changes nothing */
+		if
+		:: !live[c] ->
+#ifdef LATE_RENEWAL_REPLY_APPLIED
+			/* issue 13, defect 7: a renewal reply applied after the cancel
+			 * point revived a lease Err had reported lost. */
+			if
+			:: held[c] && rrep[c] == RN_OK && rage[c] < CA ->
+				valid[c] = CA - rage[c];
+				become_live(c)
+			:: else -> skip
+			fi
+#else
+			skip
+#endif
+		:: live[c] && rrep[c] == RN_OK ->
+			/* the cancel point moves to the renewal's send + cancelAfter */
+			if
+			:: TIMED && rage[c] < CA && CA - rage[c] > valid[c] -> valid[c] = CA - rage[c]
+			:: else -> skip
+			fi
+		:: live[c] && rrep[c] != RN_OK ->
+			/* rejected (force_released for RN_FORCED): lost */
+			live[c] = 0; lost[c] = 1
+		fi;
+		rreq[c] = 0; rrep[c] = 0; rage[c] = 0 }
+	:: atomic { rreq[c] != 0 && !paused[c] ->
+		/* no reply within the renewal timeout: renewal_unknown */
+		drop(SR(c));
+		if
+		:: live[c] -> live[c] = 0; lost[c] = 1
+		:: else -> skip
+		fi;
+		rreq[c] = 0; rrep[c] = 0; rage[c] = 0 }
+	od
+}
+
+/* ==== proctype clock: time (internal/clock) ====
+ * TIMED: the servers' clock expires the lock TTL ticks after the script
+ * that set or renewed it; a lease's cancel point is CA ticks after the
+ * send of the acquire or renewal that set it, and the scheduler cancels
+ * the context there. One tick stands for the drift allowance and the
+ * safety margin: the cancel point comes before the expiry, on every
+ * client's clock, unless the client is paused (it then misses it).
+ * Untimed: a lock expires at any moment when no unpaused live lease and no
+ * awaited acquire depends on it; that is all the cancel point guarantees. */
+inline tick() {
+	if
+	:: P.lock != 0 ->
+		P.ttl--;
+		if
+		:: P.ttl == 0 -> P.lock = 0; printf("@expire\n")
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi;
+	x = 0;
+	do
+	:: x < NC ->
+		if
+		:: live[x] && valid[x] > 0 -> valid[x]--
+		:: else -> skip
+		fi;
+		if
+		:: live[x] && valid[x] == 0 && !paused[x] -> live[x] = 0; lost[x] = 1
+		:: live[x] && valid[x] == 0 && paused[x] -> overran[x] = 1
+		:: else -> skip
+		fi;
+		if
+		:: areq[x] != 0 && age[x] < CA -> age[x]++
+		:: else -> skip
+		fi;
+		if
+		:: rreq[x] != 0 && rage[x] < CA -> rage[x]++
+		:: else -> skip
+		fi;
+		x++
+	:: else -> break
+	od;
+	x = 0
+}
+
+#define NEEDED(o) ((live[o] && tok[o] == P.lock && fen[o] == P.fence) || (areq[o] != 0 && tok[o] == P.lock))
+#if NC > 2
+#define IN_USE (NEEDED(0) || NEEDED(1) || NEEDED(2))
+#else
+#define IN_USE (NEEDED(0) || NEEDED(1))
+#endif
+#define PAUSED_OWNER (P.lock != 0 && OWNER(P.lock) < NC && paused[OWNER(P.lock)] && tok[OWNER(P.lock)] == P.lock)
+
+#define PAUSE(c) \
+	:: atomic { pauses > 0 && held[c] && !paused[c] -> paused[c] = 1; pauses-- } \
+	:: atomic { paused[c] -> paused[c] = 0; \
+		if \
+		:: live[c] && (overran[c] || TIMED && valid[c] == 0) -> live[c] = 0; lost[c] = 1 \
+		:: else -> skip \
+		fi }
+
+proctype clock() {
+end:
+	do
+#if TIMED
+	:: d_step { tick() }
+#else
+	:: d_step { P.lock != 0 && (!IN_USE || PAUSED_OWNER) ->
+		if
+		:: PAUSED_OWNER -> overran[OWNER(P.lock)] = 1
+		:: else -> skip
+		fi;
+		P.lock = 0;
+		printf("@expire\n") }
+#endif
+#if PAUSES
+	PAUSE(0)
+	PAUSE(1)
+#if NC > 2
+	PAUSE(2)
+#endif
+#endif
+	od
+}
+
+/* ==== proctype replication: Redis losing data ==== */
+
+/* Every lease then held or being acquired may overlap another, and every
+ * bar written so far may be gone. */
+inline redis_lost() {
+	x = 0;
+	do
+	:: x < NC -> rlost[x] = (held[x] || areq[x] != 0 || rlost[x]); x++
+	:: else -> break
+	od;
+	x = 1;
+	do
+	:: x < NTOK -> excused[x] = (excused[x] || ended[x]); x++
+	:: else -> break
+	od;
+	x = 0
+}
+
+proctype replication() {
+end:
+	do
+	:: d_step { rfaults > 0 ->
+		/* a restart without persistence: the keys are gone, TIME is not */
+		redis_lost();
+		clearStore(P);
+		clearStore(U);
+		umint = 0; uumint = 0;
+		ackmax = 0;
+		rfaults--;
+		printf("@restart\n") }
+	:: d_step { rfaults > 0 ->
+		/* a failover to a replica that missed the last script */
+		ack_fence_replicated();
+		redis_lost();
+		copyStore(P, U);
+		umint = uumint;
+		rfaults--;
+		if
+		:: rfaults == 0 -> clearStore(U); uumint = 0
+		:: else -> skip
+		fi;
+		printf("@failover");
+		print_state() }
+	:: rfaults == 0 -> break
+	od
+}
+
+/* ==== proctype ForceRelease: an administrator inspects the key and takes
+ * it from the holder it saw (lease/admin.go, lockwatch release --force) ==== */
+proctype ForceRelease() {
+end:
+	do
+	:: d_step { forces > 0 && fwait == 0 && P.lock != 0 ->
+		/* inspect.lua */
+		printf("@inspect who=%d f=%d", P.lock, P.fence);
+		print_state();
+		forces--;
+		fwait = P.lock;
+		slot[SF].op = FRC; slot[SF].cl = NC; slot[SF].tok = P.lock;
+		frep = 0; fdel = 0 }
+	:: atomic { fwait != 0 && frep != 0 -> result_matches_force(fwait, frep); fwait = 0; frep = 0; fdel = 0 }
+	:: atomic { fwait != 0 -> drop(SF); fwait = 0; frep = 0; fdel = 0 } /* unknown */
+	od
+}
+
+init {
+	atomic {
+		byte c = 0;
+		do
+		:: c < NC -> run Acquire(c); run scheduler(c); run background(c); c++
+		:: else -> break
+		od;
+		run redis();
+		run network();
+		run resource();
+		run clock();
+		if
+		:: RFAULTS > 0 -> run replication()
+		:: else -> skip
+		fi;
+		if
+		:: FORCES > 0 -> run ForceRelease()
+		:: else -> skip
+		fi
+	}
+}
