@@ -6,9 +6,9 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet lint pint bench chaos e2e
+.PHONY: test deps fmt-check vet lint pint bench chaos e2e model mutants
 
-test: deps fmt-check vet lint
+test: deps fmt-check vet lint model mutants
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m ./...
 
@@ -45,8 +45,13 @@ deps:
 	fi
 	@redis-server --version
 	@if ! command -v gcc >/dev/null; then \
-		echo "installing gcc (internal/redistest builds its clock shim with it)"; \
+		echo "installing gcc (internal/redistest builds its clock shim with it, and SPIN's verifiers)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
+	fi
+	@# The protocol model (model/): spin writes a verifier in C, gcc builds it.
+	@if ! command -v spin >/dev/null; then \
+		echo "installing spin (make model, and model's conformance test)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq spin >/dev/null; \
 	fi
 	@if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null || ! command -v amtool >/dev/null; then \
 		echo "installing prometheus and prometheus-alertmanager (promtool, amtool)"; \
@@ -107,6 +112,20 @@ deps:
 fmt-check:
 	@out=$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*')); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+
+# The protocol model (model/README.md): make model checks each scenario of
+# model/lease.pml exhaustively with SPIN; make model MUTANT=NAME checks one
+# mutant of model/MUTANTS, which must fail with a counterexample trail;
+# make mutants checks them all (two at a time), and a mutant that stops
+# failing fails it. Both run in make test. They need only spin and gcc
+# (make deps installs them), not the servers.
+model:
+	@command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
+	model/check.sh $(MUTANT)
+
+mutants:
+	@command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
+	model/check.sh mutants
 
 # bench/ is a module of its own (it imports the libraries it compares
 # with), which ./... at the root does not enter.
