@@ -104,7 +104,7 @@ func (d *deadline) read(line string, now time.Duration) {
 // cancel point plus grace, whatever lockwatch did. The SIGKILL of a
 // lockwatch that runs is sent twice; it is said once, by lockwatch.
 func (d *deadline) check(now time.Duration) {
-	if d.mirrored && d.pgid != 0 && !stillStopped(d.pgid) && !(d.ending && d.groupRuns()) {
+	if d.mirrored && d.pgid != 0 && !stillStopped(d.pgid) && (!d.ending || !d.groupRuns()) {
 		// The program was continued without lockwatch, or has ended:
 		// lockwatch must follow, to supervise it or to reap it. One
 		// the watchdog is ending is left to end first, so that
