@@ -67,15 +67,16 @@
 /* The bounds, by scenario (README.md, "Bounds"):
  *             ENDS FORCE TIME LOSS  SIM
  * NC         2       2     2    2     3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1     60   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1     60   of each other Locker
+ * ATT0       2       1     1    1     80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1     80   of each other Locker
  * BARS       2       1     2    2     16   tokens per bar list (record.lua: 16)
  * NCOPY      1       1     1    1     2    copies in flight at once
  * DUPS       1       1     1    0     200  copies the network makes over the run
  * FORCES     0       1     0    0     20   force releases
- * RENEWALS   0       1     2    1     3    renewals per lease
+ * RENEWALS   0       1     1    1     3    renewals per lease
  * PAUSES     0       0     1    0     20   client pauses
- * RFAULTS    0       0     0    1     6    restarts and failovers
+ * RFAULTS    0       0     0    1     40   losses of data by Redis
+ * LOSSES     0       0     0    7     7    which: 1 restart, 2 failover, 4 eviction of the fence record
  * WRITES     0       0     0    1     1    leases write at the resource
  * TIMED      0       0     1    0     1    a discrete clock (else: expiry of unused locks)
  * TTL        2       2     3    2     3    the lock's TTL, in ticks of the servers' clock
@@ -87,6 +88,9 @@
 #endif
 
 #if SCENARIO == ENDS
+#ifndef LOSSES
+#define LOSSES 0
+#endif
 #ifndef CA
 #define CA 1
 #endif
@@ -134,6 +138,9 @@
 #endif
 #endif
 #if SCENARIO == FORCE
+#ifndef LOSSES
+#define LOSSES 0
+#endif
 #ifndef CA
 #define CA 1
 #endif
@@ -181,6 +188,9 @@
 #endif
 #endif
 #if SCENARIO == TIME
+#ifndef LOSSES
+#define LOSSES 0
+#endif
 #ifndef CA
 #define CA 2
 #endif
@@ -209,7 +219,7 @@
 #define FORCES 0
 #endif
 #ifndef RENEWALS
-#define RENEWALS 2
+#define RENEWALS 1
 #endif
 #ifndef PAUSES
 #define PAUSES 1
@@ -228,6 +238,9 @@
 #endif
 #endif
 #if SCENARIO == LOSS
+#ifndef LOSSES
+#define LOSSES 7
+#endif
 #ifndef CA
 #define CA 1
 #endif
@@ -275,6 +288,9 @@
 #endif
 #endif
 #if SCENARIO == SIM
+#ifndef LOSSES
+#define LOSSES 7
+#endif
 #ifndef CA
 #define CA 2
 #endif
@@ -285,10 +301,10 @@
 #define NC 3
 #endif
 #ifndef ATT0
-#define ATT0 60
+#define ATT0 80
 #endif
 #ifndef ATT1
-#define ATT1 60
+#define ATT1 80
 #endif
 #ifndef BARS
 #define BARS 16
@@ -309,7 +325,7 @@
 #define PAUSES 20
 #endif
 #ifndef RFAULTS
-#define RFAULTS 6
+#define RFAULTS 40
 #endif
 #ifndef WRITES
 #define WRITES 1
@@ -323,6 +339,10 @@
 #endif
 
 #define GH 2        /* ghosts a Locker remembers per key (ghosts.go: 8) */
+
+#define RESTARTS ((LOSSES & 1) != 0)
+#define FAILOVERS ((LOSSES & 2) != 0)
+#define EVICTIONS ((LOSSES & 4) != 0)
 
 /* ==== Commands ==== */
 #define ACQ 1       /* acquire.lua */
@@ -459,7 +479,7 @@ byte ackmax;        /* the largest fence the Locker with the ack counted */
  * state: every step sets them before use and clears them after). */
 hidden byte i, j, h, m, f, x;
 hidden byte rep, repf;
-hidden byte cop, ccl, ctok, cfen, cser, cwait;
+hidden byte cop, ccl, ctok, cfen, cser, cwait, ccp;
 hidden byte cg[GH];
 
 /* ==== Invariants: one inline per guarantee of RELIABILITY.md ==== */
@@ -673,6 +693,33 @@ inline wake() {
 
 /* ==== The scripts: each runs as one atomic step of the server ==== */
 
+/* endGhosts (acquire.lua): bars the Locker's ghosts (ARGV[5..]), deleting
+ * the lock if one of them holds it. */
+inline endGhosts() {
+#ifdef OWN_GHOST_CONTENDS
+	/* issue 24, defect 10: acquire ignored the ghosts it was sent, and a
+	 * Locker was refused by its own unknown acquire whose clean-up ended
+	 * unresolved. */
+	skip
+#else
+	i = 0;
+	do
+	:: i < GH && cg[i] != 0 ->
+		if
+		:: P.lock != 0 && P.lock == cg[i] ->
+			P.lock = 0;
+			P.ttl = 0;
+			barOwner(cg[i], PLUS)
+		:: else ->
+			barOwner(cg[i], SLASH)
+		fi;
+		i++
+	:: else -> break
+	od;
+	i = 0
+#endif
+}
+
 /* acquire.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, wait,
  * ghosts... */
 inline acquire_lua() {
@@ -686,27 +733,14 @@ inline acquire_lua() {
 		:: else -> rep = R_ACQ; repf = P.fence; x = umint
 		fi
 	:: else ->
+		/* ghostHolds: one of the Locker's ghosts holds the lock */
+		h = 0;
 #ifndef OWN_GHOST_CONTENDS
-		/* issue 24, defect 10: without this loop a Locker was refused by
-		 * its own unknown acquire whose clean-up ended unresolved. */
-		i = 0;
-		do
-		:: i < GH && cg[i] != 0 ->
-			if
-			:: P.lock == cg[i] ->
-				P.lock = 0;
-				P.ttl = 0;
-				barOwner(cg[i], PLUS)
-			:: else ->
-				barOwner(cg[i], SLASH)
-			fi;
-			i++
-		:: else -> break
-		od;
-		i = 0;
+		h = (P.lock != 0 && (P.lock == cg[0] || P.lock == cg[1]));
 #endif
 		if
-		:: P.lock != 0 ->
+		:: P.lock != 0 && !h ->
+			endGhosts();
 			x = P.lock;
 #ifndef NO_CONTENDED_BAR
 			/* issue 13, defect 2: an attempt answered contended was not
@@ -720,6 +754,11 @@ inline acquire_lua() {
 			fi;
 			rep = R_CONT
 		:: else ->
+			/* the key is free, or a ghost holds it. The script reads the
+			 * record and TIME for the fence here, then ends the ghosts
+			 * (their bars do not change the fence): the model mints
+			 * below, once the token is known not to be barred. */
+			endGhosts();
 			isBarred(ctok);
 			if
 			:: h -> rep = R_BARRED
@@ -782,7 +821,7 @@ inline acquire_lua() {
 		fi
 	:: else -> skip
 	fi;
-	printf("@acquire t=%d w=%d g=%d,%d, r=%d f=%d", ctok, cwait, cg[0], cg[1], rep, repf);
+	printf("@acquire cp=%d t=%d w=%d g=%d,%d, r=%d f=%d", ccp, ctok, cwait, cg[0], cg[1], rep, repf);
 	print_state()
 }
 
@@ -803,7 +842,15 @@ inline renew_lua() {
 			end_is_final(ctok, cfen);
 			P.ttl = TTL;
 			rep = RN_OK
-		:: else -> rep = RN_NO
+		:: P.fence != 0 && P.fence != cfen -> rep = RN_NO
+		:: P.fence == 0 ->
+			/* the record lost its fence (evicted, deleted) while the lock
+			 * holds our token: no acquisition came between, and the
+			 * renewal writes the fence back (26e8fcc) */
+			end_is_final(ctok, cfen);
+			P.fence = cfen;
+			P.ttl = TTL;
+			rep = RN_OK
 		fi
 	:: else ->
 		endMark(ctok);
@@ -816,7 +863,7 @@ inline renew_lua() {
 	:: rreq[ccl] == cser && tok[ccl] == ctok -> rrep[ccl] = rep
 	:: else -> skip
 	fi;
-	printf("@renew t=%d f=%d r=%d", ctok, cfen, rep);
+	printf("@renew cp=%d t=%d f=%d r=%d", ccp, ctok, cfen, rep);
 	print_state()
 }
 
@@ -858,7 +905,7 @@ inline release_lua() {
 	:: lreq[ccl] == ctok -> lrep[ccl] = rep
 	:: else -> skip
 	fi;
-	printf("@release t=%d r=%d p=%d", ctok, rep, h);
+	printf("@release cp=%d t=%d r=%d p=%d", ccp, ctok, rep, h);
 	print_state()
 }
 
@@ -899,7 +946,7 @@ inline force_lua() {
 	:: fwait != 0 && fwait == ctok -> frep = rep
 	:: else -> skip
 	fi;
-	printf("@force h=%d r=%d who=%d f=%d p=%d", ctok, rep, x, P.fence, h);
+	printf("@force cp=%d h=%d r=%d who=%d f=%d p=%d", ccp, ctok, rep, x, P.fence, h);
 	print_state()
 }
 
@@ -913,7 +960,7 @@ inline load(s) {
 }
 
 inline unload() {
-	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; cg[0] = 0; cg[1] = 0;
+	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; ccp = 0; cg[0] = 0; cg[1] = 0;
 	i = 0; j = 0; h = 0; m = 0; f = 0; x = 0; rep = 0; repf = 0
 }
 
@@ -921,7 +968,7 @@ inline unload() {
 inline before_script() {
 #if RFAULTS
 	if
-	:: rfaults > 0 -> copyStore(U, P); uumint = umint
+	:: FAILOVERS && rfaults > 0 -> copyStore(U, P); uumint = umint
 	:: else -> skip
 	fi
 #else
@@ -978,6 +1025,7 @@ end:
 		fi;
 		d_step {
 			before_script();
+			ccp = (k >= SC(0));
 			load(k);
 			k = 0;
 			if
@@ -1037,6 +1085,7 @@ end:
 
 /* ==== proctype resource: the fenced store (fence/scripts/write.lua) ==== */
 inline write_lua() {
+	x = wmark;
 	if
 	:: wmark >= cfen ->
 		if
@@ -1052,7 +1101,7 @@ inline write_lua() {
 		wid = ctok;
 		rep = 1
 	fi;
-	printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, wmark)
+	printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, x)
 }
 
 #define STORE(s) :: d_step { slot[s].op == WRT -> load(s); write_lua(); unload() }
@@ -1164,7 +1213,7 @@ end:
 	:: atomic { st == BACKOFF && !paused[c] -> send_acquire(c, 0); st = WAITING }
 	:: atomic { st == WAITING && !paused[c] && arep[c] == R_ACQ ->
 		if
-		:: c == ACKC && rfaults > 0 ->
+		:: c == ACKC && FAILOVERS && rfaults > 0 ->
 			/* WAIT: a replica has it (U holds it, and all before), or too
 			 * few replicas acknowledged: unknown, and not definite */
 			if
@@ -1348,7 +1397,7 @@ inline tick() {
 	x = 0
 }
 
-#define NEEDED(o) ((live[o] && tok[o] == P.lock && fen[o] == P.fence) || (areq[o] != 0 && tok[o] == P.lock))
+#define NEEDED(o) ((live[o] || areq[o] != 0) && tok[o] == P.lock)
 #if NC > 2
 #define IN_USE (NEEDED(0) || NEEDED(1) || NEEDED(2))
 #else
@@ -1406,10 +1455,21 @@ inline redis_lost() {
 	x = 0
 }
 
+/* SIM: the faults come every few acquisitions, not all at the start. */
+#if SCENARIO == SIM
+byte nextfault;
+#define PACED (T >= nextfault)
+#define PACE nextfault = T + 4
+#else
+#define PACED 1
+#define PACE skip
+#endif
+
 proctype replication() {
 end:
 	do
-	:: d_step { rfaults > 0 ->
+	:: d_step { RESTARTS && rfaults > 0 && PACED ->
+		PACE;
 		/* a restart without persistence: the keys are gone, TIME is not */
 		redis_lost();
 		clearStore(P);
@@ -1418,7 +1478,36 @@ end:
 		ackmax = 0;
 		rfaults--;
 		printf("@restart\n") }
-	:: d_step { rfaults > 0 ->
+	:: d_step { EVICTIONS && rfaults > 0 && PACED && P.lock != 0 ->
+		PACE;
+		/* the fence record alone is lost (evicted, deleted from outside);
+		 * the replica gets the delete like a script's effects */
+		if
+		:: FAILOVERS -> copyStore(U, P); uumint = umint
+		:: else -> skip
+		fi;
+		x = 1;
+		do
+		:: x < NTOK -> excused[x] = (excused[x] || ended[x]); x++
+		:: else -> break
+		od;
+		x = 0;
+		P.fence = 0;
+		umint = 0;
+		j = 0;
+		do
+		:: j < BARS -> P.eT[j] = 0; P.eM[j] = 0; P.cT[j] = 0; j++
+		:: else -> break
+		od;
+		j = 0;
+		rfaults--;
+		if
+		:: rfaults == 0 -> clearStore(U); uumint = 0
+		:: else -> skip
+		fi;
+		printf("@evict\n") }
+	:: d_step { FAILOVERS && rfaults > 0 && PACED ->
+		PACE;
 		/* a failover to a replica that missed the last script */
 		ack_fence_replicated();
 		redis_lost();

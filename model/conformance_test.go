@@ -1,0 +1,115 @@
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+)
+
+// The runs the conformance test replays: SPIN's random simulations of the
+// SIM scenario (lease.pml), seeds 1 to seeds, each cut at spinSteps of the
+// simulation (the Lockers have made all their attempts by then). The
+// replay takes about a millisecond a step.
+const (
+	seeds     = 16
+	spinSteps = 200000
+	minSteps  = 5000 // the replayed server steps, at least
+	minCopies = 100  // of them run by a late copy, at least
+)
+
+// TestTheScriptsDoWhatTheModelSays replays random runs of the model against
+// the real scripts on a real redis-server: every step the model's server
+// took (acquire, renewal, release, clean-up, force, inspect, the resource's
+// write; expiries and evictions as DELs, restarts and failovers as the
+// keys the model says survive) runs the real script with the model's arguments (tokens
+// and fences mapped to real ones), and its reply and the stored record
+// (lock, fence, both bar lists with their marks, the wait mark, the
+// publish) must be the model's. Duplicated and late deliveries are the
+// model's copies: their steps are counted.
+func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
+	spin, err := exec.LookPath("spin")
+	if err != nil {
+		integration.Unavailable(t, "model", "spin", err)
+	}
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	s := loadScripts(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	dir := t.TempDir() // spin writes its preprocessed model beside the file
+	src, err := os.ReadFile("lease.pml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "lease.pml"), src, 0o644))
+
+	start := time.Now()
+	total := map[string]int{}
+	steps := 0
+	for seed := 1; seed <= seeds; seed++ {
+		run := simulate(t, spin, dir, seed)
+		r, err := newReplay(ctx, c, s, fmt.Sprintf("seed%d", seed))
+		require.NoError(t, err)
+		for i, st := range run {
+			if err := r.run(st); err != nil {
+				require.NoError(t, r.close())
+				t.Fatalf("seed %d, step %d of %d: %v\n(replay the run: spin -T -DSCENARIO=SIM -n%d -u%d model/lease.pml)",
+					seed, i+1, len(run), err, seed, spinSteps)
+			}
+		}
+		require.NoError(t, r.close())
+		steps += len(run)
+		for k, n := range r.count {
+			total[k] += n
+		}
+	}
+	t.Logf("%d seeds, %d steps replayed in %v: %v", seeds, steps, time.Since(start).Round(time.Millisecond), total)
+	require.GreaterOrEqual(t, steps, minSteps, "the runs are too short to say much")
+	require.GreaterOrEqual(t, total["copies"], minCopies, "too few late copies in the runs")
+	for _, kind := range []string{"acquire", "renew", "release", "force", "inspect", "expire", "restart", "evict", "failover", "write"} {
+		require.Positive(t, total[kind], "no %s step in any run", kind)
+	}
+}
+
+// simulate runs SPIN's random simulation of the SIM scenario with seed and
+// returns the steps its server printed.
+func simulate(t *testing.T, spin, dir string, seed int) []step {
+	t.Helper()
+	cmd := exec.Command(spin, "-T", "-DSCENARIO=SIM", fmt.Sprintf("-n%d", seed), fmt.Sprintf("-u%d", spinSteps), "lease.pml")
+	cmd.Dir = dir
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	require.NoError(t, cmd.Run(), "spin: %s", stderr.String())
+	var run []step
+	sc := bufio.NewScanner(&out)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.Contains(line, "-------------") {
+			// spin's own report, where the step limit cut the last
+			// step's line: the run ends there
+			break
+		}
+		if !strings.HasPrefix(line, "@") {
+			if strings.Contains(line, "assertion violated") {
+				t.Fatalf("seed %d: the model's own invariant failed in simulation: %s", seed, line)
+			}
+			continue
+		}
+		st, err := parseStep(line)
+		require.NoError(t, err)
+		run = append(run, st)
+	}
+	require.NoError(t, sc.Err())
+	return run
+}

@@ -1,0 +1,391 @@
+package model
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The arguments the replay passes where the model has none: long enough
+// that no key expires by itself during a run (the model's expiries are
+// DELs), as lockwatch passes them in milliseconds.
+const (
+	ttlMs       = "600000"
+	retentionMs = "3600000"
+	waitMs      = "600000"
+)
+
+// replay runs the model's steps against the real scripts on one
+// redis-server and compares every reply and record with the model's.
+type replay struct {
+	ctx    context.Context
+	c      *redis.Client
+	sub    *redis.PubSub // the key's release channel
+	s      scripts
+	lock   string // the lock key (ends in l: the channel is the same with r)
+	fence  string
+	mark   string
+	res    string // the resource's fenced key (write.lua)
+	owners map[int]string
+	tokens map[string]int
+	fences map[int]int64 // model fence → the one Redis minted
+	count  map[string]int
+}
+
+func newReplay(ctx context.Context, c *redis.Client, s scripts, prefix string) (*replay, error) {
+	r := &replay{
+		ctx: ctx, c: c, s: s,
+		lock: prefix + ":{k}:l", fence: prefix + ":{k}:f", mark: prefix + ":{k}:w", res: prefix + ":res",
+		owners: map[int]string{}, tokens: map[string]int{}, fences: map[int]int64{}, count: map[string]int{},
+	}
+	r.sub = c.Subscribe(ctx, prefix+":{k}:r")
+	if _, err := r.sub.Receive(ctx); err != nil { // the subscription's confirmation
+		_ = r.sub.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *replay) close() error { return r.sub.Close() }
+
+// owner is the owner token standing for the model's token t, as lockwatch
+// makes them (crypto/rand Text).
+func (r *replay) owner(t int) string {
+	if o, ok := r.owners[t]; ok {
+		return o
+	}
+	o := rand.Text()
+	r.owners[t], r.tokens[o] = o, t
+	return o
+}
+
+func (r *replay) keys() []string { return []string{r.lock, r.fence, r.mark} }
+
+// run replays one step.
+func (r *replay) run(st step) error {
+	r.count[st.kind]++
+	if st.arg["cp"] == 1 {
+		r.count["copies"]++
+	}
+	var err error
+	switch st.kind {
+	case "acquire":
+		err = r.acquire(st)
+	case "renew":
+		err = r.renew(st)
+	case "release":
+		err = r.release(st)
+	case "force":
+		err = r.force(st)
+	case "inspect":
+		err = r.inspect(st)
+	case "expire":
+		err = r.c.Del(r.ctx, r.lock).Err()
+	case "restart":
+		err = r.c.Del(r.ctx, r.keys()...).Err()
+	case "evict":
+		err = r.c.Del(r.ctx, r.fence).Err()
+	case "failover":
+		err = r.restore(*st.state)
+	case "write":
+		err = r.write(st)
+	default:
+		err = fmt.Errorf("unknown step")
+	}
+	if err == nil && st.state != nil {
+		err = r.compare(*st.state)
+	}
+	if err != nil {
+		return fmt.Errorf("%s\n\tmodel: %s", err, st.line)
+	}
+	return nil
+}
+
+func (r *replay) acquire(st step) error {
+	wait := "0"
+	if st.arg["w"] == 1 {
+		wait = waitMs
+	}
+	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, wait}
+	for _, g := range st.ghosts {
+		argv = append(argv, r.owner(g))
+	}
+	res, err := r.s.acquire.Run(r.ctx, r.c, r.keys(), argv...).Slice()
+	switch want := st.arg["r"]; {
+	case want == 4:
+		if err == nil || !strings.Contains(err.Error(), "fence record missing") {
+			return fmt.Errorf("acquire: want the error for a held lock without a record, got %v, %v", res, err)
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("acquire: %w", err)
+	case len(res) != 2:
+		return fmt.Errorf("acquire: reply %v", res)
+	case want == 1:
+		if res[0] != int64(1) {
+			return fmt.Errorf("acquire: want {1, fence}, got %v", res)
+		}
+		return r.minted(st.arg["f"], res[1].(int64))
+	case want == 2:
+		if res[0] != int64(0) || res[1].(int64) < 0 {
+			return fmt.Errorf("acquire: want contended {0, pttl >= 0}, got %v", res)
+		}
+	case want == 3:
+		if res[0] != int64(0) || res[1] != int64(-3) {
+			return fmt.Errorf("acquire: want barred {0, -3}, got %v", res)
+		}
+	default:
+		return fmt.Errorf("acquire: the model's reply %d is unknown", want)
+	}
+	return nil
+}
+
+func (r *replay) renew(st step) error {
+	f, err := r.realFence(st.arg["f"])
+	if err != nil {
+		return err
+	}
+	n, err := r.s.renew.Run(r.ctx, r.c, r.keys(), r.owner(st.arg["t"]), ttlMs, retentionMs, strconv.FormatInt(f, 10)).Int64()
+	if err != nil {
+		return fmt.Errorf("renew: %w", err)
+	}
+	if want := map[int]int64{1: 1, 2: 0, 3: -1}[st.arg["r"]]; n != want {
+		return fmt.Errorf("renew: want %d, got %d", want, n)
+	}
+	return nil
+}
+
+func (r *replay) release(st step) error {
+	n, err := r.s.release.Run(r.ctx, r.c, r.keys(), r.owner(st.arg["t"]), ttlMs, retentionMs).Int64()
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if want := map[int]int64{1: 1, 2: 0}[st.arg["r"]]; n != want {
+		return fmt.Errorf("release: want %d, got %d", want, n)
+	}
+	return r.published(st.arg["p"] == 1)
+}
+
+func (r *replay) force(st step) error {
+	res, err := r.s.force.Run(r.ctx, r.c, r.keys(), retentionMs, sha(r.owner(st.arg["h"]))[:12]).Slice()
+	if err != nil {
+		return fmt.Errorf("force: %w", err)
+	}
+	f, err := r.realFence(st.arg["f"])
+	if err != nil {
+		return err
+	}
+	want := []any{map[int]int64{1: 1, 2: 0}[st.arg["r"]], r.holder(st.arg["who"]), f}
+	if fmt.Sprint(res) != fmt.Sprint(want) {
+		return fmt.Errorf("force: want %v, got %v", want, res)
+	}
+	return r.published(st.arg["p"] == 1)
+}
+
+func (r *replay) inspect(st step) error {
+	res, err := r.s.inspect.Run(r.ctx, r.c, []string{r.lock, r.fence}).Slice()
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	f, err := r.realFence(st.arg["f"])
+	if err != nil {
+		return err
+	}
+	bars := int64(len(st.state.ended) + len(st.state.cont))
+	if len(res) != 4 || fmt.Sprint(res[0]) != fmt.Sprint(r.holder(st.arg["who"])) || res[2] != f || res[3] != bars || res[1].(int64) <= 0 {
+		return fmt.Errorf("inspect: want [%v pttl>0 %d %d], got %v", r.holder(st.arg["who"]), f, bars, res)
+	}
+	return nil
+}
+
+func (r *replay) write(st step) error {
+	f, err := r.realFence(st.arg["f"])
+	if err != nil {
+		return err
+	}
+	m, err := r.realFence(st.arg["m"])
+	if err != nil {
+		return err
+	}
+	res, err := r.s.write.Run(r.ctx, r.c, []string{r.res}, strconv.FormatInt(f, 10), "v", "w"+strconv.Itoa(st.arg["id"])).Slice()
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	want := []any{int64(st.arg["r"]), strconv.FormatInt(m, 10)}
+	if fmt.Sprint(res) != fmt.Sprint(want) {
+		return fmt.Errorf("write: want %v, got %v", want, res)
+	}
+	return nil
+}
+
+// holder is force.lua's and inspect.lua's name for the model's token t:
+// the SHA-1 of its owner token, nil for none.
+func (r *replay) holder(t int) any {
+	if t == 0 {
+		return nil
+	}
+	return sha(r.owner(t))
+}
+
+func sha(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// minted maps the model's fence f to the one Redis minted, which must sit
+// among the others as f sits among the model's: the model's fences are
+// small numbers, Redis's are microseconds.
+func (r *replay) minted(f int, real int64) error {
+	if f == 0 {
+		return fmt.Errorf("the model minted no fence, Redis minted %d", real)
+	}
+	if got, ok := r.fences[f]; ok {
+		if got != real {
+			return fmt.Errorf("fence: the model's %d is Redis's %d, now %d", f, got, real)
+		}
+		return nil
+	}
+	for mf, rf := range r.fences {
+		if (mf < f) != (rf < real) || rf == real {
+			return fmt.Errorf("fence: the model's %d and %d are in another order than Redis's %d and %d", mf, f, rf, real)
+		}
+	}
+	r.fences[f] = real
+	return nil
+}
+
+func (r *replay) realFence(f int) (int64, error) {
+	if f == 0 {
+		return 0, nil
+	}
+	real, ok := r.fences[f]
+	if !ok {
+		return 0, fmt.Errorf("the model's fence %d was never minted", f)
+	}
+	return real, nil
+}
+
+// published checks whether the step published on the release channel: a
+// PING on the subscription comes back after every message sent before it.
+func (r *replay) published(want bool) error {
+	if err := r.sub.Ping(r.ctx); err != nil {
+		return fmt.Errorf("ping the subscription: %w", err)
+	}
+	got := 0
+	for {
+		msg, err := r.sub.ReceiveTimeout(r.ctx, 10*time.Second)
+		if err != nil {
+			return fmt.Errorf("the subscription: %w", err)
+		}
+		if _, ok := msg.(*redis.Pong); ok {
+			break
+		}
+		if _, ok := msg.(*redis.Message); ok {
+			got++
+		}
+	}
+	if (got == 1) != want || got > 1 {
+		return fmt.Errorf("publish: the model says %v, Redis published %d", want, got)
+	}
+	return nil
+}
+
+// bars matches the record's lists: a mark, then an owner token (Text's
+// base32 alphabet has no mark in it).
+var bars = regexp.MustCompile(`([/+!~])([^/+!~]+)`)
+
+// compare reads the key as Redis holds it and compares it with the model's.
+func (r *replay) compare(want record) error {
+	pipe := r.c.Pipeline()
+	lock := pipe.Get(r.ctx, r.lock)
+	mark := pipe.Exists(r.ctx, r.mark)
+	rec := pipe.Get(r.ctx, r.fence)
+	if _, err := pipe.Exec(r.ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read the key: %w", err)
+	}
+	var got record
+	if o, err := lock.Result(); err == nil {
+		t, ok := r.tokens[o]
+		if !ok {
+			return fmt.Errorf("the lock holds %q, no token of the model's", o)
+		}
+		got.lock = t
+	}
+	got.mark = mark.Val() == 1
+	text := rec.Val()
+	n := strings.IndexAny(text, "/+!~")
+	if n < 0 {
+		n = len(text)
+	}
+	digits := text[:n]
+	for _, m := range bars.FindAllStringSubmatch(text[n:], -1) {
+		t, ok := r.tokens[m[2]]
+		if !ok {
+			return fmt.Errorf("the record %q bars %q, no token of the model's", text, m[2])
+		}
+		if m[1] == "~" {
+			got.cont = append(got.cont, t)
+		} else {
+			got.ended = append(got.ended, bar{mark: m[1][0], tok: t})
+		}
+	}
+	wantFence, err := r.realFence(want.fence)
+	if err != nil {
+		return err
+	}
+	wantDigits := ""
+	if want.fence != 0 {
+		wantDigits = strconv.FormatInt(wantFence, 10)
+	}
+	if digits != wantDigits || got.lock != want.lock || got.mark != want.mark ||
+		fmt.Sprint(got.ended) != fmt.Sprint(want.ended) || fmt.Sprint(got.cont) != fmt.Sprint(want.cont) {
+		return fmt.Errorf("the key differs:\n\tRedis: lock=%d mark=%v record=%q (ended %v, contended %v)\n\twant:  lock=%d mark=%v fence=%s ended %v, contended %v",
+			got.lock, got.mark, text, got.ended, got.cont, want.lock, want.mark, wantDigits, want.ended, want.cont)
+	}
+	return nil
+}
+
+// restore writes the model's record into Redis: the replica a failover
+// promoted holds what the model's replica held.
+func (r *replay) restore(want record) error {
+	pipe := r.c.TxPipeline()
+	pipe.Del(r.ctx, r.keys()...)
+	if want.lock != 0 {
+		pipe.Set(r.ctx, r.lock, r.owner(want.lock), 10*time.Minute)
+	}
+	if want.mark {
+		pipe.Set(r.ctx, r.mark, "1", 10*time.Minute)
+	}
+	f, err := r.realFence(want.fence)
+	if err != nil {
+		return err
+	}
+	var text strings.Builder
+	if want.fence != 0 {
+		text.WriteString(strconv.FormatInt(f, 10))
+	}
+	for _, b := range want.ended {
+		text.WriteByte(b.mark)
+		text.WriteString(r.owner(b.tok))
+	}
+	for _, t := range want.cont {
+		text.WriteByte('~')
+		text.WriteString(r.owner(t))
+	}
+	if text.Len() > 0 {
+		pipe.Set(r.ctx, r.fence, text.String(), time.Hour)
+	}
+	_, err = pipe.Exec(r.ctx)
+	return err
+}
+
+func (b bar) String() string { return fmt.Sprintf("%c%d", b.mark, b.tok) }

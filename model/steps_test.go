@@ -1,0 +1,138 @@
+package model
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// step is one line the model's server printed (lease.pml, "The step lines
+// the conformance test replays"): a script it ran with the model's
+// arguments and reply, or an event (expiry, restart, failover), and the
+// record it predicts afterwards.
+type step struct {
+	line   string
+	kind   string         // acquire, renew, release, force, inspect, expire, restart, evict, failover, write
+	arg    map[string]int // the line's key=value numbers: t, w, r, f, cp, h, who, p, id, m
+	ghosts []int          // acquire's g=: the Locker's ghosts, oldest first
+	state  *record        // after " | ": the key as the model holds it; nil when not printed
+}
+
+// record is what the model's primary holds for the key.
+type record struct {
+	lock  int   // owner token, 0: free
+	mark  bool  // the wait mark exists
+	fence int   // the fence record's fence, 0: none
+	ended []bar // the ended list, newest first
+	cont  []int // the contended list, newest first
+}
+
+// bar is one token on the ended list with the mark it ended with.
+type bar struct {
+	mark byte // '/', '+' or '!'
+	tok  int
+}
+
+// The model's numbers for the ended list's marks (lease.pml: SLASH, PLUS,
+// BANG).
+var marks = map[int]byte{1: '/', 2: '+', 3: '!'}
+
+func parseStep(line string) (step, error) {
+	s := step{line: line, arg: map[string]int{}}
+	left, right, hasState := strings.Cut(line, " | ")
+	fields := strings.Fields(left)
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "@") {
+		return s, fmt.Errorf("not a step: %q", line)
+	}
+	s.kind = fields[0][1:]
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return s, fmt.Errorf("field %q in %q", f, line)
+		}
+		if k == "g" {
+			ints, err := list(v)
+			if err != nil {
+				return s, fmt.Errorf("%w in %q", err, line)
+			}
+			s.ghosts = ints
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return s, fmt.Errorf("field %q in %q: %w", f, line, err)
+		}
+		s.arg[k] = n
+	}
+	if hasState {
+		rec, err := parseRecord(right)
+		if err != nil {
+			return s, fmt.Errorf("%w in %q", err, line)
+		}
+		s.state = &rec
+	}
+	return s, nil
+}
+
+// parseRecord reads "lock=3 mark=0 fence=5 e=2.1,1.4, c=3,".
+func parseRecord(s string) (record, error) {
+	var r record
+	for _, f := range strings.Fields(s) {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "lock", "mark", "fence":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return r, fmt.Errorf("record field %q: %w", f, err)
+			}
+			switch k {
+			case "lock":
+				r.lock = n
+			case "mark":
+				r.mark = n == 1
+			case "fence":
+				r.fence = n
+			}
+		case "e":
+			for _, item := range strings.Split(v, ",") {
+				if item == "" {
+					continue
+				}
+				m, t, ok := strings.Cut(item, ".")
+				mi, err1 := strconv.Atoi(m)
+				ti, err2 := strconv.Atoi(t)
+				if !ok || err1 != nil || err2 != nil || marks[mi] == 0 {
+					return r, fmt.Errorf("ended bar %q", item)
+				}
+				r.ended = append(r.ended, bar{mark: marks[mi], tok: ti})
+			}
+		case "c":
+			ints, err := list(v)
+			if err != nil {
+				return r, err
+			}
+			r.cont = ints
+		default:
+			return r, fmt.Errorf("record field %q", f)
+		}
+	}
+	return r, nil
+}
+
+// list reads "3,4," into its non-zero numbers.
+func list(v string) ([]int, error) {
+	var out []int
+	for _, item := range strings.Split(v, ",") {
+		if item == "" {
+			continue
+		}
+		n, err := strconv.Atoi(item)
+		if err != nil {
+			return nil, fmt.Errorf("list item %q: %w", item, err)
+		}
+		if n != 0 {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
