@@ -26,15 +26,22 @@
 
 /* ==== Bounds: the one place (README.md, "Bounds", says why they suffice) ====
  *
- * Each scenario is checked exhaustively. A scenario enables the faults
- * whose interleavings one group of guarantees depends on:
- *   ENDS  bars, marks, ghosts and results: copies, a force, renewals; time
- *         only as "a lock no live lease depends on may expire"
- *   TIME  validity, cancel points and renewals on a discrete clock, with a
- *         pause
- *   LOSS  a restart without persistence or a failover that loses the last
- *         script, with the replication ack, and the writes at the resource
- *   SIM   everything at once, larger, for random simulations only
+ * Each scenario is checked exhaustively (make model). A scenario enables
+ * the actors and faults whose interleavings one group of guarantees
+ * depends on, so that each stays small enough to check in seconds:
+ *   ENDS   bars, marks, ghosts, clean-ups and results: two Lockers, one
+ *          with two attempts, late copies, the bar lists at 2
+ *   FORCE  a force release with renewals, late copies, the lists at 1
+ *   TIME   validity, cancel points and renewals on a discrete clock, with
+ *          late copies and a pause
+ *   LOSS   Redis losing data: a restart without persistence, a failover
+ *          that loses the last script (one Locker with the replication
+ *          ack), the fence record evicted; the writes at the resource
+ *   SIM    everything at once and larger, for random simulations only
+ *          (the conformance test): never checked exhaustively
+ * Untimed scenarios keep of time only what the cancel point guarantees:
+ * a lock expires at any moment no live lease and no awaited acquire
+ * depends on it (proctype clock).
  */
 #define ENDS 1
 #define FORCE 2
