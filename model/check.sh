@@ -87,7 +87,7 @@ mutant() { # name [quiet]
 	inv=$(awk -v n="$line" 'NR <= n && /^inline / {name = $2} END {sub(/\(.*/, "", name); print name}' "$here/lease.pml")
 	printf 'model: mutant %-26s fails: %s (lease.pml:%s), trail of %s steps, %.1f s\n' "$name" "$inv" "$line" "$steps" "$secs"
 	if [ -z "$quiet" ]; then
-		echo "model: the steps the server ran, up to the violation (the last one's line is printed, the step is not done):"
+		echo "model: the steps the server ran, and the assertion violated:"
 		grep -E '^ *@' "$dir/trail.out" | sed 's/^ *//; s/  */ /g; s/^/  /'
 		grep -E '^spin: (lease|text)' "$dir/trail.out" | sed 's/^/  /'
 	fi
