@@ -320,7 +320,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	sum.injected = faults
 	sum.Duration = elapsed
 	if cfg.runs > 0 {
-		sum.Runs = runFiguresOf(fleet.runs(), fleet.beats, cfg.ttl/10)
+		sum.Runs = runFiguresOf(fleet.runs(), fleet.beats, cfg.ttl/20)
 		sum.Runs.Beats, sum.Runs.Unsupervised = fleet.beats.counts()
 		after := fleet.beats.after(sum.Runs.exited, "its lockwatch run had exited")
 		sum.Runs.AfterExit = len(after)

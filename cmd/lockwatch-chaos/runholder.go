@@ -71,7 +71,7 @@ type runRec struct {
 	Holder     string        `json:"h"`
 	Seq        int           `json:"seq"`
 	Key        string        `json:"key"`
-	Grace      time.Duration `json:"grace,omitempty"` // 0: the default, TTL/10
+	Grace      time.Duration `json:"grace,omitempty"` // 0: the default, TTL/20
 	Fault      int           `json:"fault,omitempty"`
 	IgnoreTerm bool          `json:"ignore_term,omitempty"`
 	Start      int64         `json:"start"`
@@ -81,9 +81,10 @@ type runRec struct {
 	Said       string        `json:"said,omitempty"` // the last line it wrote on stderr
 }
 
-// margin is lockwatch run's safety margin, TTL/10: the longest grace it
-// may honour without killing after the key can expire.
-func (h *runHolder) margin() time.Duration { return h.ttl / 10 }
+// margin is the longest grace lockwatch run honours, half its safety
+// margin (TTL/20): the rest is room for a late SIGKILL before the key can
+// expire.
+func (h *runHolder) margin() time.Duration { return h.ttl / 20 }
 
 // run loops until stop, one lockwatch run at a time. The run under way
 // when stop closes gets SIGTERM, as a supervisor stopping it would send.

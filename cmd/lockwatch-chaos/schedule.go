@@ -309,7 +309,7 @@ func lane(rng *rand.Rand, plan []fault, duration, ttl time.Duration, kinds []fau
 					// leaves about half a TTL before its key can expire.
 					switch rng.IntN(4) {
 					case 0:
-						f.Grace = ttls(0.05, 0.1)
+						f.Grace = ttls(0.025, 0.05)
 					case 1:
 						f.Grace = ttls(0.2, 1)
 					}

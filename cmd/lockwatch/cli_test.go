@@ -29,7 +29,7 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"run ttl below lease minimum", []string{"run", r, "--ttl", "1ms", "--key", "usage-ttl", "--", "true"}, "TTL"},
 		{"run bad namespace", []string{"run", r, "--namespace", "a{b}", "--key", "k", "--", "true"}, "namespace"},
 		{"run grace past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "2s", "--key", "usage-grace", "--", "true"}, "safety margin"},
-		{"run grace just past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "101ms", "--key", "usage-grace", "--", "true"}, "safety margin"},
+		{"run grace just past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "51ms", "--key", "usage-grace", "--", "true"}, "safety margin"},
 		{"inspect without key", []string{"inspect", r}, "--key is required"},
 		{"release without force", []string{"release", r, "--key", "k"}, "--force takes the key from its holder"},
 		{"sentinel and cluster", []string{"inspect", "--key", "k", "--sentinel", "127.0.0.1:1", "--master", "m", "--cluster", "127.0.0.1:2"}, "--sentinel and --cluster"},
@@ -49,12 +49,12 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 	}
 }
 
-// TestGraceUpToSafetyMargin: a --grace of the whole safety margin is
-// accepted (the default); one longer is refused
+// TestGraceUpToHalfTheSafetyMargin: a --grace of half the safety margin
+// is accepted (the default); one longer is refused
 // (TestUsageErrorsExit64WithOneLine).
-func TestGraceUpToSafetyMargin(t *testing.T) {
+func TestGraceUpToHalfTheSafetyMargin(t *testing.T) {
 	t.Parallel()
-	code, _, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--ttl", "1s", "--grace", "100ms", "--key", "grace-margin", "--", "true")
+	code, _, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--ttl", "1s", "--grace", "50ms", "--key", "grace-margin", "--", "true")
 	assert.Equal(t, exitOK, code, stderr)
 }
 
@@ -67,7 +67,7 @@ func TestHelpDocumentsStatuses(t *testing.T) {
 		{[]string{"-h"}, []string{"run", "inspect", "release"}},
 		{[]string{"help"}, []string{"run", "inspect", "release"}},
 		{[]string{"help", "run"}, []string{"LOCKWATCH_FENCE"}},
-		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/10", "foreground", "A longer --grace is refused (64)", "watchdog", "one job", "subreaper", "Not supervised",
+		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/20", "foreground", "A longer --grace is refused (64)", "watchdog", "one job", "subreaper", "Not supervised",
 			" 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
 		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", " 69 "}},
 		{[]string{"release", "-h"}, []string{"--force", "force_released", " 1 ", " 69 "}},

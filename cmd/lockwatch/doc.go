@@ -14,7 +14,7 @@
 //
 // # lockwatch run
 //
-//	lockwatch run --key K [--ttl 10s] [--wait 0] [--namespace lockwatch] [--name lockwatch-run] [--grace TTL/10] -- PROGRAM ARGS...
+//	lockwatch run --key K [--ttl 10s] [--wait 0] [--namespace lockwatch] [--name lockwatch-run] [--grace TTL/20] -- PROGRAM ARGS...
 //
 // takes the lease on K and runs PROGRAM with two variables added to its
 // environment: LOCKWATCH_FENCE, the lease's fencing token in decimal, and
@@ -39,10 +39,12 @@
 // not answer in time), lockwatch sends SIGTERM and SIGCONT to PROGRAM's
 // process group at once, prints one line naming the loss reason, sends
 // SIGKILL after --grace, and exits 79 whatever PROGRAM returned. The grace
-// is at most the lease's safety margin, TTL/10, which is its default: the
-// least time between the cancel point and the moment another holder can
-// take the key. A longer --grace is a usage error (64), because its SIGKILL
-// would come after the key could expire. A stopped program is not a
+// is at most half the lease's safety margin, TTL/20, which is its default:
+// the margin, TTL/10, is the least time between the cancel point and the
+// moment another holder can take the key, and its other half is room for
+// the SIGKILL to be delivered late on a busy host. A longer --grace is a
+// usage error (64), because its SIGKILL could come after the key could
+// expire. A stopped program is not a
 // rolled-back one, so PROGRAM's writes must carry $LOCKWATCH_FENCE to a
 // store that checks it: that is what makes a late write harmless.
 //

@@ -282,11 +282,11 @@ func TestSignalWhileWaiting(t *testing.T) {
 func TestProgramIgnoringTermIsKilledAfterGrace(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	const grace = 700 * time.Millisecond
+	const grace = 350 * time.Millisecond
 	script := `trap 'date +%s%N > "$DIR/term"' TERM
 echo "$LOCKWATCH_FENCE" > "$DIR/fence.tmp"; mv "$DIR/fence.tmp" "$DIR/fence"
 i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
-	// The grace is at most the safety margin, TTL/10.
+	// The grace is at most half the safety margin, TTL/20.
 	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", "stubborn", "--ttl", "7s",
 		"--grace", grace.String(), "--", "/bin/sh", "-c", script)
 	waitFile(t, filepath.Join(dir, "fence"), p)
