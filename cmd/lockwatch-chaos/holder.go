@@ -84,26 +84,25 @@ func newHolder(id string, proc int, locker *lease.Locker, ttl, work time.Duratio
 // run loops until stop. Operations are never cut short by the stop: every
 // acquire, write and release in the history has its real outcome, and the
 // lockwatch metrics count exactly what the history shows.
-func (h *holder) run() {
+func (h *holder) run() { loop(h.stop, h.rng, h.once) }
+
+// loop calls once over and over until stop closes, resting 10-50 ms
+// between calls as a busy service would: after a release too, since a
+// holder that re-acquired at once would starve the others.
+func loop(stop <-chan struct{}, rng *rand.Rand, once func()) {
 	for {
 		select {
-		case <-h.stop:
+		case <-stop:
 			return
 		default:
 		}
-		h.once()
-		// Then try again soon, as a busy service would. After a release
-		// too: a holder that re-acquired at once would starve the others.
-		h.sleep(time.Duration(10+h.rng.IntN(40)) * time.Millisecond)
-	}
-}
-
-func (h *holder) sleep(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-h.stop:
+		once()
+		t := time.NewTimer(time.Duration(10+rng.IntN(40)) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-stop:
+		}
+		t.Stop()
 	}
 }
 

@@ -90,24 +90,7 @@ func (h *runHolder) margin() time.Duration { return h.ttl / 20 }
 // when stop closes gets SIGTERM, as a supervisor stopping it would send.
 func (h *runHolder) run() {
 	defer close(h.done)
-	for {
-		select {
-		case <-h.stop:
-			return
-		default:
-		}
-		h.once()
-		h.sleep(time.Duration(10+h.rng.IntN(40)) * time.Millisecond)
-	}
-}
-
-func (h *runHolder) sleep(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-h.stop:
-	}
+	loop(h.stop, h.rng, h.once)
 }
 
 // draw picks the next run's key and program. One program in four ignores
