@@ -19,7 +19,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-scenarios=(ENDS FORCE TIME LOSS)
+scenarios=(ENDS FORCE TIME LOSS TOKENS)
 
 # spin -a writes the verifier, gcc builds it (-O1: the exhaustive runs
 # take longer than the build; a mutant stops at its first error, -O0),

@@ -11,7 +11,9 @@
  * and loses; a clock with TTL expiry; a paused client; a restart without
  * persistence; a failover to a replica that missed the last write (with and
  * without the replication ack); and a force release. The resource is
- * fence/scripts/write.lua's mark.
+ * fence/scripts/write.lua's mark, behind the checks a store makes of a
+ * token first (its scope, its signature, the clock bound: fence.policy),
+ * against a stranger that writes with tokens it made up.
  *
  * README.md beside this file says how to check the model (make model), why
  * the bounds below are enough, and what the model leaves out. Each
@@ -37,8 +39,13 @@
  *   LOSS   Redis losing data: a restart without persistence, a failover
  *          that loses the last script (one Locker with the replication
  *          ack), the fence record evicted; the writes at the resource
+ *   TOKENS what a resource checks of a token before its mark (scope,
+ *          signature, the clock bound), with and without a secret: a
+ *          stranger writes with another key's tokens, forged ones and
+ *          replays, beside the Lockers' writes
  *   SIM    everything at once and larger, for random simulations only
- *          (the conformance test): never checked exhaustively
+ *          (the conformance test): never checked exhaustively; without
+ *          the stranger, whose checks run in Go (fence.policy)
  * Untimed scenarios keep of time only what the cancel point guarantees:
  * a lock expires at any moment no live lease and no awaited acquire
  * depends on it (proctype clock).
@@ -48,6 +55,7 @@
 #define TIME 3
 #define LOSS 4
 #define SIM 5
+#define TOKENS 6
 
 /* A mutant is checked in the scenario that can show it. */
 #if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
@@ -70,25 +78,32 @@
 #define SCENARIO LOSS
 #endif
 #endif
+#if defined(NO_SCOPE_CHECK) || defined(NO_ORIGIN_CHECK) || defined(NO_AHEAD_CHECK)
+#ifndef SCENARIO
+#define SCENARIO TOKENS
+#endif
+#endif
 
 /* The bounds, by scenario (README.md, "Bounds"):
- *             ENDS FORCE TIME LOSS  SIM
- * NC         2       2     2    2     3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1     80   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1     80   of each other Locker
- * BARS       2       1     2    2     16   tokens per bar list (record.lua: 16)
- * NCOPY      1       1     1    1     2    copies in flight at once
- * DUPS       1       1     1    0     200  copies the network makes over the run
- * FORCES     0       1     0    0     20   force releases
- * RENEWALS   0       1     1    1     3    renewals per lease
- * PAUSES     0       0     1    0     20   client pauses
- * RFAULTS    0       0     0    1     40   losses of data by Redis
- * LOSSES     0       0     0    7     7    which: 1 restart, 2 failover, 4 eviction of the fence record
- * WRITES     0       0     0    1     1    leases write at the resource
- * TIMED      0       0     1    0     1    a discrete clock (else: expiry of unused locks)
- * TTL        2       2     3    2     3    the lock's TTL, in ticks of the servers' clock
- * CA         1       1     2    1     2    cancelAfter (TTL - drift - safety), in ticks
- * ACKC       NC      NC    NC   0     0    the Locker with WithReplicationAck (NC: none)
+ *             ENDS FORCE TIME LOSS TOKENS SIM
+ * NC         2       2     2    2    2      3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1    1      80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1    1      80   of each other Locker
+ * BARS       2       1     2    2    1      16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1    1      2    copies in flight at once
+ * DUPS       1       1     1    0    0      200  copies the network makes over the run
+ * FORCES     0       1     0    0    0      20   force releases
+ * RENEWALS   0       1     1    1    0      3    renewals per lease
+ * PAUSES     0       0     1    0    0      20   client pauses
+ * RFAULTS    0       0     0    1    0      40   losses of data by Redis
+ * LOSSES     0       0     0    7    0      7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * WRITES     0       0     0    1    1      1    leases write at the resource
+ * TIMED      0       0     1    0    0      1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2    2      3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1    1      2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0    NC     0    the Locker with WithReplicationAck (NC: none)
+ * STRANGER   0       0     0    0    2      0    writes of the stranger (tokens it made up)
+ * SKEW       -       -     -    -    1      -    MaxSkew, in fence units (TIME's): the clock bound
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -294,6 +309,62 @@
 #define ACKC 0
 #endif
 #endif
+#if SCENARIO == TOKENS
+#ifndef LOSSES
+#define LOSSES 0
+#endif
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 1
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 0
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 1
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#ifndef STRANGER
+#define STRANGER 2
+#endif
+#ifndef SKEW
+#define SKEW 1
+#endif
+#endif
 #if SCENARIO == SIM
 #ifndef LOSSES
 #define LOSSES 7
@@ -343,6 +414,13 @@
 #ifndef ACKC
 #define ACKC 0
 #endif
+#endif
+
+#ifndef STRANGER
+#define STRANGER 0
+#endif
+#ifndef SKEW
+#define SKEW 1
 #endif
 
 #define GH 2        /* ghosts a Locker remembers per key (ghosts.go: 8) */
@@ -460,6 +538,34 @@ byte frep;          /* 1: released, 2: not held */
 byte wmark;
 byte wid;
 
+/* TOKENS: a token is its fence, its scope (the key it was minted for) and
+ * its origin (signed by a Locker holding the secret, or not). The model
+ * names a token by how it was made; the resource reads only what the token
+ * carries (SCOPED, SIGNED), the invariants only how it was made. */
+#define MINTED 0    /* by a Locker for this key: its own write (every one), or a replay of it */
+#define FOREIGN 1   /* by a Locker for another key: its scope, validly signed */
+#define MADE 2      /* made up for this key: this key's scope (ScopeOf is public), no valid MAC */
+#define SCOPED(o) ((o) != FOREIGN)  /* Scope == ScopeOf(lockNamespace, lockKey) */
+#define SIGNED(o) ((o) != MADE)     /* a kid the store knows, and a MAC that verifies */
+#define FAR 200     /* a fence far past anything minted in the run */
+
+/* write.lua's replies, and the refusals before the mark comparison */
+#define W_STALE 0   /* {0, mark} */
+#define W_DONE 1    /* {1, mark} */
+#define W_AGAIN 2   /* {2, mark}: a copy of the write that set the mark */
+#define W_AHEAD 3   /* {3, mark}: fence > TIME + MaxSkew, for an unsigned token (ErrAhead) */
+#define W_FOREIGN 4 /* fence.policy: ErrForeign */
+#define W_FORGED 5  /* fence.policy: ErrForged */
+
+#if STRANGER
+/* How the resource is configured, chosen at the start (init): with a
+ * secret (fence.NewSecrets: every token must be signed) or without
+ * (unsigned tokens, held to the clock bound). The Lockers sign when the
+ * resource has the secret. */
+bit secret;
+byte swrites = STRANGER; /* the stranger's writes left */
+#endif
+
 /* ==== Spec: what the invariants read, never the protocol ==== */
 bit ended[NTOK];    /* a bar was written for the token: its attempt ended */
 bit dropped[NTOK];  /* its bar fell off its list under BARS newer ones of its kind, once */
@@ -481,12 +587,15 @@ byte umint;         /* LOSS: the mint of the record's fence (P) */
 byte uumint;        /*   and of U's */
 byte wmint;         /* LOSS: the mint of the lease whose write set the mark */
 byte ackmax;        /* the largest fence the Locker with the ack counted */
+#if STRANGER
+byte worig;         /* TOKENS: how the token that set the mark was made (MINTED...) */
+#endif
 
 /* Scratch of the server's steps, and the command it runs (not part of the
  * state: every step sets them before use and clears them after). */
 hidden byte i, j, h, m, f, x;
 hidden byte rep, repf;
-hidden byte cop, ccl, ctok, cfen, cser, cwait, ccp;
+hidden byte cop, ccl, ctok, cfen, cser, cwait, ccp, corg;
 hidden byte cg[GH];
 
 /* ==== Invariants: one inline per guarantee of RELIABILITY.md ==== */
@@ -564,6 +673,28 @@ inline force_takes_named(holder, named) {
  * a failover promotes. */
 inline ack_fence_replicated() {
 	assert(U.fence >= ackmax)
+}
+
+/* The mark never holds a token minted for another key: a lease of key B
+ * cannot fence key A's resource, with a secret or without. */
+inline foreign_never_marks() {
+	assert(worig != FOREIGN)
+}
+
+/* With a secret, the mark never holds a token no Locker minted: with
+ * foreign_never_marks, the mark only holds fences a Locker minted for this
+ * key (a replay of one is such a fence: a signature does not stop replays). */
+inline forged_never_marks() {
+	assert(!secret || worig != MADE)
+}
+
+/* Whatever set the mark, it is at most SKEW ahead of the servers' TIME
+ * (the fence floor) when set: every lease acquired more than SKEW later
+ * mints above it. Without a secret a stranger can set a mark no Locker
+ * minted, but not one further ahead than that (a lease acquired before
+ * that stays below it, for as long as it lives). */
+inline mark_recoverable() {
+	assert(wmark <= T + SKEW)
 }
 
 /* ==== The step lines the conformance test replays ==== */
@@ -967,7 +1098,7 @@ inline load(s) {
 }
 
 inline unload() {
-	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; ccp = 0; cg[0] = 0; cg[1] = 0;
+	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; ccp = 0; cg[0] = 0; cg[1] = 0; corg = 0;
 	i = 0; j = 0; h = 0; m = 0; f = 0; x = 0; rep = 0; repf = 0
 }
 
@@ -1091,24 +1222,81 @@ end:
 }
 
 /* ==== proctype resource: the fenced store (fence/scripts/write.lua) ==== */
+
+/* What a store checks of a token before the mark (issue 26), in
+ * fence.policy's order: with a secret, the signature; the scope; without a
+ * secret, the clock bound (write.lua's ARGV[4]) against the store's TIME,
+ * which the model takes to be the servers' T. The signature and the scope
+ * are checked in Go: they read no stored state, so where they run beside
+ * the script does not matter. A refusal (in rep) moves nothing. */
+inline check_token() {
+#ifndef NO_ORIGIN_CHECK
+	/* with a secret, a token without a valid MAC is ErrForged (the mutant
+	 * takes every token as signed, and so as exempt from the clock bound) */
+	if
+	:: secret && !SIGNED(corg) -> rep = W_FORGED
+	:: else -> skip
+	fi;
+#endif
+#ifndef NO_SCOPE_CHECK
+	/* a scope other than ScopeOf(lockNamespace, lockKey) is ErrForeign */
+	if
+	:: rep == W_STALE && !SCOPED(corg) -> rep = W_FOREIGN
+	:: else -> skip
+	fi;
+#endif
+#ifndef NO_AHEAD_CHECK
+	/* without a secret, a fence past the store's TIME + MaxSkew is
+	 * ErrAhead: no Locker can have minted it yet */
+	if
+	:: rep == W_STALE && !secret && cfen > T + SKEW -> rep = W_AHEAD
+	:: else -> skip
+	fi;
+#endif
+	skip
+}
+
 inline write_lua() {
 	x = wmark;
+	rep = W_STALE;
+#if STRANGER
+	check_token();
+#endif
 	if
-	:: wmark >= cfen ->
+	:: rep != W_STALE -> skip
+	:: rep == W_STALE && wmark >= cfen ->
 		if
-		:: wmark == cfen && wid == ctok -> rep = 2
-		:: else -> rep = 0
+		:: wmark == cfen && wid == ctok -> rep = W_AGAIN
+		:: else -> rep = W_STALE
 		fi
 	:: else ->
 #if WRITES
-		no_stale_write(cser);
-		wmint = cser;
+		if
+		:: ccl < NC -> no_stale_write(cser); wmint = cser
+		:: else -> skip /* a stranger's write carries no mint */
+		fi;
 #endif
 		wmark = cfen;
 		wid = ctok;
-		rep = 1
+		rep = W_DONE;
+#if STRANGER
+		worig = corg;
+		foreign_never_marks();
+		forged_never_marks();
+		mark_recoverable();
+#endif
+		skip
 	fi;
+#if STRANGER
+	/* the Lockers' writes as ever (the conformance test replays them);
+	 * the stranger's, and a refusal before the mark, as @token lines */
+	if
+	:: ccl < NC && rep <= W_AGAIN -> printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, x)
+	:: else -> printf("@token s=%d o=%d f=%d id=%d r=%d m=%d now=%d\n", secret, corg, cfen, ctok, rep, x, T)
+	fi
+#else
 	printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, x)
+#endif
 }
 
 #define STORE(s) :: d_step { slot[s].op == WRT -> load(s); write_lua(); unload() }
@@ -1127,6 +1315,51 @@ end:
 #endif
 	od
 }
+
+/* ==== proctype stranger: a caller that can reach the resource (TOKENS)
+ * and writes with tokens it made up: another key's real token, a forged
+ * one for this key, a replay of one a Locker minted for this key ====
+ *
+ * Its write is made and run at the resource in one step: since it may
+ * pick any fence, one it made earlier and the resource ran later is one it
+ * could have made then. It picks above the mark: a fence at or below it is
+ * refused whatever else it is, and moves nothing. */
+#if STRANGER
+#if NTOK != 3
+#error "the stranger replays the tokens of two Lockers of one attempt each"
+#endif
+proctype stranger() {
+	byte o, fv; /* the token: how it was made, its fence */
+end:
+	do
+	:: atomic { swrites > 0 ->
+		if
+		:: /* key B's token: validly signed (a Locker minted it for B),
+		    * a fence up to a few past TIME (B's record, B's clock) */
+			o = FOREIGN;
+			select(fv : wmark + 1 .. T + SKEW + 1)
+		:: /* forged for this key: no valid MAC, any fence */
+			o = MADE;
+			if
+			:: select(fv : wmark + 1 .. T + SKEW + 1)
+			:: fv = FAR
+			fi
+		:: /* a replay of a token it saw: each attempt's last mint */
+			mintf[1] > wmark -> o = MINTED; fv = mintf[1]
+		:: mintf[2] > wmark -> o = MINTED; fv = mintf[2]
+		fi;
+		d_step {
+			/* RedisStore.Write: a write id of its own, one per call */
+			ccl = NC + 1; cop = WRT; ctok = NTOK + swrites; cfen = fv; corg = o;
+			swrites--;
+			o = 0; fv = 0;
+			write_lua();
+			unload()
+		} }
+	:: swrites == 0 -> break
+	od
+}
+#endif
 
 /* ==== proctype Acquire: one Locker's Acquire calls and the leases they
  * return (lease/acquire.go; the work's final write is Lease.Commit,
@@ -1559,6 +1792,14 @@ init {
 		run redis();
 		run network();
 		run resource();
+#if STRANGER
+		/* the resource with the secret, or without */
+		if
+		:: secret = 1
+		:: secret = 0
+		fi;
+		run stranger();
+#endif
 		run clock();
 		if
 		:: RFAULTS > 0 -> run replication()
