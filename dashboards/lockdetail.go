@@ -42,6 +42,7 @@ func lockDetail() *dashboard.DashboardBuilder {
 	section(d, row(500, "Fenced resources (all locks)"),
 		fenceRejectionsSeries(501),
 		fenceChecksSeries(502),
+		fenceRepairsSeries(503),
 	)
 	return d
 }

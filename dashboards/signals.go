@@ -31,6 +31,7 @@ var (
 	lateCompletions = metric(obs.PromLeaseLateCompletions)
 	fenceChecks     = metric(obs.PromFenceChecks)
 	fenceRejections = metric(obs.PromFenceRejections)
+	fenceRepairs    = metric(obs.PromFenceRepairs)
 	active          = metric(obs.PromLeaseActive)
 	holdDuration    = metric(obs.PromLeaseHoldDuration)
 	releases        = metric(obs.PromLeaseReleases)
@@ -177,6 +178,13 @@ func fenceChecksSeries(id uint32) *timeseries.PanelBuilder {
 		"Fencing-token checks at each resource, accepted or rejected. Not split by lock: fence metrics carry the resource.",
 		units.OpsPerSecond, false,
 		query{rate(fenceChecks, []string{obs.AttrResource, obs.AttrResult}), label(obs.AttrResource) + " " + label(obs.AttrResult)})
+}
+
+func fenceRepairsSeries(id uint32) *timeseries.PanelBuilder {
+	return seriesPanel(id, "Fence marks repaired by resource",
+		"High-water marks an operator set back to the newest fence minted for their key (lockwatch fence --force, RedisStore.Repair): a token no lease carried had moved the mark ahead of every lease, and the resource refused all of them as stale until then. Any at all means a bad token reached the resource: find where it came from. Not split by lock: fence metrics carry the resource.",
+		units.OpsPerSecond, false,
+		query{rate(fenceRepairs, []string{obs.AttrResource}), label(obs.AttrResource)})
 }
 
 func acquireOutcomesSeries(v view, id uint32) *timeseries.PanelBuilder {

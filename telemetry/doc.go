@@ -49,6 +49,9 @@
 //     resource: accepted, rejected, late (a guarded write refused because
 //     its request's handler had returned: middleware.Guarded).
 //   - lockwatch_fence_rejections_total{resource}: stale writes stopped.
+//   - lockwatch_fence_repairs_total{resource}: high-water marks an operator
+//     set back to the newest fence minted for their key
+//     (fence.RedisStore.Repair, lockwatch fence --force).
 //   - lockwatch_lease_active{lock_name}: gauge of leases held.
 //   - lockwatch_lease_hold_duration_seconds{lock_name}: histogram of the
 //     time from acquire to release.
@@ -110,8 +113,8 @@
 // # Logs
 //
 // Losses, unknown or failed acquires, their clean-up, renewal failures, late
-// completions and fence rejections are logged at Warn with trace_id and
-// span_id. The default logger is slog.Default(): these are the events an
+// completions, fence rejections and fence repairs are logged at Warn with
+// trace_id and span_id. The default logger is slog.Default(): these are the events an
 // operator must not miss, and a Warn per event is cheap next to the Redis
 // round trip behind it. Under a Redis outage that is two lines per lease
 // (the failed renewal, the loss); give WithLogger a rate-limiting or

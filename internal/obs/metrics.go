@@ -71,6 +71,8 @@ var Metrics = []Metric{
 		[]string{AttrResource, AttrResult}, nil},
 	{FenceRejections, PromFenceRejections, Counter, "{rejection}", "Writes rejected at a resource for carrying a fencing token older than one it accepted: stale writes stopped.",
 		[]string{AttrResource}, nil},
+	{FenceRepairs, PromFenceRepairs, Counter, "{repair}", "High-water marks an operator set back to the newest fence minted for their key (lockwatch fence --force, RedisStore.Repair): a mark a token no lease carried had moved ahead of every lease, so that all of them were refused as stale.",
+		[]string{AttrResource}, nil},
 	{LeaseActive, PromLeaseActive, UpDownCounter, "{lease}", "Leases held and active.",
 		[]string{LabelLockName}, nil},
 	{LeaseHoldDuration, PromLeaseHoldDuration, Histogram, "s", "Time from acquire to release.",

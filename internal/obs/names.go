@@ -39,6 +39,8 @@ const (
 	PromFenceChecks              = "lockwatch_fence_checks_total"
 	FenceRejections              = "lockwatch.fence.rejections"
 	PromFenceRejections          = "lockwatch_fence_rejections_total"
+	FenceRepairs                 = "lockwatch.fence.repairs"
+	PromFenceRepairs             = "lockwatch_fence_repairs_total"
 	LeaseActive                  = "lockwatch.lease.active"
 	PromLeaseActive              = "lockwatch_lease_active"
 	LeaseHoldDuration            = "lockwatch.lease.hold.duration"

@@ -33,6 +33,7 @@ type Recorder struct {
 	lateCompletions metric.Int64Counter
 	fenceChecks     metric.Int64Counter
 	fenceRejections metric.Int64Counter
+	fenceRepairs    metric.Int64Counter
 	active          metric.Int64UpDownCounter
 	holdDuration    metric.Float64Histogram
 	releases        metric.Int64Counter
@@ -99,6 +100,7 @@ func New(c Config) *Recorder {
 	t.lateCompletions = counter(LeaseLateCompletions)
 	t.fenceChecks = counter(FenceChecks)
 	t.fenceRejections = counter(FenceRejections)
+	t.fenceRepairs = counter(FenceRepairs)
 	t.active = updown(LeaseActive)
 	t.holdDuration = histogram(LeaseHoldDuration)
 	t.releases = counter(LeaseReleases)
@@ -207,7 +209,9 @@ func (t *Recorder) introduce(firstKey, name string) {
 	ctx := context.Background()
 	if firstKey == AttrResource {
 		zero(t, t.fenceChecks, name, firstKey, AttrResult, FenceResults)
-		t.fenceRejections.Add(ctx, 0, t.opts(firstKey, name, "", "").add...)
+		one := t.opts(firstKey, name, "", "").add
+		t.fenceRejections.Add(ctx, 0, one...)
+		t.fenceRepairs.Add(ctx, 0, one...)
 		return
 	}
 	zero(t, t.acquires, name, firstKey, AttrResult, AcquireResults)
