@@ -62,4 +62,18 @@
 // orders: context canceled"), never as the fence's: only the fence's own
 // errors start with "fence:". It is not a rejection and is not counted as
 // one.
+//
+// # Repair
+//
+// A mark only grows, so one that a token no lease carried (a bad or forged
+// one, a number from elsewhere) moved ahead of every fence minted for its
+// key refuses all of the key's holders as stale until minting passes it;
+// fences follow Redis TIME in microseconds, so that may be months.
+// RedisStore.Repair sets such a mark back to the newest fence minted, in
+// one script, and counts it in lockwatch.fence.repairs; lockwatch fence
+// shows the mark beside the fences minted and, with --force, repairs it. A
+// fenced SQL table is repaired in the database with one statement, in the
+// names of its TableConfig and with the minted fence:
+//
+//	UPDATE <Table> SET <FenceColumn> = <minted> WHERE <KeyColumn> = <key> AND <FenceColumn> > <minted>
 package fence

@@ -1,0 +1,246 @@
+package fence_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+)
+
+// storeKey is the Redis key of a RedisStore's key with the default
+// namespace, derived as keys.go documents it: what an operator finds with
+// SCAN, and where these tests put a mark no lease could have set.
+func storeKey(resource, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "lockwatch:fence:" + resource + ":{" + hex.EncodeToString(sum[:16]) + "}"
+}
+
+// token is a token with fence n, in the wire form a lease hands out.
+func token(t *testing.T, n int64) fence.Token {
+	t.Helper()
+	tok, err := fence.Parse(strconv.FormatInt(n, 10))
+	require.NoError(t, err)
+	return tok
+}
+
+// repairs is the lockwatch.fence.repairs count of a resource.
+func (h harness) repairs(t *testing.T, resource string) int64 {
+	t.Helper()
+	return h.Sum(t, obs.FenceRepairs, telemetrytest.Attrs(obs.AttrResource, resource))
+}
+
+// repairLogs counts the repairs logged.
+func repairLogs(h harness) int {
+	n := 0
+	for _, r := range h.Logs.Records() {
+		if strings.Contains(r.Message, "fence mark set back") {
+			n++
+		}
+	}
+	return n
+}
+
+// hget reads one field of a store key's hash ("" when absent).
+func hget(t *testing.T, c redis.UniversalClient, rkey, field string) string {
+	t.Helper()
+	v, err := c.HGet(context.Background(), rkey, field).Result()
+	if errors.Is(err, redis.Nil) {
+		return ""
+	}
+	require.NoError(t, err)
+	return v
+}
+
+// deadClient is a client of an address nothing listens on.
+func deadClient(t *testing.T) *redis.Client {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestRepairSetsABrickedMarkBack: a mark that a token no lease carried
+// moved far ahead refuses every later lease; Repair sets it back to the
+// newest minted fence, once, counted and logged, and the next lease's write
+// is accepted.
+func TestRepairSetsABrickedMarkBack(t *testing.T) {
+	ctx := testCtx(t)
+	client := redistest.Start(t).Client(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+	rkey := storeKey("ledger", "acct-1")
+
+	// A lease's fence is Redis TIME in microseconds; the bad token was
+	// about four months ahead of it.
+	now, err := client.Time(ctx).Result()
+	require.NoError(t, err)
+	minted := now.UnixMicro()
+	bricked := minted + 10_000_000_000_000
+	require.NoError(t, s.Write(ctx, "acct-1", token(t, minted), []byte("a")))
+	require.NoError(t, client.HSet(ctx, rkey, "fence", strconv.FormatInt(bricked, 10)).Err(), "a token no lease carried")
+	require.ErrorIs(t, s.Write(ctx, "acct-1", token(t, minted+1), []byte("b")), fence.ErrStale, "the next lease is refused")
+	mark, err := s.Mark(ctx, "acct-1")
+	require.NoError(t, err)
+	assert.EqualValues(t, bricked, mark)
+	assert.Zero(t, h.repairs(t, "ledger"), "the series exists before the first repair, at 0")
+
+	before, err := s.Repair(ctx, "acct-1", minted)
+	require.NoError(t, err)
+	assert.EqualValues(t, bricked, before, "the mark before")
+	assert.Equal(t, strconv.FormatInt(minted, 10), hget(t, client, rkey, "fence"), "set back to minted")
+	assert.Empty(t, hget(t, client, rkey, "write"), "the id of the write that had set the mark is gone with it")
+	assert.Equal(t, "a", hget(t, client, rkey, "value"), "the value is left as it is")
+	assert.EqualValues(t, 1, h.repairs(t, "ledger"))
+	level, attrs, ok := h.Logs.Find("fence mark set back")
+	require.True(t, ok, "a repair is logged")
+	assert.Equal(t, slog.LevelWarn, level)
+	assert.Equal(t, "ledger", attrs[obs.AttrResource])
+	assert.Equal(t, strconv.FormatInt(bricked, 10), attrs[obs.AttrHighWater])
+	assert.Equal(t, strconv.FormatInt(minted, 10), attrs[obs.AttrFence])
+	assert.Len(t, attrs[obs.AttrKeyHash], 32)
+	assert.NotContains(t, attrs, obs.AttrKey, "the raw key only with raw keys")
+
+	// Idempotent: the mark is minted now, and a second repair finds
+	// nothing to do, and counts nothing.
+	before, err = s.Repair(ctx, "acct-1", minted)
+	require.NoError(t, err)
+	assert.EqualValues(t, minted, before)
+	assert.Equal(t, strconv.FormatInt(minted, 10), hget(t, client, rkey, "fence"))
+	assert.EqualValues(t, 1, h.repairs(t, "ledger"), "a repair that changed nothing is not counted")
+	assert.Equal(t, 1, repairLogs(h), "nor logged")
+
+	// The holder of minted stays refused (Write is strict); the next
+	// lease's fence is accepted.
+	require.ErrorIs(t, s.Write(ctx, "acct-1", token(t, minted), []byte("b")), fence.ErrStale)
+	require.NoError(t, s.Write(ctx, "acct-1", token(t, minted+1), []byte("c")))
+	v, highWater, err := s.Read(ctx, "acct-1")
+	require.NoError(t, err)
+	assert.Equal(t, "c", string(v))
+	assert.EqualValues(t, minted+1, highWater)
+}
+
+// TestRepairLeavesAMarkAtOrBelowMinted: a mark that no token ahead of
+// minting moved is never lowered, and a key without one gets none.
+func TestRepairLeavesAMarkAtOrBelowMinted(t *testing.T) {
+	ctx := testCtx(t)
+	client := redistest.Start(t).Client(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+
+	for _, tc := range []struct {
+		name   string
+		mark   int64
+		minted int64
+	}{
+		{"below", 41, 42},
+		{"equal", 42, 42},
+		{"below with more digits in minted", 999999999, 1000000000},
+		{"2^53 below 2^53+1, one double", 9007199254740992, 9007199254740993},
+		{"max int64", 1<<63 - 1, 1<<63 - 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "below-" + tc.name
+			require.NoError(t, client.HSet(ctx, storeKey("ledger", key), "fence", strconv.FormatInt(tc.mark, 10)).Err())
+			before, err := s.Repair(ctx, key, tc.minted)
+			require.NoError(t, err)
+			assert.Equal(t, tc.mark, before)
+			mark, err := s.Mark(ctx, key)
+			require.NoError(t, err)
+			assert.Equal(t, tc.mark, mark, "untouched")
+		})
+	}
+	before, err := s.Repair(ctx, "never-written", 42)
+	require.NoError(t, err)
+	assert.Zero(t, before)
+	n, err := client.Exists(ctx, storeKey("ledger", "never-written")).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "no record is made for a key without one")
+	mark, err := s.Mark(ctx, "never-written")
+	require.NoError(t, err)
+	assert.Zero(t, mark)
+	assert.Zero(t, h.repairs(t, "ledger"), "nothing was set back")
+	assert.Zero(t, repairLogs(h))
+}
+
+// TestRepairComparesExactly: marks and minted fences are compared as the
+// write scripts compare them, exactly, not as Lua's doubles would.
+func TestRepairComparesExactly(t *testing.T) {
+	ctx := testCtx(t)
+	client := redistest.Start(t).Client(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(client, "exact", fence.WithTelemetry(h.Tel))
+	for i, p := range [][2]int64{ // {mark, minted}: the mark is above
+		{9007199254740993, 9007199254740992}, // 2^53+1 above 2^53: one double
+		{1<<63 - 1, 1<<63 - 2},
+		{1000000000, 999999999}, // a string compare alone would get it wrong
+		{10, 9},
+		{1<<63 - 1, 1},
+	} {
+		key := "exact-" + strconv.Itoa(i)
+		require.NoError(t, client.HSet(ctx, storeKey("exact", key), "fence", strconv.FormatInt(p[0], 10)).Err())
+		before, err := s.Repair(ctx, key, p[1])
+		require.NoError(t, err)
+		assert.Equal(t, p[0], before, "%d over %d", p[0], p[1])
+		assert.Equal(t, strconv.FormatInt(p[1], 10), hget(t, client, storeKey("exact", key), "fence"), "%d over %d", p[0], p[1])
+	}
+	assert.EqualValues(t, 5, h.repairs(t, "exact"))
+}
+
+// TestRepairRefusesMalformedInput: a minted fence that is not positive is
+// refused before Redis is called; a stored mark that is not a canonical
+// fence is refused by the script, and nothing changes either way.
+func TestRepairRefusesMalformedInput(t *testing.T) {
+	ctx := testCtx(t)
+	srv := redistest.Start(t)
+	client := srv.Client(t)
+	h := newHarness(t)
+	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+	rkey := storeKey("ledger", "acct-m")
+	require.NoError(t, client.HSet(ctx, rkey, "fence", "500").Err())
+
+	for _, minted := range []int64{0, -1, -1 << 63} {
+		_, err := s.Repair(ctx, "acct-m", minted)
+		require.ErrorIs(t, err, fence.ErrMalformed, "minted %d", minted)
+		assert.Contains(t, err.Error(), "not positive")
+	}
+	// Refused before Redis is called: a store whose Redis is down says so.
+	dead := fence.NewRedisStore(deadClient(t), "ledger")
+	_, err := dead.Repair(ctx, "acct-m", 0)
+	require.ErrorIs(t, err, fence.ErrMalformed, "refused before dialling")
+	assert.Equal(t, "500", hget(t, client, rkey, "fence"))
+
+	for _, stored := range []string{"0", "0500", "+500", " 500", "5e2", "-500", "", "99999999999999999999", "abc"} {
+		require.NoError(t, client.HSet(ctx, rkey, "fence", stored).Err())
+		before, err := s.Repair(ctx, "acct-m", 7)
+		require.Error(t, err, "stored %q", stored)
+		assert.True(t, strings.HasPrefix(err.Error(), "fence: repair ledger: "), "%q: %v", stored, err)
+		assert.Contains(t, err.Error(), "stored fence is not canonical")
+		assert.Zero(t, before)
+		assert.Equal(t, stored, hget(t, client, rkey, "fence"), "unchanged")
+		_, err = s.Mark(ctx, "acct-m")
+		require.Error(t, err, "Mark reads only canonical marks: %q", stored)
+		assert.True(t, strings.HasPrefix(err.Error(), "fence: read ledger: "), "%q: %v", stored, err)
+	}
+	assert.Zero(t, h.repairs(t, "ledger"))
+
+	// Redis failing is Redis's error, not the fence's.
+	_, err = dead.Repair(ctx, "acct-m", 7)
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "repair ledger: "), "%v", err)
+	assert.NotErrorIs(t, err, fence.ErrMalformed)
+	_, err = dead.Mark(ctx, "acct-m")
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "read ledger: "), "%v", err)
+}
