@@ -140,6 +140,30 @@
 // lockwatch_lease_force_releases_total, which a one-shot command has nobody
 // to export to.
 //
+// # lockwatch fence
+//
+//	lockwatch fence --key K --resource R [--store-namespace NS] [--namespace NS] [--force [--to N]]
+//
+// compares the high-water mark of K at the fence.RedisStore R (on the same
+// Redis; store namespace default lockwatch:fence) with the newest fence
+// minted for K (the lease's fence record, as inspect reads it), and prints
+// both, Redis TIME and the status: ok; ahead (the mark is above every fence
+// minted, so their holders are refused, but the next acquire mints above
+// it); or bricked (the next acquire's fence is refused too, until Redis
+// TIME, which fences follow in microseconds, passes the mark; never for a
+// mark at or above 2^53-1), with the date that happens. A token no lease
+// carried is what moves a mark there. Without --force it changes nothing
+// and exits 1 when the mark is ahead or bricked. With --force it sets the
+// mark back to the newest fence minted (fence.RedisStore.Repair, one
+// script, only if the mark is still above it), prints the mark before and
+// after, and logs the repair at Warn on stderr. When no minted fence is
+// remembered (the record expired or never existed) it repairs only to an
+// explicit --to N, at least the newest fence any lease of K held; --to is
+// never below a minted fence that is known. A fenced SQL table is repaired
+// in the database with one statement, in its TableConfig's names:
+//
+//	UPDATE <table> SET <fence column> = <minted> WHERE <key column> = <key> AND <fence column> > <minted>
+//
 // # Connecting
 //
 // Every subcommand takes one of
@@ -162,12 +186,14 @@
 // # Exit statuses
 //
 //	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n)
-//	0          inspect, release: done
-//	1          release: the key was free, or held by another holder: nothing changed
-//	64         usage error: bad flags, missing --key, no PROGRAM, release without --force
+//	0          inspect, release: done; fence: nothing to repair, or --force set the mark back
+//	1          release: the key was free, or held by another holder: nothing changed;
+//	           fence: the mark is ahead or bricked, and was left as it is (no --force)
+//	64         usage error: bad flags, missing --key, no PROGRAM, release without --force,
+//	           fence --force without --to when no minted fence is remembered
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
-//	           inspect: the read failed; release: the outcome is unknown
-//	70         any other internal failure
+//	           inspect, fence: a read failed; release, fence --force: the outcome is unknown
+//	70         any other internal failure; fence: the stored mark is not a fence
 //	75         run: the key is held by another (at once, or after --wait): PROGRAM never ran
 //	76         run: the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
 //	79         run: the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated
