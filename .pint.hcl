@@ -45,7 +45,7 @@ rule {
 rule {
   match {
     kind = "alerting"
-    name = "Lockwatch(StaleWriteSpike|FenceRejections)"
+    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused)"
   }
   aggregate ".+" {
     keep    = ["resource"]
@@ -57,7 +57,7 @@ rule {
     kind = "alerting"
   }
   ignore {
-    name = "Lockwatch(StaleWriteSpike|FenceRejections)"
+    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused)"
   }
   aggregate ".+" {
     keep    = ["lock_name"]

@@ -1,6 +1,7 @@
 package alerts
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,15 @@ func (q promql) p99(histogram string, by []string) string {
 // eq and ne are label matchers; the values come from closed sets.
 func eq(label, value string) string { return label + "=" + strconv.Quote(value) }
 func ne(label, value string) string { return label + "!=" + strconv.Quote(value) }
+
+// in matches any of the values, each literally.
+func in(label string, values ...string) string {
+	quoted := make([]string, len(values))
+	for i, v := range values {
+		quoted[i] = regexp.QuoteMeta(v)
+	}
+	return label + "=~" + strconv.Quote(strings.Join(quoted, "|"))
+}
 
 // labels lists label names (reads better than a slice literal in the table).
 func labels(names ...string) []string { return names }

@@ -20,6 +20,15 @@ const (
 	nameFenceRejections = "LockwatchFenceRejections"
 )
 
+// tokenRefusals are the results of lockwatch_fence_checks_total for a token
+// a resource refused before comparing it with its mark: never a stale write
+// (lockwatch_fence_rejections_total does not count them), so the stale-write
+// alerts ignore them and LockwatchFenceTokensRefused watches them.
+var tokenRefusals = []string{
+	string(obs.FenceForeign), string(obs.FenceForged), string(obs.FenceAhead),
+	string(obs.FenceUnscoped), string(obs.FenceMalformed),
+}
+
 // alert is one alerting rule, in a form both the Prometheus and the Grafana
 // output are written from: it fires while Value is above Threshold for For.
 // Fires and Silent are its promtool tests, kept next to the rule so that no
@@ -68,6 +77,7 @@ const (
 func catalogue(q promql) []alert {
 	byResource := labels(labelJob, labelResource)
 	byLock := labels(labelJob, labelLock)
+	byRefusal := labels(labelJob, labelResource, labelResult)
 	lock := map[string]string{labelLock: testLock}
 	resource := map[string]string{labelResource: testResource}
 	// The observations of the wait histogram: one per wait, by result.
@@ -120,6 +130,42 @@ func catalogue(q promql) []alert {
 				About:  "a burst of 5 rejections at minute 21, evaluated 4 minutes later",
 				Series: []series{{obs.PromFenceRejections, resource, "0x20 5x20"}},
 				At:     25 * time.Minute,
+			},
+		},
+		{
+			Group:    "lockwatch-fencing",
+			Name:     "LockwatchFenceTokensRefused",
+			Severity: warning,
+			Value:    sumBy(byRefusal, q.increase(obs.PromFenceChecks, in(labelResult, tokenRefusals...))),
+			By:       byRefusal,
+			// Any refusal, in every 5-minute window for 20 minutes: a rollout
+			// that misroutes a client for its duration (usually under 10
+			// minutes, Kubernetes' default progressDeadlineSeconds) keeps
+			// the 5-minute increase above zero for at most 15, and stays
+			// silent; a client that keeps sending tokens the resource cannot
+			// take, or a forger at one try in 5 minutes or more, opens a
+			// ticket. RUNBOOK.md says more.
+			Threshold: 0,
+			For:       20 * time.Minute,
+			Summary:   "Fencing tokens keep being refused at a resource: a client sends tokens it may not use, or someone forges them.",
+			Description: `{{ $value | humanize }} fencing tokens were refused as {{ $labels.result }} at resource {{ $labels.resource }} (job {{ $labels.job }}) in the last 5 minutes, ` +
+				`and refusals have gone on for 20 minutes. Each was a write refused before its token was compared with the resource's mark: the mark did not move, and the sender's write did not happen.`,
+			Fires: testCase{
+				About:  "one forged token a minute for 40 minutes",
+				Series: []series{{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceForged)), "0+1x40"}},
+				At:     30 * time.Minute,
+				Labels: with(resource, labelResult, string(obs.FenceForged)),
+				Value:  5,
+			},
+			Silent: testCase{
+				About: "a client misrouted for the 10 minutes of a rollout (10 foreign tokens a minute), evaluated while its last refusals still count; accepted, stale and late checks all along",
+				Series: []series{
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceForeign)), "0x10 10+10x9 100x20"},
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceAccepted)), "0+100x40"},
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceRejected)), "0+1x40"},
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceLate)), "0+1x40"},
+				},
+				At: 23 * time.Minute,
 			},
 		},
 		{
