@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/dashboards"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 //lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
@@ -171,4 +172,27 @@ func assertGrid(t *testing.T, d dashboard.Dashboard) {
 			assert.False(t, overlap, "%s overlaps %s", a.name, b.name)
 		}
 	}
+}
+
+// TestFenceChecksDescribeEveryResult: a panel that splits fence checks by
+// result names every result in its description, so that a refusal result
+// added to telemetry is explained where it is shown.
+func TestFenceChecksDescribeEveryResult(t *testing.T) {
+	found := 0
+	for _, c := range loadCommitted(t) {
+		ps, _ := panels(c.dash)
+		for _, p := range ps {
+			for _, target := range p.Targets {
+				q, ok := target.(*prometheus.Dataquery)
+				if !ok || !strings.Contains(q.Expr, obs.PromFenceChecks) || !strings.Contains(q.Expr, "by (resource, result)") {
+					continue
+				}
+				found++
+				for _, r := range obs.FenceResults {
+					assert.Regexp(t, `\b`+string(r)+`\b`, deref(p.Description), "%s panel %q", c.file, deref(p.Title))
+				}
+			}
+		}
+	}
+	assert.Positive(t, found, "no panel shows fence checks by result")
 }

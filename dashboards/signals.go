@@ -175,7 +175,9 @@ func fenceRejectionsSeries(id uint32) *timeseries.PanelBuilder {
 
 func fenceChecksSeries(id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Fence checks by resource and result",
-		"Fencing-token checks at each resource, accepted or rejected. Not split by lock: fence metrics carry the resource.",
+		"Fencing-token checks at each resource, by result: accepted; rejected (a stale token, counted in the fence rejections too); late (a guarded write refused because its request's handler had returned); "+
+			"and the tokens refused before any comparison, which move no mark and are no stale write: foreign (minted for another lock key), forged (not signed with a secret the resource has), ahead (unsigned, beyond the resource's clock plus its max skew), unscoped (a bare number), malformed. "+
+			"Refusals that go on fire LockwatchFenceTokensRefused; the Warn log \"lockwatch: fencing token refused\" leads to the sender's trace. Not split by lock: fence metrics carry the resource.",
 		units.OpsPerSecond, false,
 		query{rate(fenceChecks, []string{obs.AttrResource, obs.AttrResult}), label(obs.AttrResource) + " " + label(obs.AttrResult)})
 }

@@ -46,8 +46,15 @@
 //   - lockwatch_lease_late_completions_total{lock_name}: handlers that
 //     answered success after their lease was lost.
 //   - lockwatch_fence_checks_total{resource, result}: token checks at a
-//     resource: accepted, rejected, late (a guarded write refused because
-//     its request's handler had returned: middleware.Guarded).
+//     resource: accepted, rejected, late, foreign, forged, ahead, unscoped,
+//     malformed. rejected is a stale token (also counted below); late a
+//     guarded write refused because its request's handler had returned
+//     (middleware.Guarded); the last five are tokens refused before any
+//     comparison with the mark, which move no mark and are never counted
+//     as rejections: foreign (minted for another lock key), forged (not
+//     signed with the resource's secrets), ahead (unsigned, further ahead
+//     of the resource's clock than any Locker mints), unscoped (a plain
+//     number where none is allowed), malformed (counted by guards).
 //   - lockwatch_fence_rejections_total{resource}: stale writes stopped.
 //   - lockwatch_fence_repairs_total{resource}: high-water marks an operator
 //     set back to the newest fence minted for their key
@@ -113,11 +120,12 @@
 // # Logs
 //
 // Losses, unknown or failed acquires, their clean-up, renewal failures, late
-// completions, fence rejections and fence repairs are logged at Warn with
-// trace_id and span_id. The default logger is slog.Default(): these are the events an
-// operator must not miss, and a Warn per event is cheap next to the Redis
-// round trip behind it. Under a Redis outage that is two lines per lease
-// (the failed renewal, the loss); give WithLogger a rate-limiting or
-// discarding handler if that is too many. Close loses the leases still held
-// with reason closed: alerts on losses should exclude that reason.
+// completions, fence rejections, refused tokens and fence repairs are logged
+// at Warn with trace_id and span_id. The default logger is slog.Default():
+// these are the events an operator must not miss, and a Warn per event is
+// cheap next to the Redis round trip behind it. Under a Redis outage that is
+// two lines per lease (the failed renewal, the loss); give WithLogger a
+// rate-limiting or discarding handler if that is too many. Close loses the
+// leases still held with reason closed: alerts on losses should exclude that
+// reason.
 package telemetry
