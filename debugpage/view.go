@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -21,24 +20,24 @@ type view struct {
 }
 
 type leaseView struct {
-	Name          string      `json:"name"`
-	KeyHash       string      `json:"key_hash"`
-	Key           string      `json:"key,omitempty"`
-	Fence         fence.Token `json:"fence"`
-	Holder        string      `json:"holder"`
-	State         string      `json:"state"`
-	TTLMS         millis      `json:"ttl_ms"`
-	AgeMS         millis      `json:"age_ms"`
-	RemainingMS   millis      `json:"remaining_ms"`
-	Renewals      int         `json:"renewals"`
-	LastRenewalMS millis      `json:"last_renewal_ms"`
+	Name          string `json:"name"`
+	KeyHash       string `json:"key_hash"`
+	Key           string `json:"key,omitempty"`
+	Fence         int64  `json:"fence"`
+	Holder        string `json:"holder"`
+	State         string `json:"state"`
+	TTLMS         millis `json:"ttl_ms"`
+	AgeMS         millis `json:"age_ms"`
+	RemainingMS   millis `json:"remaining_ms"`
+	Renewals      int    `json:"renewals"`
+	LastRenewalMS millis `json:"last_renewal_ms"`
 }
 
 type lossView struct {
 	Name          string           `json:"name"`
 	KeyHash       string           `json:"key_hash"`
 	Key           string           `json:"key,omitempty"`
-	Fence         fence.Token      `json:"fence"`
+	Fence         int64            `json:"fence"`
 	Reason        lease.LossReason `json:"reason"`
 	LostAt        time.Time        `json:"lost_at"`
 	HeldMS        millis           `json:"held_ms"`

@@ -8,8 +8,11 @@ import "context"
 //
 // Admit advances key's high-water mark to token when token is at least the
 // mark, and returns a *StaleError (errors.Is ErrStale) when it is older. An
-// equal token is admitted: one lease may send several requests. Any other
-// error means the check could not be made, and the request must not proceed.
+// equal token is admitted: one lease may send several requests. key is the
+// lock key the token must have been minted for: a token the store cannot
+// trust for it is refused as Token describes (ErrForeign, ErrForged,
+// ErrAhead, ErrUnscoped) and leaves the mark alone. Any other error means
+// the check could not be made, and the request must not proceed.
 //
 // RedisStore implements it.
 type Admitter interface {

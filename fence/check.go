@@ -2,7 +2,6 @@ package fence
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -36,12 +35,21 @@ func startCheck(ctx context.Context, tel *obs.Recorder, resource string, token T
 // done records the comparison. The counters take the context of the span,
 // which is the caller's span's trace: a rejection's exemplar leads to the
 // request that wrote late.
-func (c check) done(accepted bool, highWater Token) {
-	c.tel.EndFenceCheck(c.ctx, c.span, c.resource, int64(c.token), int64(highWater), accepted)
+func (c check) done(accepted bool, highWater int64) {
+	c.tel.EndFenceCheck(c.ctx, c.span, c.resource, c.token.Fence, highWater, accepted)
+}
+
+// refused records a token refused before any comparison with the mark
+// (policy.check, or the clock bound in the store): counted under its own
+// result, never as a rejection.
+func (c check) refused(err error) error {
+	result, _ := refusal(err)
+	c.tel.RefuseFenceCheck(c.ctx, c.span, c.resource, result, c.token.Fence, err)
+	return err
 }
 
 func (c check) failed(err error) {
-	c.span.SetAttributes(attribute.Int64(obs.AttrFence, int64(c.token)))
+	c.span.SetAttributes(attribute.Int64(obs.AttrFence, c.token.Fence))
 	c.span.RecordError(err)
 	c.span.SetStatus(codes.Error, err.Error())
 	c.span.End()
@@ -50,16 +58,7 @@ func (c check) failed(err error) {
 // missing ends the check of a write to a row that does not exist: not a
 // failure of the store, and not a stale token either.
 func (c check) missing() {
-	c.span.SetAttributes(attribute.Int64(obs.AttrFence, int64(c.token)),
+	c.span.SetAttributes(attribute.Int64(obs.AttrFence, c.token.Fence),
 		attribute.String(obs.AttrResult, obs.SpanResultNotFound))
 	c.span.End()
-}
-
-// validToken rejects what no lease mints: a token must be positive. Such a
-// call is a caller's bug, not a check, so it is neither counted nor traced.
-func validToken(t Token) error {
-	if t <= 0 {
-		return fmt.Errorf("%w: %d is not positive", ErrMalformed, int64(t))
-	}
-	return nil
 }

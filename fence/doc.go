@@ -14,6 +14,21 @@
 // keep one high-water mark per lock key (or per item a lock key protects),
 // never one for a whole table guarded by many keys.
 //
+// # Tokens a resource can trust
+//
+// A Token carries the key it was minted for (its Scope, a hash of the lease
+// namespace and the key) and, when the Lockers have Secrets, a signature.
+// Every store checks both before it compares the fence with the mark, and
+// refuses what it cannot trust without moving the mark: a token of another
+// key (ErrForeign), one not signed with its secrets (ErrForged), a plain
+// number (ErrUnscoped, unless WithPlainTokens), and, without secrets, a
+// fence further ahead of the store's own clock than WithMaxSkew (ErrAhead),
+// which no Locker can have minted: so the worst a forger achieves is a
+// refusal, never a mark the resource cannot get back from. These refusals
+// are counted by their reason, never as stale writes. The wire form, the
+// checks and the migration from plain numbers are described once, in
+// SECURITY.md.
+//
 // # Stores
 //
 // RedisStore keeps a value and its key's mark in one Redis hash and checks

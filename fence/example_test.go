@@ -19,16 +19,19 @@ func ExampleRedisStore_Write() {
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	store := fence.NewRedisStore(client, "invoices")
+	// The tokens two leases of invoice-17 carry (lease.Lease.Token).
+	older := fence.Mint("lockwatch", "invoice-17", 41, nil)
+	newer := fence.Mint("lockwatch", "invoice-17", 42, nil)
 
-	fmt.Println(store.Write(ctx, "invoice-17", 41, []byte("draft")))
-	fmt.Println(store.Write(ctx, "invoice-17", 42, []byte("sent")))
+	fmt.Println(store.Write(ctx, "invoice-17", older, []byte("draft")))
+	fmt.Println(store.Write(ctx, "invoice-17", newer, []byte("sent")))
 
-	err := store.Write(ctx, "invoice-17", 41, []byte("draft, late"))
+	err := store.Write(ctx, "invoice-17", older, []byte("draft, late"))
 	var stale *fence.StaleError
 	if errors.As(err, &stale) {
-		fmt.Println("refused:", stale.Token, "after", stale.HighWater)
+		fmt.Println("refused:", stale.Token.Fence, "after", stale.HighWater)
 	}
-	fmt.Println(errors.Is(store.Write(ctx, "invoice-17", 42, []byte("sent twice")), fence.ErrStale))
+	fmt.Println(errors.Is(store.Write(ctx, "invoice-17", newer, []byte("sent twice")), fence.ErrStale))
 
 	value, mark, _ := store.Read(ctx, "invoice-17")
 	fmt.Printf("%s at %d\n", value, mark)
@@ -38,6 +41,25 @@ func ExampleRedisStore_Write() {
 	// refused: 41 after 42
 	// true
 	// sent at 42
+}
+
+// A token names the key it was minted for: another key's token is refused,
+// however new, and the mark does not move.
+func ExampleRedisStore_Write_foreign() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	store := fence.NewRedisStore(client, "invoices")
+
+	fmt.Println(store.Write(ctx, "invoice-18", fence.Mint("lockwatch", "invoice-18", 5, nil), []byte("draft")))
+	err := store.Write(ctx, "invoice-18", fence.Mint("lockwatch", "order-1", 6, nil), []byte("overwritten"))
+	fmt.Println(errors.Is(err, fence.ErrForeign), errors.Is(err, fence.ErrStale))
+	value, mark, _ := store.Read(ctx, "invoice-18")
+	fmt.Printf("%s at %d\n", value, mark)
+	// Output:
+	// <nil>
+	// true false
+	// draft at 5
 }
 
 // A store checks at start-up that its Redis keeps the marks across a
@@ -65,11 +87,13 @@ func ExampleRedisStore_Admit() {
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
 	var guard fence.Admitter = fence.NewRedisStore(client, "billing-api")
+	seven := fence.Mint("lockwatch", "customer-3", 7, nil)
+	eight := fence.Mint("lockwatch", "customer-3", 8, nil)
 
-	fmt.Println(guard.Admit(ctx, "customer-3", 7))
-	fmt.Println(guard.Admit(ctx, "customer-3", 7))
-	fmt.Println(guard.Admit(ctx, "customer-3", 8))
-	fmt.Println(errors.Is(guard.Admit(ctx, "customer-3", 7), fence.ErrStale))
+	fmt.Println(guard.Admit(ctx, "customer-3", seven))
+	fmt.Println(guard.Admit(ctx, "customer-3", seven))
+	fmt.Println(guard.Admit(ctx, "customer-3", eight))
+	fmt.Println(errors.Is(guard.Admit(ctx, "customer-3", seven), fence.ErrStale))
 	// Output:
 	// <nil>
 	// <nil>
@@ -77,14 +101,16 @@ func ExampleRedisStore_Admit() {
 	// true
 }
 
-// A table whose rows carry the mark of the lock key that protects them. A
-// write joins the caller's transaction: pass the *sql.Tx as the DB.
+// A table whose rows carry the mark of the lock key that protects them
+// (here "doc:<id>", which LockKey names). A write joins the caller's
+// transaction: pass the *sql.Tx as the DB.
 func ExampleNewPostgresTable() {
 	docs, err := fence.NewPostgresTable(fence.TableConfig{
 		Table:       "docs",
 		KeyColumn:   "id",
 		FenceColumn: "last_fence",
 		Columns:     []string{"title", "body"},
+		LockKey:     func(id any) string { return "doc:" + id.(string) },
 	})
 	if err != nil {
 		panic(err) // the configuration is wrong: no retry fixes it

@@ -2,6 +2,7 @@ package fence_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 )
@@ -67,4 +69,24 @@ func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// tk is the unsigned token a lease of key (a row key: as fmt.Sprint prints
+// it, TableConfig.LockKey's default) in the default lease namespace carries
+// with fence n.
+func tk(key any, n int64) fence.Token { return fence.Mint("lockwatch", fmt.Sprint(key), n, nil) }
+
+// signing signs the tokens of the tests whose fences are beyond any clock
+// (the int64 range): only signed tokens escape the clock bound.
+var signing = func() *fence.Secrets {
+	s, err := fence.NewSecrets("t1", map[string][]byte{"t1": []byte("lockwatch-test-secret-of-32-bytes")})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// signed is tk's token, signed with signing.
+func signed(key any, n int64) fence.Token {
+	return fence.Mint("lockwatch", fmt.Sprint(key), n, signing)
 }

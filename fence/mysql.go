@@ -5,12 +5,17 @@ import "strings"
 // NewMySQLTable returns a Table for the rows of one MySQL or MariaDB table
 // (InnoDB), having validated cfg and built its statements once. Update runs
 //
-//	UPDATE `t` SET `c1` = ?, ..., `fence` = ? WHERE `key` = ? AND `fence` < ?
+//	UPDATE `t` SET `c1` = ?, ..., `fence` = ? WHERE `key` = ? AND `fence` < ? AND <bound>
 //
 // and Upsert
 //
-//	INSERT INTO `t` (`key`, `c1`, ..., `fence`) VALUES (?, ?, ..., ?)
+//	INSERT INTO `t` (`key`, `c1`, ..., `fence`) SELECT ?, ?, ..., ? FROM DUAL WHERE <bound>
 //	ON DUPLICATE KEY UPDATE `c1` = IF(`fence` < ?, ?, `c1`), ..., `fence` = IF(`fence` < ?, ?, `fence`)
+//
+// where <bound> is the clock bound of an unsigned token (TableConfig.MaxSkew):
+// (? IS NULL OR token <= SYSDATE(6) in microseconds + ?). INSERT ... SELECT
+// is logged as unsafe for statement-based replication; use row-based (the
+// default since MySQL 5.7.7 and MariaDB 10.2.4).
 //
 // so the check is the UPDATE's WHERE clause, or is inside each assignment
 // of the upsert, with the mark assigned last. Both are locking reads in
@@ -74,18 +79,27 @@ var mysql = &dialect{
 	quote:         "`",
 	maxIdentifier: 64,
 	statements:    mysqlStatements,
-	updateArgs: func(key any, token int64, values []any) []any {
-		return append(append(make([]any, 0, len(values)+3), values...), token, key, token)
+	updateArgs: func(key any, token int64, skew any, values []any) []any {
+		return append(append(make([]any, 0, len(values)+6), values...), token, key, token, skew, token, skew)
 	},
-	upsertArgs: func(key any, token int64, values []any) []any {
-		args := append(append(make([]any, 0, 3*len(values)+4), key), values...)
-		args = append(args, token)
+	upsertArgs: func(key any, token int64, skew any, values []any) []any {
+		args := append(append(make([]any, 0, 3*len(values)+7), key), values...)
+		args = append(args, token, skew, token, skew)
 		for _, v := range values {
 			args = append(args, token, v)
 		}
 		return append(args, token, token)
 	},
+	now: "SELECT " + mysqlNow,
 }
+
+// mysqlNow is the database's clock in microseconds since 1970, as fences
+// are: SYSDATE(6) is the time of the call (NOW(6) the statement's start).
+const mysqlNow = "CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)"
+
+// mysqlBound is the clock bound: its parameters are the skew (NULL for a
+// signed token, which is not bounded), the token and the skew again.
+const mysqlBound = "(? IS NULL OR ? <= " + mysqlNow + " + ?)"
 
 func mysqlStatements(table, key, fence string, cols []string) (update, upsert, mark string) {
 	// UPDATE t SET c1 = ?, ..., fence = ? WHERE key = ? AND fence < ?
@@ -95,7 +109,7 @@ func mysqlStatements(table, key, fence string, cols []string) (update, upsert, m
 	for _, c := range cols {
 		u.WriteString(c + " = ?, ")
 	}
-	u.WriteString(fence + " = ? WHERE " + key + " = ? AND " + fence + " < ?")
+	u.WriteString(fence + " = ? WHERE " + key + " = ? AND " + fence + " < ? AND " + mysqlBound)
 
 	// INSERT INTO t (key, c1, ..., fence) VALUES (?, ..., ?)
 	// ON DUPLICATE KEY UPDATE c1 = IF(fence < ?, ?, c1), ..., fence = IF(fence < ?, ?, fence)
@@ -107,11 +121,11 @@ func mysqlStatements(table, key, fence string, cols []string) (update, upsert, m
 	for _, c := range cols {
 		p.WriteString(", " + c)
 	}
-	p.WriteString(", " + fence + ") VALUES (?")
+	p.WriteString(", " + fence + ") SELECT ?")
 	for range cols {
 		p.WriteString(", ?")
 	}
-	p.WriteString(", ?) ON DUPLICATE KEY UPDATE ")
+	p.WriteString(", ? FROM DUAL WHERE " + mysqlBound + " ON DUPLICATE KEY UPDATE ")
 	for _, c := range cols {
 		p.WriteString(c + " = IF(" + fence + " < ?, ?, " + c + "), ")
 	}

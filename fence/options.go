@@ -1,6 +1,8 @@
 package fence
 
 import (
+	"time"
+
 	"github.com/lockwatch/lockwatch/telemetry"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
@@ -23,6 +25,7 @@ const defaultNamespace = "lockwatch:fence"
 type storeConfig struct {
 	tel       *telemetry.Telemetry
 	namespace string
+	policy    policy
 }
 
 // WithTelemetry sets where fence checks are recorded (the
@@ -46,8 +49,48 @@ func WithNamespace(ns string) Option {
 	return optionFunc(func(c *storeConfig) { c.namespace = ns })
 }
 
+// WithLockNamespace sets the lease namespace of the Lockers whose tokens
+// the store checks (their lease.WithNamespace): a token's scope names its
+// key within it. Default "lockwatch", lease's default.
+func WithLockNamespace(ns string) Option {
+	return optionFunc(func(c *storeConfig) { c.policy.lockNamespace = ns })
+}
+
+// WithSecrets makes the store refuse every token not signed with one of s
+// (ErrForged): set the same secrets on the Lockers (lease.WithSecrets).
+// Default: none, and an unsigned token's fence must be within the clock
+// bound (WithMaxSkew). Nil is ignored.
+func WithSecrets(s *Secrets) Option {
+	return optionFunc(func(c *storeConfig) {
+		if s != nil {
+			c.policy.secrets = s
+		}
+	})
+}
+
+// WithPlainTokens admits plain tokens (a bare number, as clients of
+// earlier versions send) beside scoped ones. A plain token names no key,
+// so nothing stops one minted for another key; it is held to the clock
+// bound (WithMaxSkew) like any unsigned token. Default: refused
+// (ErrUnscoped). It excludes WithSecrets (NewRedisStore panics on both): a
+// plain number cannot carry a signature. For the migration of clients that cannot send the wire
+// form yet: SECURITY.md.
+func WithPlainTokens() Option {
+	return optionFunc(func(c *storeConfig) { c.policy.plain = true })
+}
+
+// WithMaxSkew sets how far ahead of the store's clock (its Redis's TIME)
+// an unsigned token's fence may be, since fences follow the leases' Redis
+// TIME: an unsigned token further ahead is refused (ErrAhead). It is the
+// most the two servers' clocks may disagree, and the longest a forged
+// token admitted within it can make legitimate holders wait. Default 10 s;
+// it must be positive. Signed tokens are not bounded.
+func WithMaxSkew(d time.Duration) Option {
+	return optionFunc(func(c *storeConfig) { c.policy.maxSkew = d })
+}
+
 func newStoreConfig(opts []Option) storeConfig {
-	c := storeConfig{namespace: defaultNamespace}
+	c := storeConfig{namespace: defaultNamespace, policy: newPolicy()}
 	for _, o := range opts {
 		if o != nil {
 			o.apply(&c)

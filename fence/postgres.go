@@ -9,13 +9,16 @@ import (
 // having validated cfg and built its statements once. Update runs
 //
 //	UPDATE "t" SET "c1" = $1, ..., "fence" = $n+1::bigint WHERE "key" = $n+2 AND "fence" < $n+1::bigint
+//	AND <bound>
 //
 // and Upsert
 //
-//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") VALUES ($1, ..., $n+2::bigint)
+//	INSERT INTO "t" AS "fenced" ("key", "c1", ..., "fence") SELECT $1, ..., $n+2::bigint WHERE <bound>
 //	ON CONFLICT ("key") DO UPDATE SET "c1" = EXCLUDED."c1", ..., "fence" = EXCLUDED."fence"
 //	WHERE "fenced"."fence" < EXCLUDED."fence"::bigint
 //
+// where <bound> is the clock bound of an unsigned token (TableConfig.MaxSkew):
+// ($s::bigint IS NULL OR token <= clock_timestamp() in microseconds + $s),
 // so the check is the WHERE clause of the statement that writes. Under READ
 // COMMITTED, PostgreSQL re-evaluates it on the committed row it locks: of
 // two writes with one token exactly one matches. Under REPEATABLE READ or
@@ -66,12 +69,24 @@ var postgres = &dialect{
 	quote:         `"`,
 	maxIdentifier: 63,
 	statements:    postgresStatements,
-	updateArgs: func(key any, token int64, values []any) []any {
-		return append(append(make([]any, 0, len(values)+2), values...), token, key)
+	updateArgs: func(key any, token int64, skew any, values []any) []any {
+		return append(append(make([]any, 0, len(values)+3), values...), token, key, skew)
 	},
-	upsertArgs: func(key any, token int64, values []any) []any {
-		return append(append(append(make([]any, 0, len(values)+2), key), values...), token)
+	upsertArgs: func(key any, token int64, skew any, values []any) []any {
+		return append(append(append(make([]any, 0, len(values)+3), key), values...), token, skew)
 	},
+	now: "SELECT " + postgresNow,
+}
+
+// postgresNow is the database's clock in microseconds since 1970, as
+// fences are: clock_timestamp() is the time of the call (now() would be the
+// transaction's start, which may be long ago).
+const postgresNow = "(extract(epoch FROM clock_timestamp()) * 1000000)::bigint"
+
+// postgresBound is the clock bound on token (a parameter) with the skew in
+// parameter s: NULL for a signed token, which is not bounded.
+func postgresBound(token, s string) string {
+	return "(" + s + "::bigint IS NULL OR " + token + " <= " + postgresNow + " + " + s + "::bigint)"
 }
 
 func postgresStatements(table, key, fence string, cols []string) (update, upsert, mark string) {
@@ -89,23 +104,27 @@ func postgresStatements(table, key, fence string, cols []string) (update, upsert
 		u.WriteString(c + " = " + param(i+1) + ", ")
 	}
 	u.WriteString(fence + " = " + token(n+1) + " WHERE " + key + " = " + param(n+2) + " AND " + fence + " < " + token(n+1))
+	u.WriteString(" AND " + postgresBound(token(n+1), param(n+3)))
 
-	// INSERT INTO t AS fenced (key, c1, ..., fence) VALUES ($1, ..., $n+2)
+	// INSERT INTO t AS fenced (key, c1, ..., fence) SELECT $1, ..., $n+2 WHERE bound
 	// ON CONFLICT (key) DO UPDATE SET c1 = EXCLUDED.c1, ..., fence = EXCLUDED.fence
 	// WHERE fenced.fence < EXCLUDED.fence
 	// The alias names the existing row whatever the table is called (even
-	// "excluded", or schema-qualified).
+	// "excluded", or schema-qualified). SELECT ... WHERE rather than
+	// VALUES, so that the bound also stops the insert of a new row; the
+	// parameters take the types of the columns they are inserted into.
 	var p strings.Builder
 	p.WriteString("INSERT INTO " + table + ` AS "fenced" (` + key)
 	for _, c := range cols {
 		p.WriteString(", " + c)
 	}
-	p.WriteString(", " + fence + ") VALUES (")
+	p.WriteString(", " + fence + ") SELECT ")
 	for i := 1; i <= n+1; i++ {
 		p.WriteString(param(i) + ", ")
 	}
 	p.WriteString(token(n + 2))
-	p.WriteString(") ON CONFLICT (" + key + ") DO UPDATE SET ")
+	p.WriteString(" WHERE " + postgresBound(token(n+2), param(n+3)))
+	p.WriteString(" ON CONFLICT (" + key + ") DO UPDATE SET ")
 	for _, c := range cols {
 		p.WriteString(c + " = EXCLUDED." + c + ", ")
 	}

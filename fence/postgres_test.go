@@ -22,10 +22,10 @@ func TestPostgresTextFenceColumnFails(t *testing.T) {
 	require.NoError(t, err)
 	tbl, err := fence.NewPostgresTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "last_fence", Columns: []string{"body"}})
 	require.NoError(t, err)
-	err = tbl.Update(ctx, db, 1, 99, "stale")
+	err = tbl.Update(ctx, db, 1, tk(1, 99), "stale")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, fence.ErrStale)
-	err = tbl.Upsert(ctx, db, 1, 99, "stale")
+	err = tbl.Upsert(ctx, db, 1, tk(1, 99), "stale")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, fence.ErrStale)
 	var body string

@@ -35,6 +35,7 @@ type RedisStore struct {
 	client   redis.UniversalClient
 	resource string
 	prefix   string // <namespace>:<resource>:
+	policy   policy
 	tel      *obs.Recorder
 }
 
@@ -44,8 +45,15 @@ type RedisStore struct {
 // per-request value. resource and the namespace (WithNamespace) must be 1 to
 // 64 bytes of printable ASCII without spaces or braces.
 //
-// It panics on a nil client or an invalid resource or namespace: those are
-// programming errors, which no retry at run time could fix.
+// The key a store is called with is the lock key whose leases write it
+// (within the lease namespace of WithLockNamespace): a token minted for any
+// other key is refused (ErrForeign), as are forged ones (WithSecrets,
+// WithMaxSkew) and plain numbers (WithPlainTokens), before the mark is
+// compared and without moving it. Token lists the checks.
+//
+// It panics on a nil client or an invalid resource, namespace, lock
+// namespace or skew: those are programming errors, which no retry at run
+// time could fix.
 func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option) *RedisStore {
 	if client == nil {
 		panic("fence: NewRedisStore: nil client")
@@ -57,7 +65,10 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 	if err := validName("namespace", c.namespace); err != nil {
 		panic("fence: NewRedisStore: " + err.Error())
 	}
-	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", tel: recorder(c.tel)}
+	if err := c.policy.validate(); err != nil {
+		panic("fence: NewRedisStore: " + err.Error())
+	}
+	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", policy: c.policy, tel: recorder(c.tel)}
 }
 
 // Write stores value under key if token is greater than the key's
@@ -66,8 +77,14 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 // token cannot overwrite what a later write of that lease stored.
 //
 // A token at or below the mark is a *StaleError (errors.Is ErrStale) with
-// the mark as HighWater, and nothing is written. A token that is not
-// positive is ErrMalformed, and Redis is not called.
+// the mark as HighWater, and nothing is written. A token the store cannot
+// trust for key is ErrForeign, ErrForged, ErrAhead or ErrUnscoped, and
+// nothing is written; one whose fence is not positive is ErrMalformed, and
+// Redis is not called. ErrAhead alone is not final: the clock it compares
+// with moves on, so a copy of the same write that go-redis re-sent, or
+// that a stalled connection delivers late, may be applied once the clock
+// has passed the token. Like a Redis error it does not say that nothing
+// was written; Read tells.
 //
 // go-redis re-sends a command after a network error or a read timeout (up to
 // the client's MaxRetries), and the first copy may have run with only its
@@ -101,25 +118,29 @@ func newWriteID() string { return rand.Text() }
 // writes it lets through, not for writes that may be replayed (use Write).
 //
 // Admit and Write on the same key share its mark: after Admit(k, 7),
-// Write(k, 7, v) is stale. A token that is not positive is ErrMalformed. Any
-// other error is Redis failing, and the mark may or may not have moved;
-// nothing should then be let through.
+// Write(k, 7, v) is stale. A token refused as Write's are is refused here
+// alike, without moving the mark. Any other error is Redis failing, and the
+// mark may or may not have moved; nothing should then be let through.
 func (s *RedisStore) Admit(ctx context.Context, key string, token Token) error {
 	return s.run(ctx, admitScript, "admit", key, token)
 }
 
-// run runs a fence script on key with the token and the script's further
-// arguments, and ends the check by the script's status.
+// run runs a fence script on key with the token's fence, the script's
+// further arguments and the clock bound (the last argument), and ends the
+// check by the script's status.
 func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key string, token Token, more ...any) error {
-	if err := validToken(token); err != nil {
-		return err
+	bounded, err := s.policy.check(key, token)
+	if errors.Is(err, ErrMalformed) {
+		return err // a caller's bug, not a check: neither counted nor traced
 	}
 	rkey := s.redisKey(key)
 	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(obs.AttrKeyHash, keyHash(key)))
-	args := append([]any{token.String()}, more...)
+	if err != nil {
+		return c.refused(fmt.Errorf("%w (%s %s)", err, op, s.resource))
+	}
+	args := append(append([]any{strconv.FormatInt(token.Fence, 10)}, more...), s.policy.skewArg(bounded))
 	reply, err := script.Run(ctx, s.client, []string{rkey}, args...).Slice()
-	var status int64
-	var mark Token
+	var status, mark int64
 	switch {
 	case isScriptRefusal(err):
 		err = fmt.Errorf("fence: %s %s: %w", op, s.resource, err)
@@ -138,6 +159,9 @@ func (s *RedisStore) run(ctx context.Context, script *redis.Script, op, key stri
 	case replyStale:
 		c.done(false, mark)
 		return &StaleError{Resource: s.resource, Token: token, HighWater: mark}
+	case replyAhead:
+		return c.refused(fmt.Errorf("%w: fence %d is more than %v ahead of the store's Redis TIME (%s %s)",
+			ErrAhead, token.Fence, s.policy.maxSkew, op, s.resource))
 	case replyApplied:
 		c.done(true, 0) // the mark before the first copy ran is not known
 	default: // replyAccepted
@@ -159,30 +183,31 @@ const (
 	replyStale    = 0
 	replyAccepted = 1
 	replyApplied  = 2 // write.lua only: a re-sent copy of the write that set the mark
+	replyAhead    = 3 // an unsigned token beyond the clock bound
 )
 
 // parseReply reads {status, mark} from write.lua and admit.lua.
-func parseReply(reply []any) (status int64, mark Token, err error) {
+func parseReply(reply []any) (status, mark int64, err error) {
 	if len(reply) != 2 {
 		return 0, 0, fmt.Errorf("unexpected reply %v", reply)
 	}
 	status, isInt := reply[0].(int64)
 	m, isStr := reply[1].(string)
-	if !isInt || !isStr || status < replyStale || status > replyApplied {
+	if !isInt || !isStr || status < replyStale || status > replyAhead {
 		return 0, 0, fmt.Errorf("unexpected reply %v", reply)
 	}
 	n, err := strconv.ParseInt(m, 10, 64)
 	if err != nil || n < 0 {
 		return 0, 0, fmt.Errorf("unexpected high-water mark %q", m)
 	}
-	return status, Token(n), nil
+	return status, n, nil
 }
 
 // Read returns key's value and high-water mark, for inspection: a value read
 // here and written back later is not fenced (only Write is). A key that was
 // never written is nil, 0, nil; a key only ever admitted has a mark but a
 // nil value.
-func (s *RedisStore) Read(ctx context.Context, key string) (value []byte, highWater Token, err error) {
+func (s *RedisStore) Read(ctx context.Context, key string) (value []byte, highWater int64, err error) {
 	vals, err := s.client.HMGet(ctx, s.redisKey(key), "value", "fence").Result()
 	if err != nil {
 		return nil, 0, fmt.Errorf("read %s: %w", s.resource, err)
@@ -191,7 +216,7 @@ func (s *RedisStore) Read(ctx context.Context, key string) (value []byte, highWa
 		value = []byte(v)
 	}
 	if m, ok := vals[1].(string); ok {
-		if highWater, err = Parse(m); err != nil {
+		if highWater, err = parseFence(m); err != nil {
 			return nil, 0, fmt.Errorf("fence: read %s: stored mark: %w", s.resource, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -37,12 +38,12 @@ func backends(t *testing.T) []backend {
 	}
 }
 
-func stale(t *testing.T, err error, token, highWater fence.Token) {
+func stale(t *testing.T, err error, token, highWater int64) {
 	t.Helper()
 	require.ErrorIs(t, err, fence.ErrStale)
 	var se *fence.StaleError
 	require.ErrorAs(t, err, &se)
-	assert.Equal(t, token, se.Token, "the write's token")
+	assert.Equal(t, token, se.Token.Fence, "the write's token")
 	assert.Equal(t, highWater, se.HighWater, "the mark")
 }
 
@@ -72,25 +73,25 @@ func testWriteIsStrict(t *testing.T, b backend) {
 	assert.Nil(t, v, "never written")
 	assert.Zero(t, mark)
 
-	require.NoError(t, s.Write(ctx, "acct-1", 10, []byte("a")), "first write")
-	stale(t, s.Write(ctx, "acct-1", 10, []byte("b")), 10, 10)
-	stale(t, s.Write(ctx, "acct-1", 10, []byte("b")), 10, 10) // and never later either
-	stale(t, s.Write(ctx, "acct-1", 9, []byte("c")), 9, 10)
+	require.NoError(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("a")), "first write")
+	stale(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("b")), 10, 10)
+	stale(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("b")), 10, 10) // and never later either
+	stale(t, s.Write(ctx, "acct-1", tk("acct-1", 9), []byte("c")), 9, 10)
 	v, mark, err = s.Read(ctx, "acct-1")
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(v), "rejected writes leave the value")
-	assert.Equal(t, fence.Token(10), mark)
+	assert.Equal(t, int64(10), mark)
 
-	require.NoError(t, s.Write(ctx, "acct-1", 11, []byte("d")))
+	require.NoError(t, s.Write(ctx, "acct-1", tk("acct-1", 11), []byte("d")))
 	v, mark, err = s.Read(ctx, "acct-1")
 	require.NoError(t, err)
 	assert.Equal(t, "d", string(v), "value and mark written together")
-	assert.Equal(t, fence.Token(11), mark)
+	assert.Equal(t, int64(11), mark)
 
-	require.NoError(t, s.Write(ctx, "acct-2", 3, []byte("x")), "marks are per key")
+	require.NoError(t, s.Write(ctx, "acct-2", tk("acct-2", 3), []byte("x")), "marks are per key")
 
 	var se *fence.StaleError
-	require.ErrorAs(t, s.Write(ctx, "acct-1", 5, nil), &se)
+	require.ErrorAs(t, s.Write(ctx, "acct-1", tk("acct-1", 5), nil), &se)
 	assert.Equal(t, "ledger", se.Resource)
 	assert.Equal(t, counts{accepted: 3, rejected: 4, rejections: 4}, h.counts(t, "ledger"))
 }
@@ -100,32 +101,33 @@ func testAdmit(t *testing.T, b backend) {
 	h := newHarness(t)
 	s := fence.NewRedisStore(b.client, "api", fence.WithTelemetry(h.Tel))
 
-	require.NoError(t, s.Admit(ctx, "k", 5))
-	require.NoError(t, s.Admit(ctx, "k", 5), "one lease, several requests")
-	require.NoError(t, s.Admit(ctx, "k", 6))
-	stale(t, s.Admit(ctx, "k", 5), 5, 6)
+	require.NoError(t, s.Admit(ctx, "k", tk("k", 5)))
+	require.NoError(t, s.Admit(ctx, "k", tk("k", 5)), "one lease, several requests")
+	require.NoError(t, s.Admit(ctx, "k", tk("k", 6)))
+	stale(t, s.Admit(ctx, "k", tk("k", 5)), 5, 6)
 	v, mark, err := s.Read(ctx, "k")
 	require.NoError(t, err)
 	assert.Nil(t, v, "Admit stores no value")
-	assert.Equal(t, fence.Token(6), mark)
+	assert.Equal(t, int64(6), mark)
 
-	stale(t, s.Write(ctx, "k", 6, []byte("v")), 6, 6) // the mark is shared, and Write is strict
-	require.NoError(t, s.Write(ctx, "k", 7, []byte("v")))
-	require.NoError(t, s.Admit(ctx, "k", 7))
+	stale(t, s.Write(ctx, "k", tk("k", 6), []byte("v")), 6, 6) // the mark is shared, and Write is strict
+	require.NoError(t, s.Write(ctx, "k", tk("k", 7), []byte("v")))
+	require.NoError(t, s.Admit(ctx, "k", tk("k", 7)))
 	v, mark, err = s.Read(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, "v", string(v), "Admit leaves the value alone")
-	assert.Equal(t, fence.Token(7), mark)
+	assert.Equal(t, int64(7), mark)
 	assert.Equal(t, counts{accepted: 5, rejected: 2, rejections: 2}, h.counts(t, "api"))
 }
 
 // testExactComparison: tokens are int64 and the scripts must order all of
 // them exactly, though Lua numbers are doubles (exact below 2^53 only).
+// The tokens are signed: fences beyond any clock pass only so.
 func testExactComparison(t *testing.T, b backend) {
 	ctx := testCtx(t)
-	s := fence.NewRedisStore(b.client, "exact", fence.WithTelemetry(newHarness(t).Tel))
-	const max = fence.Token(1<<63 - 1)
-	pairs := [][2]fence.Token{
+	s := fence.NewRedisStore(b.client, "exact", fence.WithSecrets(signing), fence.WithTelemetry(newHarness(t).Tel))
+	const max = int64(1<<63 - 1)
+	pairs := [][2]int64{
 		{9007199254740992, 9007199254740993}, // 2^53 and 2^53+1: one double
 		{9007199254740993, 9007199254740992},
 		{9007199254740993, 9007199254740993},
@@ -135,18 +137,18 @@ func testExactComparison(t *testing.T, b backend) {
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 100 {
-		a := fence.Token(rng.Int64N(1<<62) + 1<<62)
-		d := fence.Token(rng.Int64N(5) - 2) // neighbours: equal, or one or two apart
+		a := rng.Int64N(1<<62) + 1<<62
+		d := rng.Int64N(5) - 2 // neighbours: equal, or one or two apart
 		if a+d > 0 {
-			pairs = append(pairs, [2]fence.Token{a, a + d})
+			pairs = append(pairs, [2]int64{a, a + d})
 		}
-		pairs = append(pairs, [2]fence.Token{fence.Token(rng.Int64N(int64(max)) + 1), fence.Token(rng.Int64N(int64(max)) + 1)})
+		pairs = append(pairs, [2]int64{rng.Int64N(max) + 1, rng.Int64N(max) + 1})
 	}
 	for i, p := range pairs {
 		first, second := p[0], p[1]
 		wkey, akey := fmt.Sprintf("w%d", i), fmt.Sprintf("a%d", i)
-		require.NoError(t, s.Write(ctx, wkey, first, []byte(first.String())))
-		err := s.Write(ctx, wkey, second, []byte(second.String()))
+		require.NoError(t, s.Write(ctx, wkey, signed(wkey, first), []byte(strconv.FormatInt(first, 10))))
+		err := s.Write(ctx, wkey, signed(wkey, second), []byte(strconv.FormatInt(second, 10)))
 		if second > first {
 			require.NoError(t, err, "%d after %d", second, first)
 		} else {
@@ -156,8 +158,8 @@ func testExactComparison(t *testing.T, b backend) {
 		require.NoError(t, err)
 		assert.Equal(t, max2(first, second), mark, "%d then %d", first, second)
 
-		require.NoError(t, s.Admit(ctx, akey, first))
-		err = s.Admit(ctx, akey, second)
+		require.NoError(t, s.Admit(ctx, akey, signed(akey, first)))
+		err = s.Admit(ctx, akey, signed(akey, second))
 		if second >= first {
 			require.NoError(t, err, "admit %d after %d", second, first)
 		} else {
@@ -166,7 +168,7 @@ func testExactComparison(t *testing.T, b backend) {
 	}
 }
 
-func max2(a, b fence.Token) fence.Token {
+func max2(a, b int64) int64 {
 	if a > b {
 		return a
 	}
@@ -179,7 +181,7 @@ func testValues(t *testing.T, b backend) {
 	binary := []byte{0, 1, 2, 0xff, '{', '}', '\n'}
 	for i, v := range [][]byte{binary, {}, nil, []byte("plain")} {
 		key := strconv.Itoa(i)
-		require.NoError(t, s.Write(ctx, key, 1, v))
+		require.NoError(t, s.Write(ctx, key, tk(key, 1), v))
 		got, _, err := s.Read(ctx, key)
 		require.NoError(t, err)
 		assert.Equal(t, string(v), string(got))
@@ -187,11 +189,11 @@ func testValues(t *testing.T, b backend) {
 	}
 	// Caller keys are untrusted: any bytes, any length, braces included.
 	for _, key := range []string{"", "{x}", "}{", string(binary), string(make([]byte, 1<<16))} {
-		require.NoError(t, s.Write(ctx, key, 2, []byte(key)))
+		require.NoError(t, s.Write(ctx, key, tk(key, 2), []byte(key)))
 		got, mark, err := s.Read(ctx, key)
 		require.NoError(t, err)
 		assert.Equal(t, key, string(got))
-		assert.Equal(t, fence.Token(2), mark)
+		assert.Equal(t, int64(2), mark)
 	}
 }
 
@@ -200,8 +202,8 @@ func testTelemetry(t *testing.T, b backend) {
 	h := newHarness(t)
 	s := fence.NewRedisStore(b.client, "orders", fence.WithTelemetry(h.Tel))
 	rctx, request := h.Tracer.Start(ctx, "request")
-	require.NoError(t, s.Write(rctx, "order-9", 20, []byte("paid")))
-	stale(t, s.Write(rctx, "order-9", 19, []byte("pending")), 19, 20)
+	require.NoError(t, s.Write(rctx, "order-9", tk("order-9", 20), []byte("paid")))
+	stale(t, s.Write(rctx, "order-9", tk("order-9", 19), []byte("pending")), 19, 20)
 	request.End()
 
 	assert.Equal(t, counts{accepted: 1, rejected: 1, rejections: 1}, h.counts(t, "orders"))
@@ -242,7 +244,8 @@ func testKeysSpread(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	s := fence.NewRedisStore(b.client, "spread", fence.WithTelemetry(newHarness(t).Tel))
 	for i := range 64 {
-		require.NoError(t, s.Write(ctx, "{same-tag}"+strconv.Itoa(i), 1, nil))
+		key := "{same-tag}" + strconv.Itoa(i)
+		require.NoError(t, s.Write(ctx, key, tk(key, 1), nil))
 	}
 	for _, n := range b.cluster.Nodes() {
 		size, err := n.Do(ctx, "DBSIZE")
@@ -259,7 +262,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	ctx := testCtx(t)
 	client := redistest.Start(t).Client(t)
 	s := fence.NewRedisStore(client, "ledger", fence.WithNamespace("app:fence"), fence.WithTelemetry(newHarness(t).Tel))
-	require.NoError(t, s.Write(ctx, "{acct}:1", 42, []byte("v")))
+	require.NoError(t, s.Write(ctx, "{acct}:1", tk("{acct}:1", 42), []byte("v")))
 	keys, err := client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
@@ -272,7 +275,7 @@ func TestRedisKeyLayout(t *testing.T) {
 
 	require.NoError(t, client.FlushAll(ctx).Err())
 	def := fence.NewRedisStore(client, "ledger", nil, fence.WithTelemetry(nil), fence.WithTelemetry(newHarness(t).Tel))
-	require.NoError(t, def.Admit(ctx, "{acct}:1", 7))
+	require.NoError(t, def.Admit(ctx, "{acct}:1", tk("{acct}:1", 7)))
 	keys, err = client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
@@ -293,6 +296,10 @@ func TestNewRedisStorePanics(t *testing.T) {
 		{string(make([]byte, 65)), nil},
 		{"ok", []fence.Option{fence.WithNamespace("")}},
 		{"ok", []fence.Option{fence.WithNamespace("{tag}")}},
+		{"ok", []fence.Option{fence.WithLockNamespace("")}},
+		{"ok", []fence.Option{fence.WithLockNamespace("a b")}},
+		{"ok", []fence.Option{fence.WithMaxSkew(0)}},
+		{"ok", []fence.Option{fence.WithMaxSkew(-time.Second)}},
 	} {
 		assert.Panics(t, func() { fence.NewRedisStore(client, c.resource, c.opts...) }, "%q", c.resource)
 	}
@@ -310,17 +317,17 @@ func TestRedisErrors(t *testing.T) {
 	s := fence.NewRedisStore(client, "down", fence.WithTelemetry(h.Tel))
 
 	// A record that is not lockwatch's: the scripts refuse to compare.
-	require.NoError(t, s.Write(ctx, "k", 1, nil))
+	require.NoError(t, s.Write(ctx, "k", tk("k", 1), nil))
 	keys, err := client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	require.NoError(t, client.HSet(ctx, keys[0], "fence", "1e3").Err())
-	err = s.Write(ctx, "k", 2, nil)
+	err = s.Write(ctx, "k", tk("k", 2), nil)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, fence.ErrStale)
 	assert.ErrorContains(t, err, "fence: write down:")
 	assert.ErrorContains(t, err, "not canonical")
-	err = s.Admit(ctx, "k", 2)
+	err = s.Admit(ctx, "k", tk("k", 2))
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, fence.ErrStale)
 	_, _, err = s.Read(ctx, "k")
@@ -328,8 +335,8 @@ func TestRedisErrors(t *testing.T) {
 
 	require.NoError(t, srv.Stop())
 	for op, f := range map[string]func() error{
-		"write": func() error { return s.Write(ctx, "k", 3, []byte("v")) },
-		"admit": func() error { return s.Admit(ctx, "k", 3) },
+		"write": func() error { return s.Write(ctx, "k", tk("k", 3), []byte("v")) },
+		"admit": func() error { return s.Admit(ctx, "k", tk("k", 3)) },
 		"read":  func() error { _, _, err := s.Read(ctx, "k"); return err },
 	} {
 		err := f()
@@ -339,7 +346,7 @@ func TestRedisErrors(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	err = s.Write(cctx, "k", 4, nil)
+	err = s.Write(cctx, "k", tk("k", 4), nil)
 	assert.ErrorIs(t, err, context.Canceled, "wrapped, so the cause is visible")
 	assert.Equal(t, "write down: context canceled", err.Error())
 
@@ -359,9 +366,10 @@ func TestInvalidTokens(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer client.Close()
 	s := fence.NewRedisStore(client, "r", fence.WithTelemetry(h.Tel))
-	for _, tok := range []fence.Token{0, -1, -1 << 63} {
-		require.ErrorIs(t, s.Write(ctx, "k", tok, nil), fence.ErrMalformed)
-		require.ErrorIs(t, s.Admit(ctx, "k", tok), fence.ErrMalformed)
+	for _, n := range []int64{0, -1, -1 << 63} {
+		require.ErrorIs(t, s.Write(ctx, "k", tk("k", n), nil), fence.ErrMalformed)
+		require.ErrorIs(t, s.Admit(ctx, "k", tk("k", n)), fence.ErrMalformed)
+		require.ErrorIs(t, s.Admit(ctx, "k", fence.Token{Fence: n}), fence.ErrMalformed)
 	}
 	assert.Equal(t, counts{}, h.counts(t, "r"))
 	assert.Empty(t, h.checkSpans())

@@ -32,20 +32,20 @@ func TestRedisWriteResent(t *testing.T) {
 	})
 	// The script must be cached before the reply is lost: a lost NOSCRIPT
 	// reply would be a re-send of a script that never ran.
-	require.NoError(t, fence.NewRedisStore(client, "warm-up").Write(ctx, "k", 1, nil))
+	require.NoError(t, fence.NewRedisStore(client, "warm-up").Write(ctx, "k", tk("k", 1), nil))
 
 	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
 	proxy.loseNextScriptReply()
-	require.NoError(t, s.Write(ctx, "acct-1", 10, []byte("a")), "the re-sent copy of an applied write")
+	require.NoError(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("a")), "the re-sent copy of an applied write")
 	require.Equal(t, int32(1), proxy.lost.Load(), "the first copy ran and its reply was lost")
 	v, mark, err := s.Read(ctx, "acct-1")
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(v))
-	assert.Equal(t, fence.Token(10), mark)
+	assert.Equal(t, int64(10), mark)
 	assert.Equal(t, counts{accepted: 1}, h.counts(t, "ledger"), "one Write, one check")
 	assert.Len(t, h.checkSpans(), 1, "one Write, one fence.check span")
 
-	stale(t, s.Write(ctx, "acct-1", 10, []byte("b")), 10, 10)
+	stale(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("b")), 10, 10)
 	v, _, err = s.Read(ctx, "acct-1")
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(v), "a reused token never writes twice")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/lockwatch/lockwatch/telemetry"
 
@@ -20,8 +21,10 @@ var ErrNotFound = errors.New("fence: no such row")
 // part of the statement that writes, never a read before it.
 // NewPostgresTable and NewMySQLTable return one, with the same results: nil
 // when written, a *StaleError (errors.Is ErrStale) when the token is at or
-// below the row's mark, ErrNotFound when Update finds no row, and any other
-// error the database's, wrapped as "update <table>: <the driver's error>"
+// below the row's mark, ErrNotFound when Update finds no row, the refusals
+// of a token the table cannot trust for the row's lock key (ErrForeign,
+// ErrForged, ErrAhead, ErrUnscoped: see Token and TableConfig.LockKey),
+// which write nothing, and any other error the database's, wrapped as "update <table>: <the driver's error>"
 // (errors.As reaches the driver's type): only the fence's own errors start
 // with "fence:". Code that writes through a Table works on either database.
 type Table interface {
@@ -71,6 +74,23 @@ type TableConfig struct {
 	// Resource is the resource attribute of the fence metrics: a bounded
 	// name. Default: Table.
 	Resource string
+	// LockKey names the lock key whose leases write the row with the
+	// given key: a token is refused unless it was minted for that key
+	// (ErrForeign). Default: the row key as fmt.Sprint prints it, for a
+	// table whose rows are locked by their own key.
+	LockKey func(rowKey any) string
+	// LockNamespace, Secrets, PlainTokens and MaxSkew are what
+	// WithLockNamespace, WithSecrets, WithPlainTokens and WithMaxSkew set
+	// for a RedisStore: the Lockers' lease namespace (default
+	// "lockwatch"), the secrets that sign tokens (default none), whether
+	// plain numbers are admitted (default no), and how far ahead of the
+	// database's clock an unsigned token's fence may be (default 10 s).
+	// The clock bound is part of the statement that writes, read from the
+	// database's clock (PostgreSQL clock_timestamp(), MySQL SYSDATE(6)).
+	LockNamespace string
+	Secrets       *Secrets
+	PlainTokens   bool
+	MaxSkew       time.Duration
 	// Telemetry is where the table's fence checks are recorded, as
 	// WithTelemetry says for a RedisStore: every write with a valid token
 	// and the right number of values is one check, accepted or rejected; a
@@ -95,11 +115,16 @@ type dialect struct {
 	quote         string // around an identifier
 	maxIdentifier int    // longer names are truncated or refused by the server
 	// statements builds Update's and Upsert's statements and the query of
-	// a row's mark (one parameter: the key) from quoted identifiers.
+	// a row's mark (one parameter: the key) from quoted identifiers. The
+	// writes hold the clock bound: they write only if the skew argument
+	// is NULL or the token is at most the database's clock in
+	// microseconds plus the skew.
 	statements func(table, key, fence string, cols []string) (update, upsert, mark string)
 	// updateArgs and upsertArgs order a write's arguments for its
-	// statement.
-	updateArgs, upsertArgs func(key any, token int64, values []any) []any
+	// statement; skew is nil (signed: no bound) or an int64.
+	updateArgs, upsertArgs func(key any, token int64, skew any, values []any) []any
+	// now reads the database's clock in microseconds, as the bound does.
+	now string
 }
 
 // identifier is what TableConfig accepts for a name: no quoting, escaping
@@ -117,6 +142,8 @@ type sqlTable struct {
 	update   string
 	upsert   string
 	mark     string
+	lockKey  func(any) string
+	policy   policy
 	tel      *obs.Recorder
 }
 
@@ -154,6 +181,21 @@ func newSQLTable(d *dialect, cfg TableConfig) (*sqlTable, error) {
 	if resource == "" {
 		resource = cfg.Table
 	}
+	p := newPolicy()
+	p.secrets, p.plain = cfg.Secrets, cfg.PlainTokens
+	if cfg.LockNamespace != "" {
+		p.lockNamespace = cfg.LockNamespace
+	}
+	if cfg.MaxSkew != 0 {
+		p.maxSkew = cfg.MaxSkew
+	}
+	if err := p.validate(); err != nil {
+		return nil, fmt.Errorf("fence: TableConfig: %w", err)
+	}
+	lockKey := cfg.LockKey
+	if lockKey == nil {
+		lockKey = func(k any) string { return fmt.Sprint(k) }
+	}
 	update, upsert, mark := d.statements(table, key, fence, cols)
 	return &sqlTable{
 		d:        d,
@@ -163,6 +205,8 @@ func newSQLTable(d *dialect, cfg TableConfig) (*sqlTable, error) {
 		update:   update,
 		upsert:   upsert,
 		mark:     mark,
+		lockKey:  lockKey,
+		policy:   p,
 		tel:      recorder(cfg.Telemetry),
 	}, nil
 }
@@ -191,11 +235,11 @@ func (d *dialect) quoteTable(name string) (string, error) {
 
 // Update is Table.Update, by the dialect's UPDATE.
 func (t *sqlTable) Update(ctx context.Context, db DB, key any, token Token, values ...any) error {
-	if err := t.valid("update", token, values); err != nil {
+	ctx, c, skew, err := t.start(ctx, "update", key, token, values)
+	if err != nil {
 		return err
 	}
-	ctx, c := startCheck(ctx, t.tel, t.resource, token)
-	n, err := exec(ctx, db, t.update, t.d.updateArgs(key, int64(token), values))
+	n, err := exec(ctx, db, t.update, t.d.updateArgs(key, token.Fence, skew, values))
 	if err != nil {
 		return t.fail(c, "update", err)
 	}
@@ -207,26 +251,30 @@ func (t *sqlTable) Update(ctx context.Context, db DB, key any, token Token, valu
 	if err != nil {
 		return t.fail(c, "update: read the mark", err)
 	}
-	// Marks only grow, so a mark below the token now means the row was not
-	// there when the UPDATE looked (it was inserted since).
-	if !found || mark < token {
-		c.missing()
-		return fmt.Errorf("%w in %s", ErrNotFound, t.table)
+	if found && mark >= token.Fence {
+		c.done(false, mark)
+		return &StaleError{Resource: t.resource, Token: token, HighWater: mark}
 	}
-	c.done(false, mark)
-	return &StaleError{Resource: t.resource, Token: token, HighWater: mark}
+	// Not stale: the bound refused it, or the row was not there when the
+	// UPDATE looked (marks only grow, so a mark below the token now means
+	// the row was inserted since).
+	if err := t.ahead(ctx, db, c, skew, token); err != nil {
+		return err
+	}
+	c.missing()
+	return fmt.Errorf("%w in %s", ErrNotFound, t.table)
 }
 
 // Upsert is Table.Upsert, by the dialect's upsert. Any affected row is a
 // write: PostgreSQL reports 1 for an insert or an update, MySQL 1 for an
-// insert and 2 for an update; both report 0 when the existing row was left
-// as it was, which only a stale token does.
+// insert and 2 for an update; both report 0 when nothing was written,
+// which only a stale token or the clock bound does.
 func (t *sqlTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
-	if err := t.valid("upsert", token, values); err != nil {
+	ctx, c, skew, err := t.start(ctx, "upsert", key, token, values)
+	if err != nil {
 		return err
 	}
-	ctx, c := startCheck(ctx, t.tel, t.resource, token)
-	n, err := exec(ctx, db, t.upsert, t.d.upsertArgs(key, int64(token), values))
+	n, err := exec(ctx, db, t.upsert, t.d.upsertArgs(key, token.Fence, skew, values))
 	if err != nil {
 		return t.fail(c, "upsert", err)
 	}
@@ -238,18 +286,55 @@ func (t *sqlTable) Upsert(ctx context.Context, db DB, key any, token Token, valu
 	if err != nil {
 		return t.fail(c, "upsert: read the mark", err)
 	}
-	if mark < token {
+	if mark < token.Fence {
+		if err := t.ahead(ctx, db, c, skew, token); err != nil {
+			return err
+		}
 		mark = 0 // deleted, or deleted and inserted again, since: unknown
 	}
 	c.done(false, mark)
 	return &StaleError{Resource: t.resource, Token: token, HighWater: mark}
 }
 
-func (t *sqlTable) valid(op string, token Token, values []any) error {
+// start checks a write's values and token before any statement runs, and
+// starts its check. skew is the clock bound's argument (nil: signed, no
+// bound). A refused token ends the check here, counted under its reason.
+func (t *sqlTable) start(ctx context.Context, op string, key any, token Token, values []any) (context.Context, check, any, error) {
 	if len(values) != t.columns {
-		return fmt.Errorf("fence: %s %s: %d values for %d columns", op, t.table, len(values), t.columns)
+		return ctx, check{}, nil, fmt.Errorf("fence: %s %s: %d values for %d columns", op, t.table, len(values), t.columns)
 	}
-	return validToken(token)
+	bounded, err := t.policy.check(t.lockKey(key), token)
+	if errors.Is(err, ErrMalformed) {
+		return ctx, check{}, nil, err // a caller's bug, not a check: neither counted nor traced
+	}
+	ctx, c := startCheck(ctx, t.tel, t.resource, token)
+	if err != nil {
+		return ctx, c, nil, c.refused(fmt.Errorf("%w (%s %s)", err, op, t.table))
+	}
+	var skew any
+	if bounded {
+		skew = t.policy.maxSkew.Microseconds()
+	}
+	return ctx, c, skew, nil
+}
+
+// ahead tells, after a bounded write matched nothing although its token is
+// above the mark, whether the bound refused it: the database's clock is
+// read again, and a token beyond it now was beyond it then (the clock only
+// grows). It ends the check when so and returns ErrAhead.
+func (t *sqlTable) ahead(ctx context.Context, db DB, c check, skew any, token Token) error {
+	if skew == nil {
+		return nil
+	}
+	var now int64
+	if err := db.QueryRowContext(ctx, t.d.now).Scan(&now); err != nil {
+		return t.fail(c, "read the database's clock", err)
+	}
+	if token.Fence-skew.(int64) <= now {
+		return nil
+	}
+	return c.refused(fmt.Errorf("%w: fence %d is more than %v ahead of the database's clock (%s)",
+		ErrAhead, token.Fence, t.policy.maxSkew, t.table))
 }
 
 // fail ends the check of a statement the database failed. The error is the
@@ -269,7 +354,7 @@ func exec(ctx context.Context, db DB, query string, args []any) (int64, error) {
 	return res.RowsAffected()
 }
 
-func (t *sqlTable) readMark(ctx context.Context, db DB, key any) (Token, bool, error) {
+func (t *sqlTable) readMark(ctx context.Context, db DB, key any) (int64, bool, error) {
 	var mark sql.NullInt64
 	err := db.QueryRowContext(ctx, t.mark, key).Scan(&mark)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -278,5 +363,5 @@ func (t *sqlTable) readMark(ctx context.Context, db DB, key any) (Token, bool, e
 	if err != nil {
 		return 0, false, err
 	}
-	return Token(mark.Int64), true, nil
+	return mark.Int64, true, nil
 }

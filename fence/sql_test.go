@@ -3,6 +3,7 @@ package fence_test
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +89,16 @@ func (b sqlBackend) docsTable(t *testing.T, db *sql.DB, h harness) fence.Table {
 	return tbl
 }
 
+// signedDocsTable is a second Table on docsTable's table, with the secrets
+// of signing: for the writes whose fences are beyond any clock.
+func (b sqlBackend) signedDocsTable(t *testing.T, h harness) fence.Table {
+	t.Helper()
+	tbl, err := b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence",
+		Columns: []string{"title", "body"}, Secrets: signing, Telemetry: h.Tel})
+	require.NoError(t, err)
+	return tbl
+}
+
 type doc struct {
 	title string
 	body  sql.NullString
@@ -111,21 +122,21 @@ func TestTableUpdate(t *testing.T) {
 		_, err := db.ExecContext(ctx, "INSERT INTO docs VALUES ('a', 'draft', NULL, 0)")
 		require.NoError(t, err)
 
-		require.NoError(t, tbl.Update(ctx, db, "a", 10, "v10", "body"))
+		require.NoError(t, tbl.Update(ctx, db, "a", tk("a", 10), "v10", "body"))
 		assert.Equal(t, doc{"v10", sql.NullString{String: "body", Valid: true}, 10}, b.readDoc(t, db, "a"), "columns and mark in one statement")
-		stale(t, tbl.Update(ctx, db, "a", 10, "again", nil), 10, 10)
-		stale(t, tbl.Update(ctx, db, "a", 9, "older", nil), 9, 10)
+		stale(t, tbl.Update(ctx, db, "a", tk("a", 10), "again", nil), 10, 10)
+		stale(t, tbl.Update(ctx, db, "a", tk("a", 9), "older", nil), 9, 10)
 		assert.Equal(t, "v10", b.readDoc(t, db, "a").title, "rejected updates change nothing")
-		require.NoError(t, tbl.Update(ctx, db, "a", 11, "v10", "body"), "new values equal to the old ones: the mark still moves")
-		require.NoError(t, tbl.Update(ctx, db, "a", 1<<63-1, "last", nil), "the whole int64 range")
+		require.NoError(t, tbl.Update(ctx, db, "a", tk("a", 11), "v10", "body"), "new values equal to the old ones: the mark still moves")
+		require.NoError(t, b.signedDocsTable(t, h).Update(ctx, db, "a", signed("a", 1<<63-1), "last", nil), "the whole int64 range (signed, so not held to a clock)")
 		assert.Equal(t, doc{"last", sql.NullString{}, 1<<63 - 1}, b.readDoc(t, db, "a"))
 
-		err = tbl.Update(ctx, db, "missing", 5, "x", nil)
+		err = tbl.Update(ctx, db, "missing", tk("missing", 5), "x", nil)
 		require.ErrorIs(t, err, fence.ErrNotFound)
 		assert.NotErrorIs(t, err, fence.ErrStale)
 
 		var se *fence.StaleError
-		require.ErrorAs(t, tbl.Update(ctx, db, "a", 3, "x", nil), &se)
+		require.ErrorAs(t, tbl.Update(ctx, db, "a", tk("a", 3), "x", nil), &se)
 		assert.Equal(t, "docs", se.Resource, "Resource defaults to Table")
 
 		assert.Equal(t, counts{accepted: 3, rejected: 3, rejections: 3}, h.counts(t, "docs"), "a missing row is not a check")
@@ -156,20 +167,20 @@ func TestTableUpsert(t *testing.T) {
 		db := b.open(t)
 		tbl := b.docsTable(t, db, h)
 
-		require.NoError(t, tbl.Upsert(ctx, db, "b", 7, "created", "x"), "inserts a missing row")
+		require.NoError(t, tbl.Upsert(ctx, db, "b", tk("b", 7), "created", "x"), "inserts a missing row")
 		assert.Equal(t, doc{"created", sql.NullString{String: "x", Valid: true}, 7}, b.readDoc(t, db, "b"))
-		stale(t, tbl.Upsert(ctx, db, "b", 7, "replayed", "y"), 7, 7)
-		stale(t, tbl.Upsert(ctx, db, "b", 6, "older", "y"), 6, 7)
+		stale(t, tbl.Upsert(ctx, db, "b", tk("b", 7), "replayed", "y"), 7, 7)
+		stale(t, tbl.Upsert(ctx, db, "b", tk("b", 6), "older", "y"), 6, 7)
 		assert.Equal(t, doc{"created", sql.NullString{String: "x", Valid: true}, 7}, b.readDoc(t, db, "b"), "a stale upsert changes no column")
-		require.NoError(t, tbl.Upsert(ctx, db, "b", 8, "updated", nil), "updates an existing row")
+		require.NoError(t, tbl.Upsert(ctx, db, "b", tk("b", 8), "updated", nil), "updates an existing row")
 		assert.Equal(t, doc{"updated", sql.NullString{}, 8}, b.readDoc(t, db, "b"))
 		assert.Equal(t, counts{accepted: 2, rejected: 2, rejections: 2}, h.counts(t, "docs"))
 
 		// Inside a transaction that rolls back, the mark goes back too.
 		tx, err := db.BeginTx(ctx, nil)
 		require.NoError(t, err)
-		require.NoError(t, tbl.Upsert(ctx, tx, "b", 9, "in tx", nil))
-		require.NoError(t, tbl.Update(ctx, tx, "b", 10, "in tx", nil))
+		require.NoError(t, tbl.Upsert(ctx, tx, "b", tk("b", 9), "in tx", nil))
+		require.NoError(t, tbl.Update(ctx, tx, "b", tk("b", 10), "in tx", nil))
 		assert.EqualValues(t, 10, b.readDoc(t, tx, "b").fence)
 		require.NoError(t, tx.Rollback())
 		assert.EqualValues(t, 8, b.readDoc(t, db, "b").fence)
@@ -188,10 +199,10 @@ func TestTableRace(t *testing.T) {
 		tbl := b.docsTable(t, db, newHarness(t))
 		for _, upsert := range []bool{false, true} {
 			for i := range rounds {
-				id := "update-" + fence.Token(i).String()
+				id := "update-" + strconv.Itoa(i)
 				write := tbl.Update
 				if upsert {
-					id, write = "upsert-"+fence.Token(i).String(), tbl.Upsert
+					id, write = "upsert-"+strconv.Itoa(i), tbl.Upsert
 				} else {
 					_, err := db.ExecContext(ctx, b.sql("INSERT INTO docs VALUES ($1, '', NULL, 0)"), id)
 					require.NoError(t, err)
@@ -199,10 +210,10 @@ func TestTableRace(t *testing.T) {
 				errs := make([]error, 2)
 				start := make(chan struct{})
 				var wg sync.WaitGroup
-				for j, tok := range []fence.Token{41, 42} {
+				for j, n := range []int64{41, 42} {
 					wg.Go(func() {
 						<-start
-						errs[j] = write(ctx, db, id, tok, tok.String(), nil)
+						errs[j] = write(ctx, db, id, tk(id, n), strconv.FormatInt(n, 10), nil)
 					})
 				}
 				close(start)
@@ -228,18 +239,18 @@ func TestTableConcurrent(t *testing.T) {
 		_, err := db.ExecContext(ctx, "INSERT INTO docs VALUES ('one-row', '', NULL, 0)")
 		require.NoError(t, err)
 
-		all := hammer(t, func(ctx context.Context, w int, tok fence.Token) error {
+		all := hammer(t, func(ctx context.Context, w int, n int64) error {
 			if w%2 == 0 {
-				return tbl.Update(ctx, db, "one-row", tok, tok.String(), nil)
+				return tbl.Update(ctx, db, "one-row", tk("one-row", n), strconv.FormatInt(n, 10), nil)
 			}
-			return tbl.Upsert(ctx, db, "one-row", tok, tok.String(), nil)
+			return tbl.Upsert(ctx, db, "one-row", tk("one-row", n), strconv.FormatInt(n, 10), nil)
 		})
 		accepted, rejected, top := verify(t, all)
 		assert.Positive(t, rejected, "tokens repeat, so some writes must be refused")
 
 		d := b.readDoc(t, db, "one-row")
 		assert.EqualValues(t, top, d.fence, "the stored mark is the largest accepted token")
-		assert.Equal(t, top.String(), d.title, "and the row is that write's")
+		assert.Equal(t, strconv.FormatInt(top, 10), d.title, "and the row is that write's")
 		assert.Equal(t, counts{accepted: accepted, rejected: rejected, rejections: rejected}, h.counts(t, "docs"))
 	})
 }
@@ -257,10 +268,10 @@ func TestTableExotic(t *testing.T) {
 		tbl, err := b.newTable(fence.TableConfig{Table: qualifier + ".excluded", KeyColumn: "user", FenceColumn: "Select",
 			Columns: []string{"order"}, Resource: "orders", Telemetry: newHarness(t).Tel})
 		require.NoError(t, err)
-		require.NoError(t, tbl.Upsert(ctx, db, 1, 5, "first"))
-		require.NoError(t, tbl.Upsert(ctx, db, 1, 6, "second"))
-		stale(t, tbl.Upsert(ctx, db, 1, 6, "again"), 6, 6)
-		require.NoError(t, tbl.Update(ctx, db, 1, 7, "third"))
+		require.NoError(t, tbl.Upsert(ctx, db, 1, tk(1, 5), "first"))
+		require.NoError(t, tbl.Upsert(ctx, db, 1, tk(1, 6), "second"))
+		stale(t, tbl.Upsert(ctx, db, 1, tk(1, 6), "again"), 6, 6)
+		require.NoError(t, tbl.Update(ctx, db, 1, tk(1, 7), "third"))
 		var order string
 		var mark int64
 		require.NoError(t, db.QueryRowContext(ctx, b.sql(`SELECT "order", "Select" FROM excluded`)).Scan(&order, &mark))
@@ -271,9 +282,9 @@ func TestTableExotic(t *testing.T) {
 		only, err := b.newTable(fence.TableConfig{Table: "excluded", KeyColumn: "user", FenceColumn: "Select",
 			Telemetry: newHarness(t).Tel})
 		require.NoError(t, err)
-		require.NoError(t, only.Update(ctx, db, 1, 8))
-		stale(t, only.Upsert(ctx, db, 1, 8), 8, 8)
-		require.NoError(t, only.Upsert(ctx, db, 2, 1))
+		require.NoError(t, only.Update(ctx, db, 1, tk(1, 8)))
+		stale(t, only.Upsert(ctx, db, 1, tk(1, 8)), 8, 8)
+		require.NoError(t, only.Upsert(ctx, db, 2, tk(2, 1)))
 	})
 }
 
@@ -285,10 +296,10 @@ func TestTableArgumentErrors(t *testing.T) {
 			Columns: []string{"title", "body"}, Telemetry: h.Tel})
 		require.NoError(t, err)
 		var db fence.DB // never reached: the errors come first
-		assert.ErrorContains(t, tbl.Update(ctx, db, "a", 1, "one"), "1 values for 2 columns")
-		assert.ErrorContains(t, tbl.Upsert(ctx, db, "a", 1, "one", "two", "three"), "3 values for 2 columns")
-		assert.ErrorIs(t, tbl.Update(ctx, db, "a", 0, "t", "b"), fence.ErrMalformed)
-		assert.ErrorIs(t, tbl.Upsert(ctx, db, "a", -5, "t", "b"), fence.ErrMalformed)
+		assert.ErrorContains(t, tbl.Update(ctx, db, "a", tk("a", 1), "one"), "1 values for 2 columns")
+		assert.ErrorContains(t, tbl.Upsert(ctx, db, "a", tk("a", 1), "one", "two", "three"), "3 values for 2 columns")
+		assert.ErrorIs(t, tbl.Update(ctx, db, "a", tk("a", 0), "t", "b"), fence.ErrMalformed)
+		assert.ErrorIs(t, tbl.Upsert(ctx, db, "a", tk("a", -5), "t", "b"), fence.ErrMalformed)
 		assert.Equal(t, counts{}, h.counts(t, "docs"))
 		assert.Empty(t, h.checkSpans())
 	})
@@ -305,7 +316,7 @@ func TestTableDatabaseError(t *testing.T) {
 		db := b.open(t)
 		tbl, err := b.newTable(fence.TableConfig{Table: "nowhere", KeyColumn: "id", FenceColumn: "fence", Telemetry: h.Tel})
 		require.NoError(t, err)
-		for op, err := range map[string]error{"update": tbl.Update(ctx, db, "a", 1), "upsert": tbl.Upsert(ctx, db, "a", 1)} {
+		for op, err := range map[string]error{"update": tbl.Update(ctx, db, "a", tk("a", 1)), "upsert": tbl.Upsert(ctx, db, "a", tk("a", 1))} {
 			require.Error(t, err)
 			assert.NotErrorIs(t, err, fence.ErrStale)
 			assert.NotErrorIs(t, err, fence.ErrNotFound)
@@ -314,7 +325,7 @@ func TestTableDatabaseError(t *testing.T) {
 		}
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
-		err = tbl.Update(cancelled, db, "a", 1)
+		err = tbl.Update(cancelled, db, "a", tk("a", 1))
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, "update nowhere: context canceled", err.Error())
 		assert.Equal(t, counts{}, h.counts(t, "nowhere"))

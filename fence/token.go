@@ -7,47 +7,92 @@ import (
 	"strconv"
 )
 
-// Token is a fencing token: positive, strictly increasing per lock key
-// (lease.Lease.Fence). Tokens minted by lockwatch stay below 2^53.
-type Token int64
+// Token is a fencing token: the fence, strictly increasing per lock key,
+// and what lets a resource trust it: the lock key it was minted for
+// (Scope) and, when the Lockers have secrets, the signature of the Locker
+// that minted it. lease.Lease.Token returns one; String and Parse are its
+// wire form (SECURITY.md, "The token on the wire").
+//
+// A token's fence is only comparable with fences of the same lock key: a
+// resource that admitted another key's token would move its mark to a
+// number that key's leases never minted, and refuse them as stale until
+// minting caught up. A resource therefore refuses a token whose Scope is
+// not its key's (ErrForeign), an unsigned or badly signed one when it has
+// secrets (ErrForged), and, without secrets, one whose fence is further
+// ahead of its clock than any Locker can have minted (ErrAhead): the worst
+// a forger then achieves is a refusal, never a mark the resource cannot get
+// back from.
+//
+// Token is comparable: two tokens are equal when all their fields are.
+type Token struct {
+	// Fence is the number: positive, strictly increasing per lock key,
+	// minted from Redis TIME in microseconds (below 2^53).
+	Fence int64
+	// Scope is the lock key the token was minted for (ScopeOf). The zero
+	// Scope is a plain token, the bare number of earlier versions, which
+	// a resource refuses unless it allows plain tokens.
+	Scope Scope
+	// KeyID names the secret that signed the token; "" when unsigned.
+	KeyID string
+	// MAC is the signature (Secrets), meaningful only with a KeyID.
+	MAC [macSize]byte
+}
 
 // Errors of the resource side, for errors.Is.
 var (
-	// ErrMalformed: a token that is not a single positive decimal int64.
+	// ErrMalformed: a token that is not in its wire form, or whose fence is
+	// not a positive int64.
 	ErrMalformed = errors.New("fence: malformed token")
 	// ErrStale: a write whose token is older than (or, for the stores'
 	// writes, equal to) one the resource already accepted from another
 	// write. *StaleError has the high-water mark.
 	ErrStale = errors.New("fence: stale token")
+	// ErrForeign: a token minted for another lock key (or another lease
+	// namespace) than the one the resource checks it against.
+	ErrForeign = errors.New("fence: token minted for another key")
+	// ErrForged: with secrets configured, a token that is unsigned, signed
+	// with an unknown key id, or whose signature does not match.
+	ErrForged = errors.New("fence: token not signed by a Locker")
+	// ErrAhead: an unsigned token whose fence is further ahead of the
+	// resource's clock than the allowed skew: not one a Locker minted.
+	ErrAhead = errors.New("fence: token ahead of every minted fence")
+	// ErrUnscoped: a plain token (a bare number, no Scope) where the
+	// resource does not allow plain tokens.
+	ErrUnscoped = errors.New("fence: plain token without a scope")
 )
 
-// StaleError is a rejected write: Token is the write's, HighWater the newest
-// the resource had accepted.
+// StaleError is a rejected write: Token is the write's, HighWater the fence
+// of the newest token the resource had accepted.
 type StaleError struct {
 	Resource  string
 	Token     Token
-	HighWater Token
+	HighWater int64
 }
 
 func (e *StaleError) Error() string {
-	return fmt.Sprintf("fence: stale token %d at %s: %d already accepted", e.Token, e.Resource, e.HighWater)
+	return fmt.Sprintf("fence: stale token %d at %s: %d already accepted", e.Token.Fence, e.Resource, e.HighWater)
 }
 
 // Unwrap makes errors.Is(err, ErrStale) hold.
 func (e *StaleError) Unwrap() error { return ErrStale }
 
-// String formats the token in the canonical form Parse reads: the form it
-// travels in between services.
-func (t Token) String() string { return strconv.FormatInt(int64(t), 10) }
+// IsPlain tells a plain token: a bare number, minted for no particular key.
+func (t Token) IsPlain() bool { return t.Scope == Scope{} }
 
-// Parse reads one token in its canonical form: decimal digits only, no sign,
-// no spaces, no leading zeros, between 1 and the int64 maximum. Anything
-// else is ErrMalformed, with the reason: a lenient parser would let "+41",
-// " 41" or "041" reach the comparison as something other than what was sent.
-func Parse(s string) (Token, error) {
+// String is the token's wire form, which Parse reads: an RFC 9651
+// Structured Field Item (SECURITY.md, "The token on the wire"), or for a
+// plain token its bare decimal fence.
+func (t Token) String() string { return string(t.appendWire(nil)) }
+
+// parseFence reads a fence in its canonical form: decimal digits only, no
+// sign, no spaces, no leading zeros, between 1 and the int64 maximum.
+// Anything else is ErrMalformed, with the reason: a lenient parser would let
+// "+41", " 41" or "041" reach the comparison as something other than what
+// was sent.
+func parseFence(s string) (int64, error) {
 	switch {
 	case s == "":
-		return 0, fmt.Errorf("%w: empty", ErrMalformed)
+		return 0, fmt.Errorf("%w: empty fence", ErrMalformed)
 	case len(s) > 19:
 		return 0, fmt.Errorf("%w: %d digits overflow int64", ErrMalformed, len(s))
 	case s[0] == '0':
@@ -62,7 +107,7 @@ func Parse(s string) (Token, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %q overflows int64", ErrMalformed, s)
 	}
-	return Token(n), nil
+	return n, nil
 }
 
 type ctxKey struct{}

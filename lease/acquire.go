@@ -146,7 +146,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			lk.resolveUnknown(actx, set, key, lockKey, acq, r.abandoned)
 			return nil, &unknownError{Key: key, Err: r.err}
 		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, acq, r.fence, r.sentAt)
+			l := lk.newLease(ctx, set, key, lockKey, acq, fence.Mint(set.namespace, key, r.fence, set.secrets), r.sentAt)
 			if !lk.sched.add(l) {
 				// Closed meanwhile: the lease never became active; free the key.
 				l.cancel(ErrClosed)
@@ -216,7 +216,7 @@ const ownerArg = 6
 // reached Redis (the caller's context ended while the call queued).
 type attemptResult struct {
 	acquired  bool
-	fence     fence.Token
+	fence     int64
 	holderTTL time.Duration
 	sentAt    time.Duration
 	late      bool // the reply came after the call's deadline
@@ -305,7 +305,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	}
 	switch {
 	case ok && flag == 1 && n > 0:
-		return attemptResult{acquired: true, fence: fence.Token(n)}
+		return attemptResult{acquired: true, fence: n}
 	case ok && flag == 0:
 		return attemptResult{holderTTL: max(0, time.Duration(n)*time.Millisecond)}
 	}
@@ -322,9 +322,9 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 		set:         set,
 		key:         key,
 		lockKey:     lockKey,
-		renew:       renewScript.Call(3, append(slices.Clip(args), strconv.FormatInt(int64(token), 10))...),
+		renew:       renewScript.Call(3, append(slices.Clip(args), strconv.FormatInt(token.Fence, 10))...),
 		release:     releaseScript.Call(3, args...),
-		fence:       token,
+		token:       token,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
 		renewIdx:    -1,

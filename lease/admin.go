@@ -3,7 +3,6 @@ package lease
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/script"
 
@@ -33,7 +32,7 @@ type KeyInfo struct {
 	// remembered (the fence retention passed, no lease ever took it, or
 	// the record is not one lockwatch wrote: Barred is then -1): the next
 	// acquire mints a larger one.
-	Fence fence.Token
+	Fence int64
 	// Barred counts the owner tokens barred on the key's fence record
 	// (released, cleaned-up and contended attempts; at most 16 of each),
 	// -1 for a record lockwatch cannot have written.
@@ -65,7 +64,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if err != nil {
 		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", shortKey(key), err)
 	}
-	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey), Holder: holderHash(vals[0]), Fence: fence.Token(toInt(vals[2])), Barred: int(toInt(vals[3]))}
+	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
 	info.Held = info.Holder != ""
 	switch pttl := toInt(vals[1]); {
 	case pttl >= 0:
@@ -123,7 +122,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 	vals, err := lk.force(ctx, lockKey, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, holder))
 	result := obs.ReleaseUnknown
 	if vals != nil {
-		info.Holder, info.Fence = holderHash(vals[1]), fence.Token(toInt(vals[2]))
+		info.Holder, info.Fence = holderHash(vals[1]), toInt(vals[2])
 		info.Held = info.Holder != ""
 		switch {
 		case err != nil: // too few acks: unknown

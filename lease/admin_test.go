@@ -106,7 +106,7 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	require.True(t, ok, "a force release is logged")
 	assert.Equal(t, slog.LevelWarn, level)
 	assert.Equal(t, info.Holder, attrs[obs.AttrHolder])
-	assert.Equal(t, strconv.FormatInt(int64(l.Fence()), 10), attrs[obs.AttrFence])
+	assert.Equal(t, strconv.FormatInt(l.Fence(), 10), attrs[obs.AttrFence])
 	assert.NotContains(t, attrs, obs.AttrKey, "the raw key stays out of logs by default")
 	assert.NotContains(t, attrs, "error")
 
@@ -371,7 +371,7 @@ func TestSnapshotRawKeysAndTheLastLosses(t *testing.T) {
 	for i := range lastLosses + 8 {
 		l, err := lk.Acquire(ctx, "k"+strconv.Itoa(i))
 		require.NoError(t, err)
-		fences = append(fences, int64(l.Fence()))
+		fences = append(fences, l.Fence())
 	}
 	snap := lk.Snapshot()
 	require.Len(t, snap.Leases, lastLosses+8)

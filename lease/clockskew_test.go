@@ -79,13 +79,19 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			}
 			require.Less(t, l.Fence(), last, "a clock behind by more than the failover time mints below the old primary")
 
-			// The resource, in both orders of the two holders' writes.
-			store := fence.NewRedisStore(redistest.Start(t).Client(t), "skew")
-			require.NoError(t, store.Write(ctx, "old-first", last, []byte("old holder")))
-			assert.ErrorIs(t, store.Write(ctx, "old-first", l.Fence(), []byte("new holder")), fence.ErrStale,
+			// The resource, in both orders of the two holders' writes: one
+			// store per order, each guarding lock key "k", whose tokens
+			// both holders carry (the old holder's is the one its lease
+			// minted, unsigned as the Locker has no secrets).
+			rc := redistest.Start(t).Client(t)
+			oldFirst := fence.NewRedisStore(rc, "skew-old-first", fence.WithLockNamespace(ns))
+			newFirst := fence.NewRedisStore(rc, "skew-new-first", fence.WithLockNamespace(ns))
+			old := fence.Mint(ns, "k", last, nil)
+			require.NoError(t, oldFirst.Write(ctx, "k", old, []byte("old holder")))
+			assert.ErrorIs(t, oldFirst.Write(ctx, "k", l.Token(), []byte("new holder")), fence.ErrStale,
 				"the new holder is refused: unavailable until its primary's clock passes the old fence")
-			require.NoError(t, store.Write(ctx, "new-first", l.Fence(), []byte("new holder")))
-			assert.NoError(t, store.Write(ctx, "new-first", last, []byte("old holder, late")),
+			require.NoError(t, newFirst.Write(ctx, "k", l.Token(), []byte("new holder")))
+			assert.NoError(t, newFirst.Write(ctx, "k", old, []byte("old holder, late")),
 				"the old holder's late write is accepted over the new holder's: the gap")
 		})
 	}

@@ -35,7 +35,7 @@ import (
 // errors.Is fence.ErrStale) or failed (any other error, or a panic).
 func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
 	rem := l.Remaining()
-	ev := commitEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Remaining: rem, Result: obs.CommitCommitted}
+	ev := commitEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Remaining: rem, Result: obs.CommitCommitted}
 	switch err := l.Err(); {
 	case err != nil:
 		ev.Result, ev.Err = obs.CommitRefused, err
@@ -57,7 +57,7 @@ func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token f
 			l.set.observeCommit(ctx, ev)
 		}
 	}()
-	err := fn(wctx, l.fence)
+	err := fn(wctx, l.token)
 	returned = true
 	switch {
 	case err == nil:

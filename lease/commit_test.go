@@ -24,26 +24,28 @@ import (
 type fencedStore struct {
 	name  string
 	write func(ctx context.Context, key string, token fence.Token, value string) error
-	read  func(ctx context.Context, key string) (string, fence.Token)
+	read  func(ctx context.Context, key string) (string, int64)
 }
 
 // fencedStores returns a fence.RedisStore and a PostgreSQL fence.Table,
-// each recording its checks under resource "orders" in h.
-func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.Harness) []fencedStore {
+// each recording its checks under resource "orders" in h and admitting the
+// tokens of leases in lease namespace ns (the store's key, or row key, is
+// the lock key).
+func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.Harness, ns string) []fencedStore {
 	ctx := testCtx(t)
-	rs := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel))
+	rs := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel), fence.WithLockNamespace(ns))
 	db := pgtest.Open(t)
 	_, err := db.ExecContext(ctx, `CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL, last_fence bigint NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
 	orders, err := fence.NewPostgresTable(fence.TableConfig{Table: "orders", KeyColumn: "id", FenceColumn: "last_fence",
-		Columns: []string{"state"}, Telemetry: h.Tel})
+		Columns: []string{"state"}, Telemetry: h.Tel, LockNamespace: ns})
 	require.NoError(t, err)
 	return []fencedStore{
 		{"redis",
 			func(ctx context.Context, key string, token fence.Token, value string) error {
 				return rs.Write(ctx, key, token, []byte(value))
 			},
-			func(ctx context.Context, key string) (string, fence.Token) {
+			func(ctx context.Context, key string) (string, int64) {
 				v, mark, err := rs.Read(ctx, key)
 				require.NoError(t, err)
 				return string(v), mark
@@ -52,7 +54,7 @@ func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.H
 			func(ctx context.Context, key string, token fence.Token, value string) error {
 				return orders.Upsert(ctx, db, key, token, value)
 			},
-			func(ctx context.Context, key string) (string, fence.Token) {
+			func(ctx context.Context, key string) (string, int64) {
 				var v string
 				var mark int64
 				err := db.QueryRowContext(ctx, `SELECT state, last_fence FROM orders WHERE id = $1`, key).Scan(&v, &mark)
@@ -60,7 +62,7 @@ func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.H
 					return "", 0
 				}
 				require.NoError(t, err)
-				return v, fence.Token(mark)
+				return v, mark
 			}},
 	}
 }
@@ -77,10 +79,11 @@ func TestCommitLateWriteReachesTheFence(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	h := telemetrytest.New(t)
-	for _, store := range fencedStores(t, client, h) {
+	ns := testNamespace(t)
+	for _, store := range fencedStores(t, client, h, ns) {
 		t.Run(store.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			lk := newLocker(t, client, WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
+			lk := newLocker(t, client, WithNamespace(ns), WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
 			other := NewLocker(client, WithNamespace(lk.set.namespace), WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
 			t.Cleanup(func() { _ = other.Close() })
 			key := "order-" + store.name
@@ -99,7 +102,7 @@ func TestCommitLateWriteReachesTheFence(t *testing.T) {
 				next, err := other.Acquire(ctx, key)
 				require.NoError(t, err)
 				defer next.Release(ctx)
-				require.Greater(t, next.Fence(), token)
+				require.Greater(t, next.Fence(), token.Fence)
 				require.NoError(t, next.Commit(next.Context(), func(ctx context.Context, newer fence.Token) error {
 					return store.write(ctx, key, newer, "paid by the newer holder")
 				}))
@@ -123,9 +126,9 @@ func TestCommitResults(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	store := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel))
 	ttl := time.Second
 	lk := newLocker(t, client, WithTelemetry(h.Tel), WithName("orders"), WithTTL(ttl))
+	store := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel), fence.WithLockNamespace(lk.set.namespace))
 	acquire := func(key string, opts ...Option) *Lease {
 		l, err := lk.Acquire(ctx, key, opts...)
 		require.NoError(t, err)
@@ -147,7 +150,8 @@ func TestCommitResults(t *testing.T) {
 		_ = acquire("panics").Commit(ctx, func(context.Context, fence.Token) error { panic("boom") })
 	})
 	nearStale := acquire("near-stale", WithCommitMargins(0, ttl))
-	require.NoError(t, store.Write(ctx, "near-stale", nearStale.Fence()+1, []byte("newer")))
+	newer := fence.Mint(lk.set.namespace, "near-stale", nearStale.Fence()+1, nil) // a newer holder's
+	require.NoError(t, store.Write(ctx, "near-stale", newer, []byte("newer")))
 	require.ErrorIs(t, nearStale.Commit(ctx, write("near-stale")), fence.ErrStale, "a rejection below the warning threshold is stale")
 
 	for result, want := range map[obs.CommitResult]int64{obs.CommitCommitted: 1, obs.CommitNearExpiry: 1, obs.CommitRefused: 1,

@@ -20,6 +20,6 @@ func FromContext(ctx context.Context) *Lease {
 // lease (FromContext) and its token (fence.FromContext, which the client-side
 // propagators put on outgoing calls), and is cancelled with a cause.
 func leaseContext(parent context.Context, l *Lease) (context.Context, context.CancelCauseFunc) {
-	ctx := context.WithValue(fence.NewContext(parent, l.fence), ctxKey{}, l)
+	ctx := context.WithValue(fence.NewContext(parent, l.token), ctxKey{}, l)
 	return context.WithCancelCause(ctx)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -84,7 +83,7 @@ type acquireEvent struct {
 	Result    obs.AcquireResult
 	Duration  time.Duration // from the first send to the result, waits included
 	Attempts  int
-	Fence     fence.Token   // when acquired
+	Fence     int64         // when acquired
 	HolderTTL time.Duration // when contended
 	Err       error         // when unknown or failed
 
@@ -105,7 +104,7 @@ type resolutionEvent struct {
 // renewalEvent reports one lease's part of a renewal batch.
 type renewalEvent struct {
 	Name, Key string
-	Fence     fence.Token
+	Fence     int64
 	Result    obs.RenewalResult
 	Duration  time.Duration // round trip of the batch it was sent in
 	BatchSize int
@@ -115,7 +114,7 @@ type renewalEvent struct {
 // lossEvent reports a lease turning LOST.
 type lossEvent struct {
 	Name, Key string
-	Fence     fence.Token
+	Fence     int64
 	Reason    LossReason
 	Held      time.Duration // since the acquire was sent
 	Err       error
@@ -125,7 +124,7 @@ type lossEvent struct {
 // became of the write (reported once fn has returned).
 type commitEvent struct {
 	Name, Key string
-	Fence     fence.Token
+	Fence     int64
 	Result    obs.CommitResult
 	Remaining time.Duration // validity left when Commit decided
 	Err       error         // why it was refused, or fn's error
@@ -134,7 +133,7 @@ type commitEvent struct {
 // releaseEvent reports the first Release of a lease: the end of its work.
 type releaseEvent struct {
 	Name, Key string
-	Fence     fence.Token
+	Fence     int64
 	Result    obs.ReleaseResult
 	Held      time.Duration // acquire send to Release
 	// SinceLoss is the time from the loss to Release when the lease was lost

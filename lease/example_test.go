@@ -48,7 +48,7 @@ func Example() {
 	// WithCommitTimeout): a write that comes late must reach the store to
 	// be rejected there.
 	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
-		fmt.Println("writing with a fencing token:", token > 0)
+		fmt.Println("writing with a fencing token:", token.Fence > 0)
 		return nil
 	})
 	fmt.Println("committed:", err == nil)

@@ -297,7 +297,7 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	replicaClient := replica.Client(t)
 	require.Eventually(t, func() bool {
 		v, _ := recordFence(ctx, replicaClient, fenceKey)
-		return v == int64(l.Fence())
+		return v == l.Fence()
 	}, 5*time.Second, 5*time.Millisecond, "replica never saw the first fence")
 
 	require.NoError(t, replica.StopReplication())

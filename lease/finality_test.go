@@ -216,7 +216,7 @@ func TestRenewalRestoresALostRecord(t *testing.T) {
 	require.NoError(t, c.Del(ctx, fenceKey).Err())
 	require.Eventually(t, func() bool {
 		v, err := recordFence(ctx, c, fenceKey)
-		return err == nil && v == int64(l.Fence())
+		return err == nil && v == l.Fence()
 	}, 2*time.Second, 5*time.Millisecond, "the renewal wrote the lease's fence back")
 	require.NoError(t, l.Err(), "the lease is still held")
 	require.NoError(t, l.Release(ctx))

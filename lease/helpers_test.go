@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
@@ -217,9 +216,9 @@ var errTimeout = fmt.Errorf("read tcp 127.0.0.1: i/o timeout: %w", os.ErrDeadlin
 
 // acquireReleaseN takes and releases key n times, checks that every fence
 // is larger than the one before, and returns the last.
-func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, n int) fence.Token {
+func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, n int) int64 {
 	t.Helper()
-	var last fence.Token
+	var last int64
 	for range n {
 		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)

@@ -27,7 +27,7 @@ type Lease struct {
 	lockKey   string
 	renew     script.Call // built once: the renewal and the release send these (they hold the owner token)
 	release   script.Call
-	fence     fence.Token
+	token     fence.Token
 	sentAt    time.Duration // when the acquire that took it was sent
 	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
 	ctx       context.Context
@@ -50,11 +50,20 @@ type Lease struct {
 // Key returns the caller's key.
 func (l *Lease) Key() string { return l.key }
 
-// Fence returns the lease's fencing token: strictly greater than every token
-// minted for this key before, and at most 2^53 (safe in JSON). Send it with
-// every write to the protected resource, which must reject tokens older than
-// the newest it accepted.
-func (l *Lease) Fence() fence.Token { return l.fence }
+// Fence returns the lease's fence, the number of its token: strictly
+// greater than every fence minted for this key before, and below 2^53 (safe
+// in JSON). It is what logs and a program's own comparisons show; a
+// resource is given the Token, which also says which key it is for and who
+// minted it.
+func (l *Lease) Fence() int64 { return l.token.Fence }
+
+// Token returns the lease's fencing token: its fence, scoped to the
+// lease's key and namespace, signed when the Locker has secrets
+// (WithSecrets). Send it with every write to the protected resource
+// (Commit passes it; the middleware's propagators send it in its wire
+// form), which rejects tokens older than the newest it accepted, and tokens
+// of other keys.
+func (l *Lease) Token() fence.Token { return l.token }
 
 // Context returns the lease's context. It is derived from the context given to
 // Acquire (so it carries its values and ends with it) and is cancelled when the

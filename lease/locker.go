@@ -138,7 +138,7 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.set.observeLoss(l.ctx, lossEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Reason: cause.Reason,
+	l.set.observeLoss(l.ctx, lossEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Reason: cause.Reason,
 		Held: l.lostAt - l.sentAt, Err: cause.Err})
 }
 

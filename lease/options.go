@@ -3,6 +3,7 @@ package lease
 import (
 	"time"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -40,6 +41,7 @@ type config struct {
 	ackTimeout     time.Duration
 	hooks          hooks
 	tel            *telemetry.Telemetry
+	secrets        *fence.Secrets
 	// safetySet and friends tell an explicit zero from "derive".
 	safetySet, hardSet bool
 }
@@ -202,6 +204,20 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 	return optionFunc(func(c *config) {
 		if obs.Of(t) != nil {
 			c.tel = t
+		}
+	})
+}
+
+// WithSecrets signs every lease's token with the active secret of s, so
+// that resources holding the same secrets (fence.WithSecrets,
+// fence.TableConfig.Secrets) refuse every token a Locker did not mint.
+// Default: none; tokens are still scoped to their key, and a resource
+// without secrets holds an unsigned token's fence to its clock (SECURITY.md,
+// "Secrets"). Nil is ignored.
+func WithSecrets(s *fence.Secrets) Option {
+	return optionFunc(func(c *config) {
+		if s != nil {
+			c.secrets = s
 		}
 	})
 }

@@ -76,7 +76,7 @@ func (l *Lease) end() releaseEvent {
 	}
 	at := clock.Now()
 	l.cancel(ErrReleased)
-	ev := releaseEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Held: at - l.sentAt, Lost: wasLost}
+	ev := releaseEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
 		ev.SinceLoss = at - lostAt
 	}

@@ -50,7 +50,7 @@ func (lk *Locker) renew(batch []*Lease) {
 	lost := lk.sched.renewed(batch, sentAt, results, errs, forced) // cancels the lost at once
 	for i, l := range batch {                                      // the renewal first: it is the loss's cause
 		if results[i] != "" {
-			l.set.observeRenewal(l.ctx, renewalEvent{Name: l.set.name, Key: l.key, Fence: l.fence, Result: results[i],
+			l.set.observeRenewal(l.ctx, renewalEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Result: results[i],
 				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
 		}
 	}

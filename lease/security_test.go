@@ -144,7 +144,7 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 			assert.Equal(t, ownerOf(l), v)
 			v, err = c.Get(ctx, lock[:len(lock)-1]+"f").Result()
 			require.NoError(t, err)
-			assert.Equal(t, l.Fence().String(), v)
+			assert.Equal(t, strconv.FormatInt(l.Fence(), 10), v)
 		}
 
 		// A contended 1 MB key gives an error of bounded size.
@@ -256,7 +256,8 @@ func (s *secrets) add(l *Lease) {
 		s.fences = map[string]bool{}
 	}
 	s.substrings = append(s.substrings, l.key, hashTag(l.lockKey), l.lockKey, fenceKeyOf(l), ownerOf(l))
-	s.fences[l.fence.String()] = true
+	s.fences[strconv.FormatInt(l.Fence(), 10)] = true
+	s.fences[l.Token().String()] = true
 }
 
 // leaks returns every place where a secret shows in a scrape.

@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/clock"
 
 	"cmp"
@@ -30,7 +29,7 @@ type LeaseInfo struct {
 	Name    string // the lock name (WithName)
 	KeyHash string // the key's hash, as on spans and in Redis
 	Key     string // the raw key, only with telemetry.WithRawKeys
-	Fence   fence.Token
+	Fence   int64
 	// Holder is the hash of the lease's owner token, as Inspect shows the
 	// key's holder: what lockwatch release --force --holder takes.
 	Holder string
@@ -122,7 +121,7 @@ func (g *lossLog) list() []LeaseInfo {
 
 // info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.fence, Holder: holderOf(l.owner()), State: state, TTL: l.set.ttl,
+	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner()), State: state, TTL: l.set.ttl,
 		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key

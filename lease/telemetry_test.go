@@ -212,7 +212,7 @@ func TestTelemetryCardinality(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Client(t), WithTelemetry(h.Tel), WithName("report"))
-	cycle := func(key string) fence.Token {
+	cycle := func(key string) int64 {
 		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
@@ -222,7 +222,7 @@ func TestTelemetryCardinality(t *testing.T) {
 	before, _ := h.Series(t)
 	fences := map[string]bool{}
 	for i := range 10_000 {
-		fences[cycle("customer-"+strconv.Itoa(i)).String()] = true
+		fences[strconv.FormatInt(cycle("customer-"+strconv.Itoa(i)), 10)] = true
 	}
 	after, kvs := h.Series(t)
 	assert.Equal(t, before, after, "distinct keys must not add series")

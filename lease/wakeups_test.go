@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 )
 
@@ -84,7 +83,7 @@ func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, err)
 	const n = 8
 	var wg sync.WaitGroup
-	var order []fence.Token
+	var order []int64
 	var mu sync.Mutex
 	for range n {
 		wg.Go(func() {

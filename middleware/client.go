@@ -12,14 +12,18 @@ import (
 
 // Client side: calls made on a lease's context (or any context carrying a
 // token, fence.NewContext) carry its fencing token to the resource, which a
-// guard or fenced store then checks. Every call through these propagators
-// carries it, whatever its destination: install them only on the clients of
-// resources the lock protects (a token sent to an unrelated guarded service
-// would advance that service's mark for its key).
+// guard or fenced store then checks.
 
 // RoundTripper returns an http.RoundTripper that sets the Fencing-Token
-// header from the request's context, then calls next (nil:
-// http.DefaultTransport). Requests without a token pass unchanged.
+// header from the request's context, in the token's wire form, then calls
+// next (nil: http.DefaultTransport). Requests without a token pass
+// unchanged.
+//
+// Every request through it carries the token, whatever its destination.
+// A token names the key it was minted for, so a guarded service keyed
+// otherwise refuses it (FENCE_FOREIGN) without moving its mark; install
+// the propagators on the clients of resources the lock protects, so that
+// calls elsewhere are not refused for a token they never needed.
 func RoundTripper(next http.RoundTripper) http.RoundTripper {
 	if next == nil {
 		next = http.DefaultTransport
@@ -48,7 +52,8 @@ func (rt roundTripper) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // UnaryClientInterceptor puts the context's token in the outgoing metadata
 // (fencing-token), replacing any value already there: two values would be
-// refused as malformed.
+// refused as malformed. Like RoundTripper, it sends the token on every
+// call, whatever the destination.
 func UnaryClientInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		return invoker(withOutgoingToken(ctx), method, req, reply, cc, opts...)

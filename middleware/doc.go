@@ -8,7 +8,7 @@
 // for its fence, Remaining and Commit. A handler that shows its client the
 // fence sets the header itself:
 //
-//	w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Fence().String())
+//	w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Token().String())
 //
 // A stream handler's RecvMsg and SendMsg return LEASE_LOST once the lease
 // is lost, also when they were blocked on the transport (a client sending
@@ -27,7 +27,8 @@
 //
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context
-// to the Fencing-Token header or fencing-token metadata.
+// to the Fencing-Token header or fencing-token metadata, on every call they
+// carry: a resource keyed otherwise refuses it (FENCE_FOREIGN).
 //
 // Resource side: a Guard admits each request's token through a fenced store
 // (fence.Admitter) before the handler runs, and runs the requests it admits
@@ -39,11 +40,16 @@
 // such a resource fences at the write (fence.RedisStore.Write,
 // a fence.Table).
 //
-// On the wire, for clients in any language, a token is the decimal digits
-// of a positive int64 with no sign, spaces or leading zeros (fence.Parse),
-// in exactly one value of the HTTP header Fencing-Token or of the gRPC
-// metadata key fencing-token. No value is a missing token; several values,
-// or any other form, a malformed one.
+// On the wire, for clients in any language, a token is an RFC 9651
+// Structured Field Item, "<fence>";s=:<scope>: with ;kid=<id>;mac=:<mac>:
+// when signed (SECURITY.md, "The token on the wire", has the grammar and
+// how to send it from other languages), in exactly one value of the HTTP
+// header Fencing-Token or of the gRPC metadata key fencing-token. A client
+// that only forwards a token copies it as it came (lockwatch run gives its
+// program LOCKWATCH_FENCE_TOKEN). No value is a missing token; several
+// values, or any other form, a malformed one. The bare decimal number of
+// earlier versions is a plain token, refused FENCE_UNSCOPED unless the
+// store allows it (fence.WithPlainTokens).
 //
 // # Work that outlives its handler
 //
@@ -98,8 +104,12 @@
 //	LEASE_UNAVAILABLE        503   UNAVAILABLE          yes    Redis failed or the Locker is closed; the work did not run
 //	LEASE_LOST               503   UNAVAILABLE          yes    the lease was lost before the answer; the work may not have completed
 //	FENCE_STALE              409   ABORTED              no     a newer lease holder has already written the resource
-//	FENCE_MALFORMED          400   INVALID_ARGUMENT     no     the token is not a single positive decimal integer
+//	FENCE_MALFORMED          400   INVALID_ARGUMENT     no     the token is not a single value in the wire form
 //	FENCE_MISSING            428   FAILED_PRECONDITION  no     the request carries no token
+//	FENCE_FOREIGN            403   PERMISSION_DENIED    no     the token was minted for another lock key (or lease namespace)
+//	FENCE_FORGED             403   PERMISSION_DENIED    no     the resource has secrets, and the token is not signed with one of them
+//	FENCE_AHEAD              403   PERMISSION_DENIED    no     an unsigned token further ahead of the resource's clock than any Locker mints
+//	FENCE_UNSCOPED           400   INVALID_ARGUMENT     no     a plain number where the resource accepts only scoped tokens
 //	FENCE_BUSY               503   UNAVAILABLE          yes    the wait behind an earlier request for the key was given up; not admitted
 //	FENCE_STORE_UNAVAILABLE  503   UNAVAILABLE          yes    the guard's fence store did not answer; the handler did not run
 //

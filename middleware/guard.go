@@ -50,7 +50,9 @@ import (
 //
 // A request is refused with a reason of the package doc's table:
 // FENCE_STALE, FENCE_MALFORMED, FENCE_MISSING (WithMissingFenceAllowed
-// passes it), FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when its wait for the
+// passes it), the store's refusals of a token it cannot trust
+// (FENCE_FOREIGN, FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED: see
+// fence.Token), FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when its wait for the
 // key was given up (a gRPC call whose own context ended gets that
 // context's status instead: CANCELED or DEADLINE_EXCEEDED).
 //
@@ -58,9 +60,12 @@ import (
 // rejection (lockwatch_fence_rejections_total, with an exemplar of the
 // request's span). An admitted request's context carries its token
 // (fence.FromContext) and ends when its handler returns, with
-// ErrNotAdmitted as its cause. The key functions return the high-water key
-// (usually the lock key the writer held); "" passes the request unchecked
-// and unserialized.
+// ErrNotAdmitted as its cause. The key functions return the lock key the
+// writer held (within the store's lock namespace, fence.WithLockNamespace):
+// a token is admitted only for the key it was minted for. "" passes the
+// request unchecked and unserialized. A malformed token is counted
+// (lockwatch_fence_checks_total{result="malformed"}) like the store's
+// refusals.
 type Guard struct {
 	store fence.Admitter
 	cfg   guardConfig
@@ -155,6 +160,9 @@ func (g *Guard) admit(ctx context.Context, key string, values []string) (_ conte
 	switch {
 	case errors.Is(err, errMissing) && g.cfg.allowNoFence:
 		return g.pass(ctx, noop)
+	case errors.Is(err, fence.ErrMalformed):
+		g.tel.RefuseFenceCheck(ctx, nil, g.cfg.resource, obs.FenceMalformed, 0, err)
+		return ctx, nil, err
 	case err != nil:
 		return ctx, nil, err
 	}

@@ -40,6 +40,10 @@ const (
 	reasonFenceStale            = "FENCE_STALE"
 	reasonFenceMalformed        = "FENCE_MALFORMED"
 	reasonFenceMissing          = "FENCE_MISSING"
+	reasonFenceForeign          = "FENCE_FOREIGN"
+	reasonFenceForged           = "FENCE_FORGED"
+	reasonFenceAhead            = "FENCE_AHEAD"
+	reasonFenceUnscoped         = "FENCE_UNSCOPED"
 	reasonFenceBusy             = "FENCE_BUSY"
 	reasonFenceStoreUnavailable = "FENCE_STORE_UNAVAILABLE"
 )
@@ -53,6 +57,10 @@ var (
 	refuseStale       = refusal{reasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
 	refuseMalformed   = refusal{reasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
 	refuseMissing     = refusal{reasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + tokenHeader + " header (gRPC: " + tokenMetadata + " metadata)", 0, false}
+	refuseForeign     = refusal{reasonFenceForeign, http.StatusForbidden, codes.PermissionDenied, "Fencing token of another key", "the token was minted for another lock key than the one this resource checks", 0, false}
+	refuseForged      = refusal{reasonFenceForged, http.StatusForbidden, codes.PermissionDenied, "Fencing token not minted by a Locker", "the token is not signed with a secret this resource accepts", 0, false}
+	refuseAhead       = refusal{reasonFenceAhead, http.StatusForbidden, codes.PermissionDenied, "Fencing token ahead of the clock", "the token's fence is further ahead of the resource's clock than any Locker mints", 0, false}
+	refuseUnscoped    = refusal{reasonFenceUnscoped, http.StatusBadRequest, codes.InvalidArgument, "Plain fencing token", "send the lease's token in its wire form (fence.Token.String): plain numbers are not accepted here", 0, false}
 	refuseBusy        = refusal{reasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, "Resource busy", "an earlier request for this resource is still being handled; this one was not admitted", time.Second, false}
 	refuseFenceStore  = refusal{reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Fence store unavailable", "the fence store did not answer", time.Second, false}
 )
@@ -80,6 +88,14 @@ func fenceRefusal(err error) refusal {
 		return refuseStale
 	case errors.Is(err, fence.ErrMalformed):
 		return refuseMalformed
+	case errors.Is(err, fence.ErrForeign):
+		return refuseForeign
+	case errors.Is(err, fence.ErrForged):
+		return refuseForged
+	case errors.Is(err, fence.ErrAhead):
+		return refuseAhead
+	case errors.Is(err, fence.ErrUnscoped):
+		return refuseUnscoped
 	case errors.Is(err, errMissing):
 		return refuseMissing
 	case errors.Is(err, errKeyBusy):

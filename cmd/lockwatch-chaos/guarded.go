@@ -69,7 +69,7 @@ func (g *guardedRegister) accept(key string, token fence.Token, value string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.values[key] = value
-	g.log = append(g.log, acceptEntry{Key: key, Fence: int64(token), Value: value})
+	g.log = append(g.log, acceptEntry{Key: key, Fence: token.Fence, Value: value})
 }
 
 // accepted returns the accept log so far.
@@ -85,7 +85,7 @@ func (g *guardedRegister) accepted() []acceptEntry {
 // its body unfinished does not stall every later write of the key for as
 // long as it is stopped: they are refused busy, never admitted.
 func newGuard(client redis.UniversalClient, tel *telemetry.Telemetry, ttl time.Duration) *middleware.Guard {
-	store := fence.NewRedisStore(client, resourceGuard, fence.WithNamespace(fenceNS), fence.WithTelemetry(tel))
+	store := fence.NewRedisStore(client, resourceGuard, fence.WithNamespace(fenceNS), fence.WithLockNamespace(lockNamespace), fence.WithTelemetry(tel))
 	return middleware.NewGuard(store, middleware.WithGuardWait(ttl/2))
 }
 
@@ -215,7 +215,7 @@ func (g *guardedRegister) acceptRPC(ctx context.Context, value string) error {
 // Guard has checked: one value, in fence.Parse's form.
 func parseToken(values []string) (fence.Token, error) {
 	if len(values) != 1 {
-		return 0, fmt.Errorf("%d fencing token values, want one", len(values))
+		return fence.Token{}, fmt.Errorf("%d fencing token values, want one", len(values))
 	}
 	return fence.Parse(values[0])
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/lockwatch/lockwatch/fence"
 )
 
 // now is CLOCK_MONOTONIC in nanoseconds. On Linux it is one clock for the
@@ -48,6 +50,7 @@ type op struct {
 	Key     string        `json:"key"`
 	Reg     string        `json:"reg,omitempty"`
 	Fence   int64         `json:"f,omitempty"` // the token acquired, or written with
+	Token   fence.Token   `json:"-"`           // a write's token, whole (its scope and signature are not history)
 	Value   string        `json:"v,omitempty"` // the value written or read
 	Mark    int64         `json:"m,omitempty"` // a read's mark; a rejected write's high-water mark
 	Exact   bool          `json:"x,omitempty"` // Mark of a rejected write was read in the same atomic step

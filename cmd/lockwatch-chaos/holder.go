@@ -191,7 +191,7 @@ func (h *holder) once() {
 			// An armed holder-stop stops the process midway through its
 			// first write, the guarded one: admitted, its body unfinished.
 			midway := func() {
-				if h.pause != nil && h.pause(key, int64(token)) {
+				if h.pause != nil && h.pause(key, token.Fence) {
 					rec.Paused = true
 				}
 			}
@@ -199,7 +199,7 @@ func (h *holder) once() {
 			value := fmt.Sprintf("%s/%d", h.id, h.seq)
 			for _, reg := range []string{regGuard, regRedis, regPG} {
 				w := h.base(kindWrite, key)
-				w.Reg, w.Fence, w.Value = reg, int64(token), value
+				w.Reg, w.Fence, w.Token, w.Value = reg, token.Fence, token, value
 				if reg == regGuard {
 					w.Via = guardEntryPoints[h.rng.IntN(len(guardEntryPoints))]
 					if w.Via != viaUnary { // a unary message arrives whole

@@ -114,7 +114,7 @@ func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetr
 	}
 	table, err := fence.NewPostgresTable(fence.TableConfig{
 		Table: "registers", KeyColumn: "key", FenceColumn: "fence", Columns: []string{"value"}, Resource: resourcePG,
-		Telemetry: tel,
+		LockNamespace: lockNamespace, Telemetry: tel,
 	})
 	if err != nil {
 		_ = errors.Join(db.Close(), gc.close())
@@ -124,7 +124,7 @@ func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetr
 	return &registers{
 		unfenced: unfenced,
 		client:   client,
-		store:    fence.NewRedisStore(client, resourceRedis, fence.WithNamespace(fenceNS), fence.WithTelemetry(tel)),
+		store:    fence.NewRedisStore(client, resourceRedis, fence.WithNamespace(fenceNS), fence.WithLockNamespace(lockNamespace), fence.WithTelemetry(tel)),
 		db:       db,
 		table:    table,
 		guard:    gc,
@@ -156,12 +156,12 @@ func (r *registers) write(ctx context.Context, o *op, midway func()) {
 	case o.Reg == regRedis && r.unfenced:
 		err = r.client.HSet(ctx, plainNS+o.Key, "value", o.Value, "mark", o.Fence).Err()
 	case o.Reg == regRedis:
-		err = r.store.Write(ctx, o.Key, fence.Token(o.Fence), []byte(o.Value))
+		err = r.store.Write(ctx, o.Key, o.Token, []byte(o.Value))
 	case r.unfenced:
 		_, err = r.db.ExecContext(ctx, `INSERT INTO registers (key, value, fence) VALUES ($1, $2, $3)
 			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, fence = EXCLUDED.fence`, o.Key, o.Value, o.Fence)
 	default:
-		err = r.table.Upsert(ctx, r.db, o.Key, fence.Token(o.Fence), o.Value)
+		err = r.table.Upsert(ctx, r.db, o.Key, o.Token, o.Value)
 	}
 	var stale *fence.StaleError
 	switch {
@@ -170,7 +170,7 @@ func (r *registers) write(ctx context.Context, o *op, midway func()) {
 	case errors.As(err, &stale):
 		// The Redis script reads the mark in the step that rejects; the
 		// SQL helper reads it with a second statement, after the fact.
-		o.Outcome, o.Mark, o.Exact = outStale, int64(stale.HighWater), o.Reg == regRedis
+		o.Outcome, o.Mark, o.Exact = outStale, stale.HighWater, o.Reg == regRedis
 	default:
 		o.Outcome = outUnknown
 	}
@@ -191,9 +191,8 @@ func (r *registers) read(ctx context.Context, o *op) {
 		}
 	case o.Reg == regRedis:
 		var v []byte
-		var mark fence.Token
-		v, mark, err = r.store.Read(ctx, o.Key)
-		o.Value, o.Mark = string(v), int64(mark)
+		v, o.Mark, err = r.store.Read(ctx, o.Key)
+		o.Value = string(v)
 	default:
 		err = r.db.QueryRowContext(ctx, `SELECT value, fence FROM registers WHERE key = $1`, o.Key).Scan(&o.Value, &o.Mark)
 		if errors.Is(err, sql.ErrNoRows) {

@@ -16,9 +16,15 @@
 //
 //	lockwatch run --key K [--ttl 10s] [--wait 0] [--namespace lockwatch] [--name lockwatch-run] [--grace TTL/20] -- PROGRAM ARGS...
 //
-// takes the lease on K and runs PROGRAM with two variables added to its
-// environment: LOCKWATCH_FENCE, the lease's fencing token in decimal, and
-// LOCKWATCH_KEY, the key. PROGRAM inherits stdin, stdout and stderr, and
+// takes the lease on K and runs PROGRAM with three variables added to its
+// environment: LOCKWATCH_FENCE, the lease's fence in decimal (for the
+// program's own comparisons, such as an SQL column); LOCKWATCH_FENCE_TOKEN,
+// the lease's token in its wire form (what a guarded service's
+// Fencing-Token header or a fenced store takes: it names the key, so a
+// resource keyed otherwise refuses it); and LOCKWATCH_KEY, the key. With
+// LOCKWATCH_TOKEN_SECRETS set (fence.ParseSecrets's form: id=BASE64,...,
+// the first active), the token is signed; the program does not inherit
+// the secrets. PROGRAM inherits stdin, stdout and stderr, and
 // runs in a process group of its own; when stdin is a terminal whose
 // foreground group is lockwatch's, PROGRAM's group gets the terminal while
 // it runs (so an interactive program can read it, and Ctrl-C reaches it),
@@ -239,8 +245,9 @@
 // per key only, so the row keeps the mark of nightly-report and nothing
 // else. TestCronOnThreeHosts runs this script (the README's copy, which it
 // checks is this one). A Go program run under lockwatch reads the token
-// with fence.Parse(os.Getenv("LOCKWATCH_FENCE")) and writes through
-// fence.NewPostgresTable, fence.NewMySQLTable or fence.NewRedisStore.
+// with fence.Parse(os.Getenv("LOCKWATCH_FENCE_TOKEN")) and writes through
+// fence.NewPostgresTable, fence.NewMySQLTable or fence.NewRedisStore, which
+// check that it was minted for their key.
 //
 // lockwatch runs on Linux and other Unix systems; handing the terminal to
 // the program, and reaching descendants outside its process group, are

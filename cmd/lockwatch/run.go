@@ -7,16 +7,30 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/lockwatch/lockwatch/fence"
 
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// Environment variables lockwatch run adds to its program's.
+// Environment variables lockwatch run adds to its program's: the fence (a
+// number, for the program's own comparisons, such as an SQL column), the
+// token in its wire form (what a guarded service or a fenced store checks),
+// and the key.
 const (
-	envFence = "LOCKWATCH_FENCE"
-	envKey   = "LOCKWATCH_KEY"
+	envFence      = "LOCKWATCH_FENCE"
+	envFenceToken = "LOCKWATCH_FENCE_TOKEN"
+	envKey        = "LOCKWATCH_KEY"
 )
+
+// envSecrets holds the secrets that sign the lease's token (fence.ParseSecrets's
+// form): an environment variable rather than a flag, so that no process list
+// shows them. The program does not inherit it.
+const envSecrets = "LOCKWATCH_TOKEN_SECRETS"
 
 // defaultTTL is lease's own default: long enough that a loaded machine
 // renews in time (every TTL/3), short enough that a crashed holder's key
@@ -30,8 +44,10 @@ var runCmd = &command{
 Usage: lockwatch run --key K [--ttl D] [--wait D] [--namespace NS] [--name N] [--grace D] [connection flags] -- PROGRAM ARGS...
 
 Takes a fenced lease on K, runs PROGRAM with $LOCKWATCH_FENCE (the lease's
-fencing token, decimal) and $LOCKWATCH_KEY added to its environment, and
-releases the lease when PROGRAM exits. Flags come before "--"; everything
+fence, decimal), $LOCKWATCH_FENCE_TOKEN (its token, for a guarded service's
+Fencing-Token header) and $LOCKWATCH_KEY added to its environment, and
+releases the lease when PROGRAM exits. $LOCKWATCH_TOKEN_SECRETS
+(id=BASE64,..., the first active) signs the token; PROGRAM does not get it. Flags come before "--"; everything
 after it is the program and its arguments. PROGRAM inherits stdin, stdout and
 stderr, and runs while the lease is renewed (every TTL/3) by lockwatch.
 
@@ -173,8 +189,12 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	sigs, stopSignals := catchSignals()
 	defer stopSignals()
 
+	secrets, err := envTokenSecrets()
+	if err != nil {
+		return err
+	}
 	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.WithTTL(f.ttl), lease.WithSafetyMargin(f.margin()),
-		lease.WithWait(f.wait), lease.WithNamespace(f.namespace), lease.WithName(f.name))
+		lease.WithWait(f.wait), lease.WithNamespace(f.namespace), lease.WithName(f.name), lease.WithSecrets(secrets))
 	if err != nil {
 		return err
 	}
@@ -201,7 +221,7 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 		return f.notRun(l, sig, err)
 	}
 
-	env := append(os.Environ(), envFence+"="+l.Fence().String(), envKey+"="+f.key)
+	env := append(programEnv(), envFence+"="+strconv.FormatInt(l.Fence(), 10), envFenceToken+"="+l.Token().String(), envKey+"="+f.key)
 	catchJobSignals(sigs)
 	p, err := startProgram(path, args, env)
 	if err != nil {
@@ -276,4 +296,24 @@ func (f *runFlags) release(l *lease.Lease, lost *lease.LostError, stderr io.Writ
 	if err != nil && lost == nil {
 		fmt.Fprintf(stderr, "lockwatch: warning: %s: release failed, the key stays held until its TTL: %v\n", f.key, err)
 	}
+}
+
+// envTokenSecrets reads the secrets of envSecrets, nil when unset.
+func envTokenSecrets() (*fence.Secrets, error) {
+	text := os.Getenv(envSecrets)
+	if text == "" {
+		return nil, nil
+	}
+	s, err := fence.ParseSecrets(text)
+	if err != nil {
+		return nil, usageErr("run", "%s: %v", envSecrets, err)
+	}
+	return s, nil
+}
+
+// programEnv is lockwatch's environment without the secrets: the program
+// gets its token, signed, and needs no secret to send it.
+func programEnv() []string {
+	env := os.Environ()
+	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, envSecrets+"=") })
 }

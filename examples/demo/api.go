@@ -29,9 +29,9 @@ const (
 
 // depositReply is the answer to a deposit.
 type depositReply struct {
-	Account string      `json:"account"`
-	Balance int64       `json:"balance"`
-	Fence   fence.Token `json:"fence"`
+	Account string `json:"account"`
+	Balance int64  `json:"balance"`
+	Fence   int64  `json:"fence"`
 }
 
 // deposit is POST /accounts/{id}/deposit?amount=N, run by the holder
@@ -66,11 +66,11 @@ func (r *replica) deposit(w http.ResponseWriter, req *http.Request) {
 	// sends.
 	var paused bool
 	err = l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
-		paused = r.d.cfg.faults.on(faultPause) && r.maybePause(account, int64(token))
+		paused = r.d.cfg.faults.on(faultPause) && r.maybePause(account, token.Fence)
 		return r.d.ledger.put(ctx, key, strconv.FormatInt(balance+amount, 10))
 	})
 	if paused {
-		r.d.pauseOutcome(r, account, int64(l.Fence()), err)
+		r.d.pauseOutcome(r, account, l.Fence(), err)
 	}
 	switch {
 	case errors.Is(err, fence.ErrStale):

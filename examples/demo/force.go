@@ -109,6 +109,6 @@ func (j *job) stuckWrite(ctx context.Context, l *lease.Lease, token fence.Token,
 	case <-d.stop:
 	}
 	err := write(ctx)
-	d.lateOutcome(j.r.name+"'s stuck compaction goes on, writes", j.r.name+"'s stuck compaction goes on; its write", int64(token), err)
+	d.lateOutcome(j.r.name+"'s stuck compaction goes on, writes", j.r.name+"'s stuck compaction goes on; its write", token.Fence, err)
 	return err
 }

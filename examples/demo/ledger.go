@@ -44,7 +44,7 @@ func newLedger(d *demo) (*ledger, error) {
 	// The embedded Redis ends with the process and the demo's faults never
 	// restart one; a service keeps its marks on a Redis with persistence,
 	// checked at start-up (fence.RedisStore.Check, as examples/http does).
-	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.WithNamespace(namespace+":fence"), fence.WithTelemetry(d.tel))
+	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.WithNamespace(namespace+":fence"), fence.WithLockNamespace(namespace), fence.WithTelemetry(d.tel))
 	guard := middleware.NewGuard(store).HTTP(func(r *http.Request) string { return r.PathValue("key") })
 
 	mux := http.NewServeMux()
@@ -93,7 +93,7 @@ func (lg *ledger) put(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if tok, ok := fence.FromContext(r.Context()); ok { // the guard put the admitted token there
-		e.Fence = int64(tok)
+		e.Fence = tok.Fence
 	}
 	lg.entries[r.PathValue("key")] = e
 	w.WriteHeader(http.StatusOK)

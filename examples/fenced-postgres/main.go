@@ -98,9 +98,12 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	)`); err != nil {
 		return nil, fmt.Errorf("create the table: %w", err)
 	}
-	// The fenced writes: Upsert's WHERE clause holds the token check.
+	// The fenced writes: Upsert's WHERE clause holds the token check. A
+	// job's row is written under the lease of "job:<id>": LockKey names
+	// it, so that a token of another job is refused.
 	jobs, err := fence.NewPostgresTable(fence.TableConfig{
 		Table: cfg.table, KeyColumn: "id", FenceColumn: "last_fence", Columns: []string{"result", "worker"},
+		LockKey: func(id any) string { return "job:" + id.(string) },
 	})
 	if err != nil {
 		return nil, err
@@ -194,7 +197,7 @@ func (w *worker) process(ctx context.Context, job string) error {
 			// A pause at the worst moment: after Commit checked the lease,
 			// before the write. Longer than the max hold.
 			w.stuck = false
-			fmt.Fprintf(w.out, "worker %d: stuck for %v in its write of %s (fence %d)\n", w.id, 4*w.cfg.ttl, job, token)
+			fmt.Fprintf(w.out, "worker %d: stuck for %v in its write of %s (fence %d)\n", w.id, 4*w.cfg.ttl, job, token.Fence)
 			time.Sleep(4 * w.cfg.ttl)
 		}
 		return w.jobs.Upsert(ctx, w.db, job, token, result, w.id)
@@ -204,7 +207,7 @@ func (w *worker) process(ctx context.Context, job string) error {
 	case errors.As(err, &stale):
 		w.res.stale.Add(1)
 		fmt.Fprintf(w.out, "worker %d: write of %s with fence %d rejected: the row already has fence %d\n",
-			w.id, job, stale.Token, stale.HighWater)
+			w.id, job, stale.Token.Fence, stale.HighWater)
 		return nil
 	case err != nil:
 		return err

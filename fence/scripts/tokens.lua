@@ -2,6 +2,13 @@
 -- puts this file in front of write.lua and admit.lua, so each is still one
 -- script, run in one step).
 --
+-- The scripts read TIME (ahead) before they write: replicas must get the
+-- effects, not the script to run again (the default since Redis 5, the only
+-- mode since 7).
+if redis.replicate_commands then
+  redis.replicate_commands()
+end
+--
 -- Tokens are compared as strings: Lua numbers are doubles, exact only below
 -- 2^53, and two int64 tokens above that can convert to the same double. For
 -- canonical decimals, the longer string is the larger number, and strings of one
@@ -34,4 +41,17 @@ local function checked_mark(key, token)
     return nil, 'LOCKWATCH stored fence is not canonical'
   end
   return mark
+end
+
+-- ahead tells whether token is further ahead of this server's clock than
+-- skew microseconds (a canonical decimal; '' disables the bound): a fence
+-- no Locker can have minted, since fences follow Redis TIME. Doubles are
+-- exact here: TIME in microseconds stays below 2^53 until 2255.
+local function ahead(token, skew)
+  if skew == nil or skew == '' then
+    return false
+  end
+  local now = redis.call('TIME')
+  local limit = tonumber(now[1]) * 1000000 + tonumber(now[2]) + tonumber(skew)
+  return greater(token, string.format('%.0f', limit))
 end

@@ -49,3 +49,18 @@ func (t *Recorder) LateWrite(ctx context.Context, resource string) {
 	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, string(FenceLate)).add...)
 	t.warn(ctx, "lockwatch: write refused: its request's handler had returned before it", slog.String(AttrResource, resource))
 }
+
+// RefuseFenceCheck records a token the resource refused before comparing it
+// with the mark (result is one of the token refusals of FenceResults): a
+// caller that sent a token of another key, a forged one, or none the
+// resource accepts. Logged at Warn with the reason; never a rejection, so
+// the stale-write alerts do not page for it.
+func (t *Recorder) RefuseFenceCheck(ctx context.Context, span trace.Span, resource string, result FenceResult, token int64, err error) {
+	t.fenceChecks.Add(ctx, 1, t.resource(resource, AttrResult, string(result)).add...)
+	if span != nil {
+		span.SetAttributes(attribute.String(AttrResult, string(result)), attribute.Int64(AttrFence, token))
+		span.End()
+	}
+	t.warn(ctx, "lockwatch: fencing token refused", slog.String(AttrResource, resource),
+		slog.String(AttrResult, string(result)), slog.Int64(AttrFence, token), slog.String("error", err.Error()))
+}

@@ -67,7 +67,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, nil},
 	{LeaseLateCompletions, PromLeaseLateCompletions, Counter, "{completion}", "Handlers that finished successfully after their lease was lost: potential stale writes.",
 		[]string{LabelLockName}, nil},
-	{FenceChecks, PromFenceChecks, Counter, "{check}", "Fencing-token checks at a resource, by result: accepted, rejected, late (a guarded write refused because its request's handler had returned).",
+	{FenceChecks, PromFenceChecks, Counter, "{check}", "Fencing-token checks at a resource, by result: accepted, rejected (stale), late (a guarded write refused because its request's handler had returned), and the tokens refused before any comparison: foreign (minted for another key), forged (not signed by a Locker), ahead (further ahead of the resource's clock than any Locker mints), unscoped (a plain number where none is allowed), malformed.",
 		[]string{AttrResource, AttrResult}, nil},
 	{FenceRejections, PromFenceRejections, Counter, "{rejection}", "Writes rejected at a resource for carrying a fencing token older than one it accepted: stale writes stopped.",
 		[]string{AttrResource}, nil},

@@ -130,6 +130,14 @@ const (
 	// FenceLate: a write a guard refused because its request's handler
 	// had returned (middleware.Guarded): no token was compared.
 	FenceLate FenceResult = "late"
+	// The token refusals (fence.ErrForeign, ErrForged, ErrAhead,
+	// ErrUnscoped, ErrMalformed at a guard): a token the resource cannot
+	// trust, refused before its mark is compared, so never a stale write.
+	FenceForeign   FenceResult = "foreign"
+	FenceForged    FenceResult = "forged"
+	FenceAhead     FenceResult = "ahead"
+	FenceUnscoped  FenceResult = "unscoped"
+	FenceMalformed FenceResult = "malformed"
 )
 
 // The sets, in the order dashboards list them.
@@ -141,5 +149,5 @@ var (
 	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused, CommitStale, CommitFailed}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
 	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}
-	FenceResults      = []FenceResult{FenceAccepted, FenceRejected, FenceLate}
+	FenceResults      = []FenceResult{FenceAccepted, FenceRejected, FenceLate, FenceForeign, FenceForged, FenceAhead, FenceUnscoped, FenceMalformed}
 )

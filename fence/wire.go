@@ -1,0 +1,134 @@
+package fence
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The wire form, described for clients in SECURITY.md ("The token on the
+// wire"), is an RFC 9651 Structured Field Item:
+//
+//	"1796123456789012";s=:q83vEjRWeJASNFZ4:                    unsigned
+//	"1796123456789012";s=:q83vEjRWeJASNFZ4:;kid=k1;mac=:...:    signed
+//
+// The fence is an sf-string, not an sf-integer: Structured Fields stop
+// integers at 15 digits and fences, microseconds since 1970, have 16. s is
+// the Scope (12 bytes), kid the secret's id (an sf-token), mac the 16-byte
+// signature, both byte sequences in base64 with padding. A bare decimal is
+// the plain token of earlier versions.
+//
+// Parse reads exactly this grammar and nothing else: parameters in any
+// order, spaces after ';', but no unknown or repeated parameter, no other
+// bare-item types, nothing after the item. RFC 9651 lets a parser ignore
+// unknown parameters; a token is a credential, so lockwatch refuses them
+// rather than accept a form it cannot check in full.
+
+// maxWire bounds the wire form: a signed token is under 100 bytes. Parse
+// refuses longer input before reading it, so a huge header costs nothing.
+const maxWire = 256
+
+var b64 = base64.StdEncoding.Strict()
+
+func (t Token) appendWire(b []byte) []byte {
+	if t.IsPlain() {
+		return strconv.AppendInt(b, t.Fence, 10)
+	}
+	b = append(b, '"')
+	b = strconv.AppendInt(b, t.Fence, 10)
+	b = append(b, `";s=:`...)
+	b = b64.AppendEncode(b, t.Scope[:])
+	b = append(b, ':')
+	if t.KeyID != "" {
+		b = append(b, ";kid="...)
+		b = append(b, t.KeyID...)
+		b = append(b, ";mac=:"...)
+		b = b64.AppendEncode(b, t.MAC[:])
+		b = append(b, ':')
+	}
+	return b
+}
+
+// Parse reads a token in its wire form (String's), or a plain token's bare
+// decimal. Anything else is ErrMalformed, with the reason.
+func Parse(s string) (Token, error) {
+	if len(s) > maxWire {
+		return Token{}, fmt.Errorf("%w: %d bytes, at most %d", ErrMalformed, len(s), maxWire)
+	}
+	s = strings.Trim(s, " ")
+	if s == "" || s[0] != '"' {
+		n, err := parseFence(s)
+		return Token{Fence: n}, err
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return Token{}, fmt.Errorf("%w: unterminated string", ErrMalformed)
+	}
+	n, err := parseFence(s[1 : 1+end])
+	if err != nil {
+		return Token{}, err
+	}
+	t := Token{Fence: n}
+	var seen [3]bool // s, kid, mac
+	for rest := s[2+end:]; rest != ""; {
+		if rest[0] != ';' {
+			return Token{}, fmt.Errorf("%w: %q after the fence, want ';'", ErrMalformed, rest[0])
+		}
+		rest = strings.TrimLeft(rest[1:], " ")
+		var key, val string
+		key, rest, _ = strings.Cut(rest, "=")
+		i := strings.IndexByte(rest, ';')
+		if i < 0 {
+			i = len(rest)
+		}
+		val, rest = rest[:i], rest[i:]
+		var err error
+		switch key {
+		case "s":
+			err = decodeParam(&seen[0], key, val, t.Scope[:])
+		case "kid":
+			if seen[1] {
+				return Token{}, fmt.Errorf("%w: parameter kid repeated", ErrMalformed)
+			}
+			seen[1], t.KeyID = true, val
+			if err = validKeyID(val); err != nil {
+				err = fmt.Errorf("%w: %w", ErrMalformed, err)
+			}
+		case "mac":
+			err = decodeParam(&seen[2], key, val, t.MAC[:])
+		default:
+			return Token{}, fmt.Errorf("%w: unknown parameter %q", ErrMalformed, key)
+		}
+		if err != nil {
+			return Token{}, err
+		}
+	}
+	switch {
+	case !seen[0] || t.IsPlain():
+		return Token{}, fmt.Errorf("%w: no scope (s) or a zero scope", ErrMalformed)
+	case seen[1] != seen[2]:
+		return Token{}, fmt.Errorf("%w: kid and mac go together", ErrMalformed)
+	}
+	return t, nil
+}
+
+// decodeParam decodes a byte-sequence parameter (:base64:) of exactly
+// len(dst) bytes into dst, once.
+func decodeParam(seen *bool, key, val string, dst []byte) error {
+	if *seen {
+		return fmt.Errorf("%w: parameter %s repeated", ErrMalformed, key)
+	}
+	*seen = true
+	if len(val) < 2 || val[0] != ':' || val[len(val)-1] != ':' {
+		return fmt.Errorf("%w: parameter %s is not a byte sequence (:base64:)", ErrMalformed, key)
+	}
+	enc := val[1 : len(val)-1]
+	if len(enc) != b64.EncodedLen(len(dst)) {
+		return fmt.Errorf("%w: parameter %s is not %d bytes in padded base64", ErrMalformed, key, len(dst))
+	}
+	if n, err := b64.Decode(dst, []byte(enc)); err != nil || n != len(dst) {
+		return fmt.Errorf("%w: parameter %s is not %d bytes in padded base64", ErrMalformed, key, len(dst))
+	}
+	return nil
+}
