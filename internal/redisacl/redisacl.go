@@ -1,0 +1,127 @@
+// Package redisacl holds the Redis ACL rules that SECURITY.md documents (its
+// section "Redis ACLs"): the least a Locker's user, an operator's user and a
+// fenced RedisStore's user need. The rules live here, once, as Go, so that
+// the tests that apply them to a real redis-server (lease/acl_test.go,
+// fence/acl_test.go) and the test that holds SECURITY.md to them
+// (redisacl_test.go) cannot drift apart: a command a script starts to call,
+// a key kind the lease package adds, fails the tests until the rules, and
+// so the document, follow.
+package redisacl
+
+import "strings"
+
+// The default namespaces, and the user names SECURITY.md gives the rules.
+const (
+	LeaseNamespace = "lockwatch"       // lease.WithNamespace's default
+	StoreNamespace = "lockwatch:fence" // fence.WithNamespace's default
+
+	LockerUser   = "lockwatch"
+	OperatorUser = "lockwatch-operator"
+	StoreUser    = "lockwatch-store"
+)
+
+// Password is the placeholder SECURITY.md shows in place of a password.
+const Password = "CHANGE-ME"
+
+// Locker returns the rules of a lease.Locker's user in namespace ns (and of
+// lockwatch run, which is one): Acquire, renewals, Release, WithWait's
+// wake-ups, WithReplicationAck's WAIT, Check.
+//
+// The pattern <ns>:{* matches a lease's keys (<ns>:{<hash>}:l, :f, :w,
+// internal/leasekeys) and, as a channel pattern, its release channels
+// (<ns>:{<hash>}:r), and nothing else lockwatch writes: not a fenced
+// store's marks, whose default namespace lockwatch:fence a pattern <ns>:*
+// would match. The commands are
+// those go-redis sends (PING: lockwatch run at start and go-redis's health
+// check of the wake-up connection; SUBSCRIBE, UNSUBSCRIBE; EVALSHA, and
+// EVAL after a NOSCRIPT), those the scripts call (GET, SET, DEL, EXISTS,
+// PTTL, PEXPIRE, TIME, PUBLISH: Redis checks each against the caller's
+// ACL), WAIT and INFO (Check).
+func Locker(ns string) []string {
+	return rules(ns, true, "+ping", "+info", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+pexpire", "+time", "+publish", "+subscribe", "+unsubscribe", "+wait")
+}
+
+// Operator returns the rules of the user of lockwatch inspect and lockwatch
+// release --force (Locker.Inspect, Locker.ForceRelease) in namespace ns:
+// inspect.lua and force.lua, the release channels (a force release wakes
+// a waiter), WAIT (a Locker with WithReplicationAck), and PING (the
+// command's first call). It is no larger than a Locker's: a force release
+// writes only what a release does.
+func Operator(ns string) []string {
+	return rules(ns, true, "+ping", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+publish", "+wait")
+}
+
+// Store returns the rules of a fence.RedisStore's user in namespace ns (all
+// of its resources): write.lua and admit.lua (HGET, HSET, and TIME for the
+// bound on unsigned tokens), Read (HMGET), Check (INFO; CONFIG GET save is
+// left out, see SECURITY.md). No channels.
+func Store(ns string) []string {
+	return rules(ns, false, "+evalsha", "+eval", "+hget", "+hset", "+hmget", "+time", "+info")
+}
+
+// Cluster is what each user needs besides on Redis Cluster: go-redis's
+// ClusterClient reads the slot map with CLUSTER SLOTS (refused, it cannot
+// route a command) and the command table with COMMAND (refused, it logs
+// the refusal at every command and carries on).
+var Cluster = []string{"+cluster|slots", "+command"}
+
+// rules returns "reset" (so that a rule set again replaces the user's old
+// one, where ACL SETUSER adds), "resetchannels" (reset grants every channel
+// where acl-pubsub-default is allchannels, Redis 6.2's default, and a
+// channel pattern after that is an error), "on", the password placeholder,
+// the key pattern (and the channel pattern) of ns, and commands.
+func rules(ns string, lease bool, commands ...string) []string {
+	r := []string{"reset", "resetchannels", "on", ">" + Password}
+	if lease {
+		r = append(r, "~"+Escape(ns)+":{*", "&"+Escape(ns)+":{*")
+	} else {
+		r = append(r, "~"+Escape(ns)+":*")
+	}
+	return append(r, commands...)
+}
+
+// Escape quotes the glob characters of a namespace (namespaces may hold
+// them) so that a pattern matches that namespace only.
+func Escape(ns string) string {
+	var b strings.Builder
+	for _, c := range ns {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Line returns the rules as the ACL SETUSER command SECURITY.md shows.
+func Line(user string, rules []string) string {
+	return "ACL SETUSER " + user + " " + strings.Join(rules, " ")
+}
+
+// Documented returns the lines SECURITY.md's section shows, in its order:
+// the three users in the default namespaces, then Cluster's additions.
+func Documented() []string {
+	return []string{
+		Line(LockerUser, Locker(LeaseNamespace)),
+		Line(OperatorUser, Operator(LeaseNamespace)),
+		Line(StoreUser, Store(StoreNamespace)),
+		Line(LockerUser, Cluster),
+		Line(OperatorUser, Cluster),
+		Line(StoreUser, Cluster),
+	}
+}
+
+// Without returns rules less the ones listed: a user missing a permission.
+func Without(rules []string, drop ...string) []string {
+	var out []string
+	for _, r := range rules {
+		keep := true
+		for _, d := range drop {
+			keep = keep && r != d
+		}
+		if keep {
+			out = append(out, r)
+		}
+	}
+	return out
+}
