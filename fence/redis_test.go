@@ -300,6 +300,7 @@ func TestNewRedisStorePanics(t *testing.T) {
 		{"ok", []fence.Option{fence.WithLockNamespace("a b")}},
 		{"ok", []fence.Option{fence.WithMaxSkew(0)}},
 		{"ok", []fence.Option{fence.WithMaxSkew(-time.Second)}},
+		{"ok", []fence.Option{fence.WithPlainTokens(), fence.WithSecrets(signing)}}, // a plain number cannot be signed
 	} {
 		assert.Panics(t, func() { fence.NewRedisStore(client, c.resource, c.opts...) }, "%q", c.resource)
 	}

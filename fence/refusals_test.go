@@ -235,6 +235,8 @@ func TestClockBound(t *testing.T) {
 			require.NoError(t, keyed.Upsert(ctx, db, "b", fence.Mint("app", "doc:b", now, nil)))
 			_, err = b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", MaxSkew: -time.Second})
 			require.Error(t, err)
+			_, err = b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", PlainTokens: true, Secrets: signing})
+			require.ErrorContains(t, err, "plain tokens and secrets exclude each other")
 		})
 	}
 }

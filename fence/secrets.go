@@ -134,9 +134,13 @@ func validKeyID(id string) error {
 		return fmt.Errorf("%w: %q", errKeyID, id)
 	}
 	for i := 0; i < len(id); i++ {
-		if c := id[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !keyIDByte(id[i]) {
 			return fmt.Errorf("%w: %q", errKeyID, id)
 		}
 	}
 	return nil
+}
+
+func keyIDByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
