@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 )
@@ -24,7 +25,11 @@ func TestTokenPropagation(t *testing.T) {
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	want := l.Fence().String()
+	want := l.Token().String() // the wire form, as the resource parses it
+	parsed, err := fence.Parse(want)
+	require.NoError(t, err)
+	require.Equal(t, l.Token(), parsed, "the wire form carries the whole token")
+	require.False(t, parsed.IsPlain(), "a lease's token names its key")
 
 	headers := make(chan []string, 2)
 	url, _ := serveHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

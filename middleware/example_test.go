@@ -122,7 +122,9 @@ func ExampleWithErrorWriter() {
 // One Guard in front of a ledger serves every entry point that writes it:
 // two HTTP routes and a gRPC method share its per-key serialization and
 // the store's high-water mark, so once token 41 has written account 7 on
-// one route, token 40 is refused on every other one too.
+// one route, token 40 is refused on every other one too. The key functions
+// return the lock key the writers hold, account:7: the tokens are minted
+// for it (here by fence.Mint, as a lease of account:7 would).
 func ExampleGuard() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
@@ -161,21 +163,22 @@ func ExampleGuard() {
 	}
 	defer conn.Close()
 
-	send := func(method, path string, token fence.Token) {
+	token := func(n int64) fence.Token { return fence.Mint("lockwatch", "account:7", n, nil) }
+	send := func(method, path string, n int64) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		req.Header.Set("Fencing-Token", token.String())
+		req.Header.Set("Fencing-Token", token(n).String())
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 		resp.Body.Close()
-		fmt.Println(method, path, token, resp.StatusCode)
+		fmt.Println(method, path, n, resp.StatusCode)
 	}
-	call := func(token fence.Token) {
-		ctx := metadata.AppendToOutgoingContext(context.Background(), "fencing-token", token.String())
+	call := func(n int64) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "fencing-token", token(n).String())
 		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "7"})
-		fmt.Println("Check 7", token, status.Code(err))
+		fmt.Println("Check 7", n, status.Code(err))
 	}
 	send(http.MethodPut, "/accounts/7", 41)
 	send(http.MethodPost, "/accounts/7/deposits", 40)
@@ -224,7 +227,7 @@ func ExampleGuarded() {
 	defer srv.Close()
 
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/accounts/7/deposits", nil)
-	req.Header.Set("Fencing-Token", "41")
+	req.Header.Set("Fencing-Token", fence.Mint("lockwatch", "account:7", 41, nil).String()) // a lease's token
 	resp, err := srv.Client().Do(req)
 	if err != nil {
 		fmt.Println(err)

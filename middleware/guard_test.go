@@ -30,7 +30,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
 	tokens := make(chan fence.Token, 10)
 	mux := http.NewServeMux()
-	mux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("PUT /ledger/{id}", NewGuard(store, WithGuardTelemetry(h.Tel, "ledger")).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
 		tokens <- tok
 		w.WriteHeader(http.StatusNoContent)
@@ -54,13 +54,14 @@ func TestHTTPGuardAnswers(t *testing.T) {
 		status int
 		reason string
 	}{
-		{"first token", []string{"41"}, http.StatusNoContent, ""},
-		{"same lease again", []string{"41"}, http.StatusNoContent, ""},
-		{"newer lease", []string{"42"}, http.StatusNoContent, ""},
-		{"stale", []string{"41"}, http.StatusConflict, reasonFenceStale},
+		{"first token", []string{wire("7", 41)}, http.StatusNoContent, ""},
+		{"same lease again", []string{wire("7", 41)}, http.StatusNoContent, ""},
+		{"newer lease", []string{wire("7", 42)}, http.StatusNoContent, ""},
+		{"stale", []string{wire("7", 41)}, http.StatusConflict, reasonFenceStale},
 		{"malformed", []string{"+43"}, http.StatusBadRequest, reasonFenceMalformed},
 		{"zero", []string{"0"}, http.StatusBadRequest, reasonFenceMalformed},
-		{"two values", []string{"43", "44"}, http.StatusBadRequest, reasonFenceMalformed},
+		{"two values", []string{wire("7", 43), wire("7", 44)}, http.StatusBadRequest, reasonFenceMalformed},
+		{"plain number", []string{"43"}, http.StatusBadRequest, reasonFenceUnscoped},
 		{"missing", nil, http.StatusPreconditionRequired, reasonFenceMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,7 +79,12 @@ func TestHTTPGuardAnswers(t *testing.T) {
 	}
 	assert.EqualValues(t, 3, h.Sum(t, obs.FenceChecks, attrs("accepted")))
 	assert.EqualValues(t, 1, h.Sum(t, obs.FenceChecks, attrs("rejected")))
+	assert.EqualValues(t, 3, h.Sum(t, obs.FenceChecks, attrs("malformed")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.FenceChecks, attrs("unscoped")))
 	assert.EqualValues(t, 1, h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, "ledger")))
+	_, mark, err := store.Read(context.Background(), "7")
+	require.NoError(t, err)
+	assert.EqualValues(t, 42, mark, "no refusal moved the mark")
 
 	t.Run("missing allowed", func(t *testing.T) {
 		mux := http.NewServeMux()
@@ -110,7 +116,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 			return stream.Send(&grpc_health_v1.HealthCheckResponse{})
 		},
 	}
-	guard := NewGuard(store)
+	guard := NewGuard(store, WithGuardTelemetry(h.Tel, "ledger"))
 	client := serveGRPC(t, svc, []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(guard.UnaryServerInterceptor(key)),
 		grpc.ChainStreamInterceptor(guard.StreamServerInterceptor(skey)),
@@ -123,17 +129,18 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 		return err
 	}
-	require.NoError(t, call("41"))
-	require.NoError(t, call("42"))
+	require.NoError(t, call(wire("7", 41)))
+	require.NoError(t, call(wire("7", 42)))
 	for _, tc := range []struct {
 		name   string
 		values []string
 		code   codes.Code
 		reason string
 	}{
-		{"stale", []string{"41"}, codes.Aborted, reasonFenceStale},
+		{"stale", []string{wire("7", 41)}, codes.Aborted, reasonFenceStale},
 		{"malformed", []string{"4 2"}, codes.InvalidArgument, reasonFenceMalformed},
-		{"two values", []string{"43", "44"}, codes.InvalidArgument, reasonFenceMalformed},
+		{"two values", []string{wire("7", 43), wire("7", 44)}, codes.InvalidArgument, reasonFenceMalformed},
+		{"plain number", []string{"43"}, codes.InvalidArgument, reasonFenceUnscoped},
 		{"missing", nil, codes.FailedPrecondition, reasonFenceMissing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,7 +150,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		})
 	}
 	t.Run("stream", func(t *testing.T) {
-		stream, err := client.Watch(metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, "41"), &grpc_health_v1.HealthCheckRequest{})
+		stream, err := client.Watch(metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, wire("7", 41)), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err)
 		_, err = stream.Recv()
 		code, info, _ := details(t, err)
@@ -151,6 +158,8 @@ func TestGRPCGuardAnswers(t *testing.T) {
 		assert.Equal(t, reasonFenceStale, info.GetReason())
 	})
 	assert.EqualValues(t, 2, h.Sum(t, obs.FenceRejections, telemetrytest.Attrs(obs.AttrResource, "ledger")))
+	assert.EqualValues(t, 2, h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, "ledger", obs.AttrResult, "malformed")))
+	assert.EqualValues(t, 1, h.Sum(t, obs.FenceChecks, telemetrytest.Attrs(obs.AttrResource, "ledger", obs.AttrResult, "unscoped")))
 }
 
 // TestGuardSerializesEveryEntryPoint: A is admitted with token 41 on PUT
@@ -168,7 +177,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 			var bStarted atomic.Bool
 			arrived := make(chan struct{}, 2)
 			write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get(tokenHeader) == "42" {
+				if r.Header.Get(tokenHeader) == wire("7", 42) {
 					bStarted.Store(true)
 				}
 				book.ServeHTTP(w, r)
@@ -204,22 +213,22 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 			}
 
 			slowBody, finishA := io.Pipe()
-			aDone := send(http.MethodPut, "41", slowBody)
+			aDone := send(http.MethodPut, wire("7", 41), slowBody)
 			require.Eventually(t, func() bool { _, mark, _ := store.Read(context.Background(), "7"); return mark == 41 },
 				5*time.Second, 5*time.Millisecond, "A was never admitted")
 			<-arrived
 			var bDone <-chan int
 			switch via {
 			case "same route":
-				bDone = send(http.MethodPut, "42", strings.NewReader("written by B"))
+				bDone = send(http.MethodPut, wire("7", 42), strings.NewReader("written by B"))
 				<-arrived
 			case "second route":
-				bDone = send(http.MethodPost, "42", strings.NewReader("written by B"))
+				bDone = send(http.MethodPost, wire("7", 42), strings.NewReader("written by B"))
 				<-arrived
 			case "gRPC method":
 				done := make(chan int, 1)
 				go func() {
-					ctx := metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, "42")
+					ctx := metadata.AppendToOutgoingContext(context.Background(), tokenMetadata, wire("7", 42))
 					_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 					done <- int(status.Code(err))
 				}()

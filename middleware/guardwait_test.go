@@ -49,7 +49,7 @@ func newStuckKey(t *testing.T, opts ...GuardOption) *stuckKey {
 
 // handle is the resource's work for one token.
 func (s *stuckKey) handle(tok fence.Token) {
-	if tok == 41 {
+	if tok == mint("7", 41) {
 		close(s.started)
 		<-s.freed
 		return
@@ -67,7 +67,7 @@ func (s *stuckKey) waiters(key string) int {
 	return 0
 }
 
-func (s *stuckKey) mark(t *testing.T) fence.Token {
+func (s *stuckKey) mark(t *testing.T) int64 {
 	_, mark, err := s.store.Read(context.Background(), "7")
 	require.NoError(t, err)
 	return mark
@@ -100,11 +100,11 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 				resp.Body.Close()
 			}
 		}
-		go put(context.Background(), "41")
+		go put(context.Background(), wire("7", 41))
 		<-s.started
 		bCtx, cancelB := context.WithCancel(context.Background())
 		defer cancelB()
-		go put(bCtx, "42")
+		go put(bCtx, wire("7", 42))
 		require.Eventually(t, func() bool { return s.waiters("7") == 2 }, 5*time.Second, time.Millisecond, "B never waited for the key")
 		cancelB()
 		select {
@@ -113,7 +113,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			require.FailNow(t, "B, whose client left, still waits for A")
 		}
-		assert.Equal(t, fence.Token(41), s.mark(t), "B advanced the mark")
+		assert.EqualValues(t, 41, s.mark(t), "B advanced the mark")
 		s.release()
 		assert.Equal(t, http.StatusNoContent, <-answered)
 		assert.Empty(t, s.ran, "B's handler ran")
@@ -139,11 +139,11 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 			ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, token)
 			_, _ = client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 		}
-		go check(context.Background(), "41")
+		go check(context.Background(), wire("7", 41))
 		<-s.started
 		bCtx, cancelB := context.WithCancel(context.Background())
 		defer cancelB()
-		go check(bCtx, "42")
+		go check(bCtx, wire("7", 42))
 		require.Eventually(t, func() bool { return s.waiters("7") == 2 }, 5*time.Second, time.Millisecond, "B never waited for the key")
 		cancelB()
 		select {
@@ -152,7 +152,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			require.FailNow(t, "B, whose client left, still waits for A")
 		}
-		assert.Equal(t, fence.Token(41), s.mark(t), "B advanced the mark")
+		assert.EqualValues(t, 41, s.mark(t), "B advanced the mark")
 		s.release()
 		assert.NoError(t, <-answered)
 		assert.Empty(t, s.ran, "B's handler ran")
@@ -190,7 +190,7 @@ func TestGuardWaitBound(t *testing.T) {
 	aDone := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
-		req.Header.Set(tokenHeader, "41")
+		req.Header.Set(tokenHeader, wire("7", 41))
 		resp, err := client.Do(req)
 		if err != nil {
 			aDone <- -1
@@ -201,19 +201,19 @@ func TestGuardWaitBound(t *testing.T) {
 	}()
 	<-s.started
 
-	resp := put("42")
+	resp := put(wire("7", 42))
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
 	assert.Equal(t, reasonFenceBusy, decodeProblem(t, resp).Reason)
 
-	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, "43")
+	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, wire("7", 43))
 	_, err := grpcClient.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 	code, info, retry := details(t, err)
 	assert.Equal(t, codes.Unavailable, code)
 	assert.Equal(t, reasonFenceBusy, info.GetReason())
 	assert.NotNil(t, retry)
 
-	assert.Equal(t, fence.Token(41), s.mark(t), "a request that gave up advanced the mark")
+	assert.EqualValues(t, 41, s.mark(t), "a request that gave up advanced the mark")
 	s.release()
 	assert.Equal(t, http.StatusNoContent, <-aDone)
 	assert.Empty(t, s.ran)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
@@ -27,15 +28,32 @@ import (
 // newLocker returns a Locker in a namespace of its own test (two Lockers of
 // one test share it: two replicas), closed when the test ends.
 func newLocker(t *testing.T, c redis.UniversalClient, tel *telemetry.Telemetry, opts ...lease.Option) *lease.Locker {
-	ns := "mw" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
-	if len(ns) > 60 {
-		ns = ns[len(ns)-60:]
-	}
-	opts = append([]lease.Option{lease.WithNamespace(ns), lease.WithTelemetry(tel)}, opts...)
+	opts = append([]lease.Option{lease.WithNamespace(leaseNamespace(t)), lease.WithTelemetry(tel)}, opts...)
 	lk := lease.NewLocker(c, opts...)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
+
+// leaseNamespace is the lease namespace of the test's Lockers (newLocker):
+// a fence store checking their tokens needs it (fence.WithLockNamespace),
+// since a token's scope names its key within it.
+func leaseNamespace(t *testing.T) string {
+	ns := "mw" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
+	if len(ns) > 60 {
+		ns = ns[len(ns)-60:]
+	}
+	return ns
+}
+
+// mint is the unsigned token of fence n for the lock key key in lease's
+// default namespace: what a lease of key from a Locker without secrets or
+// namespace option carries, so what a guard keyed key with a default store
+// admits.
+func mint(key string, n int64) fence.Token { return fence.Mint("lockwatch", key, n, nil) }
+
+// wire is mint(key, n) in its wire form, as it travels in the
+// Fencing-Token header and the fencing-token metadata.
+func wire(key string, n int64) string { return mint(key, n).String() }
 
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

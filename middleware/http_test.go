@@ -186,7 +186,7 @@ func TestHTTPAnswers(t *testing.T) {
 		h := telemetrytest.New(t)
 		lk := newLocker(t, srv.Client(t), h.Tel)
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Fence().String())
+			w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Token().String())
 			l := lease.FromContext(r.Context())
 			_ = l.Commit(r.Context(), func(_ context.Context, token fence.Token) error {
 				fmt.Fprint(w, token)
@@ -198,6 +198,9 @@ func TestHTTPAnswers(t *testing.T) {
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.NotEmpty(t, body)
 		assert.Equal(t, string(body), resp.Header.Get("Fencing-Token"))
+		tok, err := fence.Parse(resp.Header.Get("Fencing-Token"))
+		require.NoError(t, err, "the header is in the wire form")
+		assert.Equal(t, fence.ScopeOf(leaseNamespace(t), "42"), tok.Scope, "minted for the route's key")
 	})
 
 	t.Run("panic releases the lease", func(t *testing.T) {

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -48,12 +49,12 @@ func newLateResource(t *testing.T) *lateResource {
 // set writes the ledger's entry 7, as a handler without a fence would.
 func (l *lateResource) set(tok fence.Token) error {
 	l.book.mu.Lock()
-	l.book.values["7"] = "written by " + tok.String()
+	l.book.values["7"] = fmt.Sprint("written by ", tok.Fence)
 	l.book.mu.Unlock()
 	return nil
 }
 
-func (l *lateResource) mark(t *testing.T) fence.Token {
+func (l *lateResource) mark(t *testing.T) int64 {
 	_, mark, err := l.store.Read(context.Background(), "7")
 	require.NoError(t, err)
 	return mark
@@ -81,7 +82,7 @@ func TestGuardTimeoutHandlerInside(t *testing.T) {
 				}
 				// The timeout cancelled A's context: the write must not die
 				// of it before the store can judge it.
-				return rows.Write(context.WithoutCancel(ctx), "7", tok, []byte("written by "+tok.String()))
+				return rows.Write(context.WithoutCancel(ctx), "7", tok, []byte(fmt.Sprint("written by ", tok.Fence)))
 			}
 			value := func() string {
 				if via == "Guarded" {
@@ -97,12 +98,12 @@ func TestGuardTimeoutHandlerInside(t *testing.T) {
 			t.Cleanup(wake)
 			handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				tok, _ := fence.FromContext(r.Context())
-				if tok == 41 {
+				if tok == mint("7", 41) {
 					close(aRunning)
 					<-wakeA // A is slow: its timeout answers 503 meanwhile
 				}
 				err := write(r.Context(), tok)
-				if tok == 41 {
+				if tok == mint("7", 41) {
 					aWrote <- err
 				}
 				w.WriteHeader(http.StatusNoContent)
@@ -111,12 +112,12 @@ func TestGuardTimeoutHandlerInside(t *testing.T) {
 			mux.Handle("PUT /ledger/{id}", l.guard.HTTP(pathKey)(timeoutFor41(handler)))
 			url, client := serveHTTP(t, mux)
 
-			assert.Equal(t, http.StatusServiceUnavailable, put(t, client, url, "41"), "A times out")
+			assert.Equal(t, http.StatusServiceUnavailable, put(t, client, url, 41), "A times out")
 			<-aRunning
-			assert.Equal(t, http.StatusNoContent, put(t, client, url, "42"), "B is admitted and writes")
+			assert.Equal(t, http.StatusNoContent, put(t, client, url, 42), "B is admitted and writes")
 			wake()
 			err := <-aWrote
-			assert.Equal(t, fence.Token(42), l.mark(t))
+			assert.EqualValues(t, 42, l.mark(t))
 			assert.Equal(t, "written by 42", value(), "the resource holds an older token's value under a newer mark")
 			if via == "Guarded" {
 				assert.ErrorIs(t, err, ErrNotAdmitted)
@@ -141,7 +142,7 @@ func TestGuardTimeoutHandlerOutside(t *testing.T) {
 	var bRan atomic.Bool
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
-		if tok == 41 {
+		if tok == mint("7", 41) {
 			close(aRunning)
 			<-wakeA
 		} else {
@@ -154,15 +155,15 @@ func TestGuardTimeoutHandlerOutside(t *testing.T) {
 	mux.Handle("PUT /ledger/{id}", timeoutFor41(l.guard.HTTP(pathKey)(handler)))
 	url, client := serveHTTP(t, mux)
 
-	assert.Equal(t, http.StatusServiceUnavailable, put(t, client, url, "41"), "A times out")
+	assert.Equal(t, http.StatusServiceUnavailable, put(t, client, url, 41), "A times out")
 	<-aRunning
 	bDone := make(chan int, 1)
-	go func() { bDone <- put(t, client, url, "42") }()
+	go func() { bDone <- put(t, client, url, 42) }()
 	assert.Never(t, bRan.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A's handler, admitted first, still ran")
-	assert.Equal(t, fence.Token(41), l.mark(t), "B was admitted while A's handler still ran")
+	assert.EqualValues(t, 41, l.mark(t), "B was admitted while A's handler still ran")
 	wake()
 	assert.Equal(t, http.StatusNoContent, <-bDone)
-	assert.Equal(t, fence.Token(42), l.mark(t))
+	assert.EqualValues(t, 42, l.mark(t))
 	assert.Equal(t, "written by 42", l.book.get("7"))
 	assert.Zero(t, l.late(t))
 }
@@ -182,7 +183,7 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		tok, _ := fence.FromContext(ctx)
-		if tok != 41 {
+		if tok != mint("7", 41) {
 			bRan.Store(true)
 			_ = Guarded(ctx, func() error { return l.set(tok) })
 			w.WriteHeader(http.StatusNoContent)
@@ -209,8 +210,8 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 
 	bDone := make(chan int, 1)
 	go func() {
-		assert.Equal(t, http.StatusAccepted, put(t, client, url, "41"))
-		bDone <- put(t, client, url, "42")
+		assert.Equal(t, http.StatusAccepted, put(t, client, url, 41))
+		bDone <- put(t, client, url, 42)
 	}()
 	<-inWrite
 	assert.Never(t, bRan.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A's Guarded write was still running")
@@ -224,7 +225,7 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 	assert.Equal(t, slog.LevelWarn, level)
 	assert.Equal(t, "ledger", attrs[obs.AttrResource])
 
-	assert.ErrorIs(t, Guarded(context.Background(), func() error { return l.set(99) }), ErrNotAdmitted, "no Guard admitted it")
+	assert.ErrorIs(t, Guarded(context.Background(), func() error { return l.set(mint("7", 99)) }), ErrNotAdmitted, "no Guard admitted it")
 	assert.Equal(t, "written by 42", l.book.get("7"))
 	assert.EqualValues(t, 1, l.late(t), "a write no Guard admitted is not counted")
 }
@@ -243,7 +244,7 @@ func TestGuardedGRPC(t *testing.T) {
 		return Guarded(ctx, func() error { return l.set(tok) })
 	}}, []grpc.ServerOption{grpc.ChainUnaryInterceptor(
 		l.guard.UnaryServerInterceptor(func(context.Context, string, any) string { return "7" }))})
-	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, "41")
+	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, wire("7", 41))
 	_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 	require.NoError(t, err)
 	assert.ErrorIs(t, <-late, ErrNotAdmitted)
@@ -267,7 +268,7 @@ func TestGuardTelemetryDefault(t *testing.T) {
 	var admitted context.Context
 	guard.HTTP(pathKey)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { admitted = r.Context() })).
 		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/ledger/", nil))
-	require.ErrorIs(t, Guarded(admitted, func() error { return l.set(1) }), ErrNotAdmitted)
+	require.ErrorIs(t, Guarded(admitted, func() error { return l.set(mint("7", 1)) }), ErrNotAdmitted)
 
 	var rm metricdata.ResourceMetrics
 	require.NoError(t, reader.Collect(context.Background(), &rm))
@@ -354,21 +355,22 @@ func TestHolderTimeoutHandler(t *testing.T) {
 func timeoutFor41(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d := 30 * time.Second
-		if r.Header.Get(tokenHeader) == "41" {
+		if r.Header.Get(tokenHeader) == wire("7", 41) {
 			d = 50 * time.Millisecond
 		}
 		http.TimeoutHandler(next, d, "timed out").ServeHTTP(w, r)
 	})
 }
 
-// put sends PUT /ledger/7 with token and returns the status.
-func put(t *testing.T, client *http.Client, url, token string) int {
+// put sends PUT /ledger/7 with the token of fence n for key 7 and returns
+// the status.
+func put(t *testing.T, client *http.Client, url string, n int64) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
 	if !assert.NoError(t, err) {
 		return -1
 	}
-	req.Header.Set(tokenHeader, token)
+	req.Header.Set(tokenHeader, wire("7", n))
 	resp, err := client.Do(req)
 	if !assert.NoError(t, err) {
 		return -1

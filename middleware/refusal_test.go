@@ -38,9 +38,13 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 		{&lease.NotAcquiredError{Key: "k", HolderTTL: 3 * time.Second}, acquireRefusal, reasonContended, http.StatusConflict, codes.Aborted, 3 * time.Second},
 		{fmt.Errorf("%w: timeout", lease.ErrUnknown), acquireRefusal, reasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{lease.ErrClosed, acquireRefusal, reasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
-		{&fence.StaleError{Token: 41, HighWater: 42}, fenceRefusal, reasonFenceStale, http.StatusConflict, codes.Aborted, 0},
+		{&fence.StaleError{Token: mint("k", 41), HighWater: 42}, fenceRefusal, reasonFenceStale, http.StatusConflict, codes.Aborted, 0},
 		{fmt.Errorf("%w: x", fence.ErrMalformed), fenceRefusal, reasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, 0},
 		{errMissing, fenceRefusal, reasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, 0},
+		{fmt.Errorf("%w (admit ledger)", fence.ErrForeign), fenceRefusal, reasonFenceForeign, http.StatusForbidden, codes.PermissionDenied, 0},
+		{fmt.Errorf("%w: unsigned (admit ledger)", fence.ErrForged), fenceRefusal, reasonFenceForged, http.StatusForbidden, codes.PermissionDenied, 0},
+		{fmt.Errorf("%w: fence 9 (admit ledger)", fence.ErrAhead), fenceRefusal, reasonFenceAhead, http.StatusForbidden, codes.PermissionDenied, 0},
+		{fmt.Errorf("%w: fence 9 (admit ledger)", fence.ErrUnscoped), fenceRefusal, reasonFenceUnscoped, http.StatusBadRequest, codes.InvalidArgument, 0},
 		{errKeyBusy, fenceRefusal, reasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{errors.New("connection refused"), fenceRefusal, reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{lease.ErrLost, func(error) refusal { return refuseLost }, reasonLost, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
@@ -88,6 +92,10 @@ var rows = map[string]refusal{
 	"refuseStale":       refuseStale,
 	"refuseMalformed":   refuseMalformed,
 	"refuseMissing":     refuseMissing,
+	"refuseForeign":     refuseForeign,
+	"refuseForged":      refuseForged,
+	"refuseAhead":       refuseAhead,
+	"refuseUnscoped":    refuseUnscoped,
 	"refuseBusy":        refuseBusy,
 	"refuseFenceStore":  refuseFenceStore,
 }
@@ -174,6 +182,30 @@ func TestDocListsTheRefusals(t *testing.T) {
 	assert.Contains(t, doc, `domain "`+errorDomain+`"`)
 	p := refuseStale.problem("", nil)
 	assert.Contains(t, doc, strings.TrimSuffix(p.Type, p.Reason)+" followed by the reason")
+}
+
+// TestGuardDocNamesItsRefusals: Guard's doc, which says what a guarded
+// request may be refused with, names every FENCE_ reason of the table.
+func TestGuardDocNamesItsRefusals(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "guard.go", nil, parser.ParseComments)
+	require.NoError(t, err)
+	var doc string
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok && g.Tok == token.TYPE && g.Doc != nil {
+			if ts, ok := g.Specs[0].(*ast.TypeSpec); ok && ts.Name.Name == "Guard" {
+				doc = g.Doc.Text()
+			}
+		}
+	}
+	require.NotEmpty(t, doc, "guard.go documents type Guard")
+	var fenceReasons int
+	for _, r := range rows {
+		if strings.HasPrefix(r.reason, "FENCE_") {
+			fenceReasons++
+			assert.Contains(t, doc, r.reason, "Guard's doc does not name %s", r.reason)
+		}
+	}
+	assert.Equal(t, 9, fenceReasons, "the guard's refusals: stale, malformed, missing, foreign, forged, ahead, unscoped, busy, store unavailable")
 }
 
 // codeName is a gRPC code as the doc writes it: the google.rpc.Code name.

@@ -57,7 +57,10 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	resource := telemetrytest.New(t)
 
 	// The ledger: a fence guard over a Redis fenced store, then the handler.
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithTelemetry(resource.Tel))
+	// The ledger's key is the workers' lock key ("42" on both routes), in
+	// the workers' lease namespace: the leases' tokens are minted for it.
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithTelemetry(resource.Tel),
+		fence.WithLockNamespace(leaseNamespace(t)))
 	book := &ledger{values: map[string]string{}}
 	ledgerMux := http.NewServeMux()
 	ledgerMux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(book))
@@ -89,7 +92,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	aStarted, aLost, wake := make(chan int64, 1), make(chan struct{}), make(chan struct{})
 	aWrite := make(chan int, 1)
 	urlA, clientA := routeServer(t, lockA, func(w http.ResponseWriter, r *http.Request) {
-		aStarted <- int64(lease.FromContext(r.Context()).Fence())
+		aStarted <- lease.FromContext(r.Context()).Fence()
 		<-r.Context().Done() // the lease is lost...
 		close(aLost)
 		<-wake // ...but this handler does not care, and writes when it wakes
