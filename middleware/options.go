@@ -186,9 +186,8 @@ func WithGuardWait(d time.Duration) GuardOption {
 // before its store is asked: the writes Guarded refuses because their
 // handler had returned (lockwatch.fence.checks with result "late") and
 // malformed tokens (result "malformed"), under resource, each with a Warn
-// log. Give it the Telemetry and the
-// resource name of the guard's store, so that these refusals sit beside the
-// store's own checks. Default: telemetry.New() (the global providers) and
+// log. Give it the Telemetry and the resource name of the guard's store, so
+// that these refusals sit beside the store's own checks. Default: telemetry.New() (the global providers) and
 // the resource "guard". A nil t or an empty resource is ignored.
 func WithGuardTelemetry(t *telemetry.Telemetry, resource string) GuardOption {
 	return guardOptionFunc(func(c *guardConfig) {
