@@ -31,22 +31,35 @@ func sharedClient(t *testing.T) *redis.Client {
 	return c
 }
 
-// mint runs a lease on key with lockwatch run and returns its fence.
-func mint(t *testing.T, key string) int64 {
-	t.Helper()
-	code, stdout, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--key", key, "--", "/bin/sh", "-c", `echo "$LOCKWATCH_FENCE"`)
-	require.Equal(t, exitOK, code, stderr)
-	n, err := strconv.ParseInt(strings.TrimSpace(stdout), 10, 64)
-	require.NoError(t, err, stdout)
-	return n
+// mintedLease is the fence of a lease lockwatch run took, and the token it
+// handed its program: $LOCKWATCH_FENCE_TOKEN where lockwatch sets it (the
+// token in its wire form), else $LOCKWATCH_FENCE.
+type mintedLease struct {
+	fence int64
+	token string
 }
 
-// write writes value at the store under a lease's fence n, as a program run
-// under lockwatch would with $LOCKWATCH_FENCE.
-func write(t *testing.T, s *fence.RedisStore, key string, n int64, value string) error {
+// mint runs a lease on key with lockwatch run and returns it.
+func mint(t *testing.T, key string) mintedLease {
 	t.Helper()
-	tok, err := fence.Parse(strconv.FormatInt(n, 10))
-	require.NoError(t, err)
+	code, stdout, stderr := lockwatchRun(t, "run", "--redis", sharedAddr, "--key", key, "--",
+		"/bin/sh", "-c", `printf '%s\n%s\n' "$LOCKWATCH_FENCE" "$LOCKWATCH_FENCE_TOKEN"`)
+	require.Equal(t, exitOK, code, stderr)
+	fenceLine, token, _ := strings.Cut(stdout, "\n")
+	n, err := strconv.ParseInt(fenceLine, 10, 64)
+	require.NoError(t, err, stdout)
+	if token = strings.TrimSpace(token); token == "" {
+		token = fenceLine
+	}
+	return mintedLease{n, token}
+}
+
+// write writes value at the store under a lease's token, as a program run
+// under lockwatch would.
+func write(t *testing.T, s *fence.RedisStore, key string, l mintedLease, value string) error {
+	t.Helper()
+	tok, err := fence.Parse(l.token)
+	require.NoError(t, err, l.token)
 	return s.Write(testContext(t), key, tok, []byte(value))
 }
 
@@ -74,7 +87,7 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 	store := fence.NewRedisStore(c, resource)
 	first := mint(t, key)
 	require.NoError(t, write(t, store, key, first, "a"))
-	bricked := strconv.FormatInt(first+10_000_000_000_000, 10) // about 116 days ahead
+	bricked := strconv.FormatInt(first.fence+10_000_000_000_000, 10) // about 116 days ahead
 	setMark(t, c, resource, key, bricked)
 	second := mint(t, key)
 	require.ErrorIs(t, write(t, store, key, second, "b"), fence.ErrStale, "the mark refuses the next lease")
@@ -82,7 +95,7 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 	code, stdout, stderr := lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource)
 	assert.Equal(t, exitAhead, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Empty(t, stderr)
-	assert.Contains(t, stdout, "minted:    "+strconv.FormatInt(second, 10)+" ")
+	assert.Contains(t, stdout, "minted:    "+strconv.FormatInt(second.fence, 10)+" ")
 	assert.Contains(t, stdout, "mark:      "+bricked+"\n")
 	assert.Contains(t, stdout, "status:    bricked: ")
 	assert.Regexp(t, `until minting passes it, when Redis TIME reaches it: about \d{4}-\d\d-\d\dT[0-9:]+Z \(11[5-6]\.\d days from now`, stdout)
@@ -91,10 +104,10 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 
 	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Contains(t, stdout, "repaired:  mark before "+bricked+", after "+strconv.FormatInt(second, 10)+":")
+	assert.Contains(t, stdout, "repaired:  mark before "+bricked+", after "+strconv.FormatInt(second.fence, 10)+":")
 	assert.Contains(t, stderr, "level=WARN")
 	assert.Contains(t, stderr, "fence mark set back", "the repair is logged")
-	assert.Equal(t, strconv.FormatInt(second, 10), markOf(t, c, resource, key))
+	assert.Equal(t, strconv.FormatInt(second.fence, 10), markOf(t, c, resource, key))
 
 	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
 	assert.Equal(t, exitOK, code, stderr)
@@ -116,7 +129,7 @@ func TestFenceAheadOfMintedButBehindTheClock(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-ahead", "ledger"
 	c := sharedClient(t)
-	minted := mint(t, key)
+	minted := mint(t, key).fence
 	setMark(t, c, resource, key, strconv.FormatInt(minted+1, 10))
 
 	code, stdout, stderr := lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource)
@@ -136,7 +149,7 @@ func TestFenceWithNothingToRepair(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-fine", "ledger"
 	c := sharedClient(t)
-	minted := mint(t, key)
+	minted := mint(t, key).fence
 
 	code, stdout, stderr := lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
 	assert.Equal(t, exitOK, code, stderr)
@@ -201,7 +214,7 @@ func TestFenceToNeverBelowMinted(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-to-below", "ledger"
 	c := sharedClient(t)
-	minted := mint(t, key)
+	minted := mint(t, key).fence
 	bricked := strconv.FormatInt(minted+10_000_000_000_000, 10)
 	setMark(t, c, resource, key, bricked)
 
