@@ -16,6 +16,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/redisacl"
 	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/telemetrytest"
 )
@@ -229,4 +230,25 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 	_, err = dead.Mark(ctx, "acct-m")
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "read ledger: "), "%v", err)
+}
+
+// TestRepairUnderTheStoreACL: a store whose user has SECURITY.md's store
+// rules (internal/redisacl) reads and repairs its marks, and meets no
+// refusal doing it: a service can call Repair with the store's own user.
+func TestRepairUnderTheStoreACL(t *testing.T) {
+	s := redisacl.Start(t)
+	ctx := testCtx(t)
+	store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(redisacl.StoreNamespace)), "orders")
+	rkey := storeKey("orders", "k")
+	require.NoError(t, s.Admin.HSet(ctx, rkey, "value", "v", "fence", "9000000000000000", "write", "bad-write-id").Err())
+
+	mark, err := store.Mark(ctx, "k")
+	require.NoError(t, err)
+	assert.EqualValues(t, 9000000000000000, mark)
+	before, err := store.Repair(ctx, "k", 42)
+	require.NoError(t, err)
+	assert.EqualValues(t, 9000000000000000, before)
+	assert.Equal(t, "42", hget(t, s.Admin, rkey, "fence"))
+	assert.Empty(t, hget(t, s.Admin, rkey, "write"))
+	assert.Empty(t, s.Refusals(t, redisacl.StoreUser), "the store rules are all a repair needs")
 }

@@ -8,8 +8,8 @@
 --
 -- Returns
 --   {1, mark}  set back: the mark was above ARGV[1] and is now ARGV[1]; the
---              id of the write that had set it is removed (it set a mark no
---              longer there). mark is the mark before.
+--              id of the write that had set it is cleared (it set a mark no
+--              longer there; '' is no write's id). mark is the mark before.
 --   {0, mark}  nothing changed: the mark is at or below ARGV[1]; '0' when
 --              the key has no mark. Running a repair twice is thus the same
 --              as running it once.
@@ -33,6 +33,6 @@ end
 if not greater(mark, minted) then
   return {0, mark}
 end
-redis.call('HSET', KEYS[1], 'fence', minted)
-redis.call('HDEL', KEYS[1], 'write')
+-- HSET, not HDEL: the store's ACL grants the commands its writes use.
+redis.call('HSET', KEYS[1], 'fence', minted, 'write', '')
 return {1, mark}
