@@ -19,7 +19,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-scenarios=(ENDS FORCE TIME LOSS TOKENS)
+scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS)
 
 # spin -a writes the verifier, gcc builds it (-O1: the exhaustive runs
 # take longer than the build; a mutant stops at its first error, -O0),
@@ -51,7 +51,7 @@ scenario() { # name
 		finish "$dir"
 		return 1
 	fi
-	printf 'model: scenario %-5s ok: %9s states, 0 errors, %.1f s\n' "$name" "$states" "$secs"
+	printf 'model: scenario %-6s ok: %9s states, 0 errors, %.1f s\n' "$name" "$states" "$secs"
 	finish "$dir"
 }
 

@@ -13,7 +13,8 @@
  * without the replication ack); and a force release. The resource is
  * fence/scripts/write.lua's mark, behind the checks a store makes of a
  * token first (its scope, its signature, the clock bound: fence.policy),
- * against a stranger that writes with tokens it made up.
+ * against a stranger that writes with tokens it made up; and an operator
+ * who sets a mark that is ahead back (lockwatch fence, RedisStore.Repair).
  *
  * README.md beside this file says how to check the model (make model), why
  * the bounds below are enough, and what the model leaves out. Each
@@ -43,6 +44,12 @@
  *          signature, the clock bound), with and without a secret: a
  *          stranger writes with another key's tokens, forged ones and
  *          replays, beside the Lockers' writes
+ *   REPAIR an operator sets a mark that is ahead back (lockwatch fence):
+ *          TOKENS's resource without the secret and its stranger, one
+ *          write, the resource's clock up to LAG behind the servers'
+ *   RLOSS  the operator's repair where the fence record is lost or
+ *          behind: a restart, a failover or an eviction, the writes at
+ *          the resource, no renewals
  *   SIM    everything at once and larger, for random simulations only
  *          (the conformance test): never checked exhaustively; without
  *          the stranger, whose checks run in Go (fence.policy)
@@ -56,6 +63,8 @@
 #define LOSS 4
 #define SIM 5
 #define TOKENS 6
+#define REPAIR 7
+#define RLOSS 8
 
 /* A mutant is checked in the scenario that can show it. */
 #if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
@@ -83,27 +92,40 @@
 #define SCENARIO TOKENS
 #endif
 #endif
+#if defined(REPAIR_WITHOUT_CAS) || defined(REPAIR_READS_RECORD_FIRST)
+#ifndef SCENARIO
+#define SCENARIO REPAIR
+#endif
+#endif
+#if defined(REPAIR_TO_RECORD)
+#ifndef SCENARIO
+#define SCENARIO RLOSS
+#endif
+#endif
 
 /* The bounds, by scenario (README.md, "Bounds"):
- *             ENDS FORCE TIME LOSS TOKENS SIM
- * NC         2       2     2    2    2      3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1    1      80   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1    1      80   of each other Locker
- * BARS       2       1     2    2    1      16   tokens per bar list (record.lua: 16)
- * NCOPY      1       1     1    1    1      2    copies in flight at once
- * DUPS       1       1     1    0    0      200  copies the network makes over the run
- * FORCES     0       1     0    0    0      20   force releases
- * RENEWALS   0       1     1    1    0      3    renewals per lease
- * PAUSES     0       0     1    0    0      20   client pauses
- * RFAULTS    0       0     0    1    0      40   losses of data by Redis
- * LOSSES     0       0     0    7    0      7    which: 1 restart, 2 failover, 4 eviction of the fence record
- * WRITES     0       0     0    1    1      1    leases write at the resource
- * TIMED      0       0     1    0    0      1    a discrete clock (else: expiry of unused locks)
- * TTL        2       2     3    2    2      3    the lock's TTL, in ticks of the servers' clock
- * CA         1       1     2    1    1      2    cancelAfter (TTL - drift - safety), in ticks
- * ACKC       NC      NC    NC   0    NC     0    the Locker with WithReplicationAck (NC: none)
- * STRANGER   0       0     0    0    2      0    writes of the stranger (tokens it made up)
- * SKEW       -       -     -    -    1      -    MaxSkew, in fence units (TIME's): the clock bound
+ *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS SIM
+ * NC         2       2     2    2    2      2      2     3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1    1      1      1     80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1    1      1      1     80   of each other Locker
+ * BARS       2       1     2    2    1      1      1     16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1    1      1      1     2    copies in flight at once
+ * DUPS       1       1     1    0    0      0      0     200  copies the network makes over the run
+ * FORCES     0       1     0    0    0      0      0     20   force releases
+ * RENEWALS   0       1     1    1    0      0      0     3    renewals per lease
+ * PAUSES     0       0     1    0    0      0      0     20   client pauses
+ * RFAULTS    0       0     0    1    0      0      1     40   losses of data by Redis
+ * LOSSES     0       0     0    7    0      0      7     7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * WRITES     0       0     0    1    1      1      1     1    leases write at the resource
+ * TIMED      0       0     1    0    0      0      0     1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2    2      2      2     3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1    1      1      1     2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0    NC     NC     NC    0    the Locker with WithReplicationAck (NC: none)
+ * STRANGER   0       0     0    0    2      1      0     0    writes of the stranger (tokens it made up)
+ * SECRET     -       -     -    -    2      0      -     -    the resource has the secret: 0 no, 1 yes, 2 either
+ * SKEW       -       -     -    -    1      2      -     -    MaxSkew, in fence units (TIME's): the clock bound
+ * LAG        0       0     0    0    0      2      0     0    how far behind TIME the resource's clock may read (at most SKEW)
+ * REPAIRS    0       0     0    0    0      1      1     0    an operator's repairs of the mark (lockwatch fence)
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -365,6 +387,124 @@
 #define SKEW 1
 #endif
 #endif
+#if SCENARIO == REPAIR
+#ifndef LOSSES
+#define LOSSES 0
+#endif
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 1
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 0
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 1
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#ifndef STRANGER
+#define STRANGER 1
+#endif
+#ifndef SECRET
+#define SECRET 0
+#endif
+#ifndef SKEW
+#define SKEW 2
+#endif
+#ifndef LAG
+#define LAG 2
+#endif
+#ifndef REPAIRS
+#define REPAIRS 1
+#endif
+#endif
+#if SCENARIO == RLOSS
+#ifndef LOSSES
+#define LOSSES 7
+#endif
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 1
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 0
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 1
+#endif
+#ifndef WRITES
+#define WRITES 1
+#endif
+#ifndef TIMED
+#define TIMED 0
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#ifndef REPAIRS
+#define REPAIRS 1
+#endif
+#endif
 #if SCENARIO == SIM
 #ifndef LOSSES
 #define LOSSES 7
@@ -421,6 +561,18 @@
 #endif
 #ifndef SKEW
 #define SKEW 1
+#endif
+#ifndef SECRET
+#define SECRET 2
+#endif
+#ifndef LAG
+#define LAG 0
+#endif
+#ifndef REPAIRS
+#define REPAIRS 0
+#endif
+#if LAG > SKEW
+#error "the clock bound assumes the resource's clock within MaxSkew of the servers' (LAG <= SKEW)"
 #endif
 
 #define GH 2        /* ghosts a Locker remembers per key (ghosts.go: 8) */
@@ -504,6 +656,11 @@ typedef Store {
 Store P;            /* the primary */
 Store U;            /* LOSS: the primary before its last script: a replica a failover promotes */
 byte T;             /* the servers' TIME in fence units: it never goes back */
+#if LAG
+byte TR;            /* the resource's TIME (its own Redis) as a script reads it (store_clock) */
+#else
+#define TR T
+#endif
 byte rfaults = RFAULTS;
 
 /* ==== The Lockers ==== */
@@ -538,6 +695,15 @@ byte frep;          /* 1: released, 2: not held */
 byte wmark;
 byte wid;
 
+/* REPAIRS: the operator's repair (proctype operator) */
+#if REPAIRS
+byte repairs = REPAIRS;
+byte rstep;         /* 0: nothing read; 1: the first read; 2: both */
+bit rlook;          /* the mark was read (the script's seen) */
+bit rchanged;       /* a write set the mark since: it is not seen any more */
+byte rminted;       /* the fence record's fence it read (0: none) */
+#endif
+
 /* TOKENS: a token is its fence, its scope (the key it was minted for) and
  * its origin (signed by a Locker holding the secret, or not). The model
  * names a token by how it was made; the resource reads only what the token
@@ -548,6 +714,7 @@ byte wid;
 #define SCOPED(o) ((o) != FOREIGN)  /* Scope == ScopeOf(lockNamespace, lockKey) */
 #define SIGNED(o) ((o) != MADE)     /* a kid the store knows, and a MAC that verifies */
 #define FAR 200     /* a fence far past anything minted in the run */
+#define FLOOR 3     /* no token: an operator's repair set the mark (worig) */
 
 /* write.lua's replies, and the refusals before the mark comparison */
 #define W_STALE 0   /* {0, mark} */
@@ -589,6 +756,14 @@ byte wmint;         /* LOSS: the mint of the lease whose write set the mark */
 byte ackmax;        /* the largest fence the Locker with the ack counted */
 #if STRANGER
 byte worig;         /* TOKENS: how the token that set the mark was made (MINTED...) */
+#endif
+#if REPAIRS
+#if !WRITES
+#error "a repair is of the resource's mark: it needs the Lockers' writes"
+#endif
+bit repaired;       /* a repair set the mark */
+byte rmint;         /* the mints before it: a lease whose lmint is above was minted after it */
+bit wpost;          /* the mark was set by a write after that repair */
 #endif
 
 /* Scratch of the server's steps, and the command it runs (not part of the
@@ -695,6 +870,14 @@ inline forged_never_marks() {
  * that stays below it, for as long as it lives). */
 inline mark_recoverable() {
 	assert(wmark <= T + SKEW)
+}
+
+/* After an operator's repair set the mark back, a lease minted later is
+ * refused as stale only by a mark a write set after the repair: the
+ * repair's mark is below every fence minted after it, and whatever stood
+ * before it (a stranger's mark, one far ahead) is gone. */
+inline repair_unblocks(mint) {
+	assert(!repaired || mint <= rmint || wpost)
 }
 
 /* ==== The step lines the conformance test replays ==== */
@@ -1099,6 +1282,9 @@ inline load(s) {
 
 inline unload() {
 	cop = 0; ccl = 0; ctok = 0; cfen = 0; cser = 0; cwait = 0; ccp = 0; cg[0] = 0; cg[1] = 0; corg = 0;
+#if LAG
+	TR = 0;
+#endif
 	i = 0; j = 0; h = 0; m = 0; f = 0; x = 0; rep = 0; repf = 0
 }
 
@@ -1249,7 +1435,7 @@ inline check_token() {
 	/* without a secret, a fence past the store's TIME + MaxSkew is
 	 * ErrAhead: no Locker can have minted it yet */
 	if
-	:: rep == W_STALE && !secret && cfen > T + SKEW -> rep = W_AHEAD
+	:: rep == W_STALE && !secret && cfen > TR + SKEW -> rep = W_AHEAD
 	:: else -> skip
 	fi;
 #endif
@@ -1268,7 +1454,14 @@ inline write_lua() {
 		if
 		:: wmark == cfen && wid == ctok -> rep = W_AGAIN
 		:: else -> rep = W_STALE
-		fi
+		fi;
+#if REPAIRS
+		if
+		:: rep == W_STALE && ccl < NC -> repair_unblocks(cser)
+		:: else -> skip
+		fi;
+#endif
+		skip
 	:: else ->
 #if WRITES
 		if
@@ -1279,6 +1472,10 @@ inline write_lua() {
 		wmark = cfen;
 		wid = ctok;
 		rep = W_DONE;
+#if REPAIRS
+		wpost = repaired;
+		rchanged = rchanged || rlook;
+#endif
 #if STRANGER
 		worig = corg;
 		foreign_never_marks();
@@ -1292,14 +1489,49 @@ inline write_lua() {
 	 * the stranger's, and a refusal before the mark, as @token lines */
 	if
 	:: ccl < NC && rep <= W_AGAIN -> printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, x)
-	:: else -> printf("@token s=%d o=%d f=%d id=%d r=%d m=%d now=%d\n", secret, corg, cfen, ctok, rep, x, T)
+	:: else -> printf("@token s=%d o=%d f=%d id=%d r=%d m=%d now=%d\n", secret, corg, cfen, ctok, rep, x, TR)
 	fi
 #else
 	printf("@write f=%d id=%d r=%d m=%d\n", cfen, ctok, rep, x)
 #endif
 }
 
+/* The resource's clock as a script reads it: anywhere from LAG behind
+ * the servers' TIME up to TIME, at each read (its own Redis's TIME, the
+ * host's clock, need not be monotonic). Read just before the script's
+ * d_step (which would take the first choice only); unload clears it. */
+inline store_clock() {
+#if LAG
+	if
+	:: T > LAG -> TR = T - LAG
+	:: else -> TR = 0
+	fi;
+	do
+	:: TR < T -> TR++
+	:: break
+	od
+#else
+	skip
+#endif
+}
+
+/* write.lua reads it for the clock bound: an unsigned token's */
+inline write_clock() {
+#if LAG && STRANGER
+	if
+	:: !secret -> store_clock()
+	:: else -> skip
+	fi
+#else
+	skip
+#endif
+}
+
+#if LAG
+#define STORE(s) :: atomic { slot[s].op == WRT -> write_clock(); d_step { load(s); write_lua(); unload() } }
+#else
 #define STORE(s) :: d_step { slot[s].op == WRT -> load(s); write_lua(); unload() }
+#endif
 
 proctype resource() {
 end:
@@ -1348,6 +1580,7 @@ end:
 			mintf[1] > wmark -> o = MINTED; fv = mintf[1]
 		:: mintf[2] > wmark -> o = MINTED; fv = mintf[2]
 		fi;
+		write_clock();
 		d_step {
 			/* RedisStore.Write: a write id of its own, one per call */
 			ccl = NC + 1; cop = WRT; ctok = NTOK + swrites; cfen = fv; corg = o;
@@ -1782,6 +2015,103 @@ end:
 	od
 }
 
+/* ==== proctype operator: a mark that is ahead set back (lockwatch fence:
+ * it reads the mark, RedisStore.Read, then the fence record's fence,
+ * Locker.Inspect; RedisStore.Repair runs the repair script at the
+ * resource with both) ====
+ *
+ * The script reads the resource's TIME and sets the mark to
+ * max(minted, TIME) if the mark is still the one read (seen) and seen is
+ * above that; otherwise it changes nothing and says why. Why that keeps
+ * the writes in lease order: a write the mark took before it was read has
+ * a fence the record read afterwards covers (if the record was lost or is
+ * behind, TIME covers it, where the resource's clock is not behind the
+ * leases' Redis: README.md, "What the model does not cover"); a write
+ * taken after the read changed the mark, which the script then leaves;
+ * a lease minted after the repair mints above TIME. The operator may wait
+ * between its steps; it repairs once. */
+#if REPAIRS
+
+/* The repair script's replies: nothing changes unless RP_SET. */
+#define RP_SET 1     /* the mark is set to the floor */
+#define RP_CHANGED 2 /* the mark is not the one inspected */
+#define RP_BEHIND 3  /* the mark inspected is not above max(minted, TIME) */
+
+/* The script compares the mark with seen. Between the read and the repair
+ * only writes set the mark, and each sets it higher: the mark is still
+ * seen exactly when no write set it since, which is what the model keeps
+ * (rchanged) instead of the value. */
+inline repair_lua() {
+	x = wmark;
+	/* the floor: max(minted, TIME) */
+#ifdef REPAIR_TO_RECORD
+	/* issue 26, the repair as first specified: back to the highest fence
+	 * minted as the fence record says, which is behind after a failover
+	 * and gone after a restart or an eviction */
+	f = rminted;
+#else
+	f = TR;
+	if
+	:: rminted > f -> f = rminted
+	:: else -> skip
+	fi;
+#endif
+	if
+#ifdef REPAIR_WITHOUT_CAS
+	/* issue 26, the repair as first specified: the mark set back whenever
+	 * it is above the floor, whoever set it since the operator read it
+	 * (where the floor covers every fence minted, no write is above it:
+	 * the comparison matters where the resource's clock is behind) */
+	:: wmark > f -> rep = RP_SET
+	:: else -> rep = RP_BEHIND
+#else
+	:: rchanged -> rep = RP_CHANGED
+	:: !rchanged && wmark > f -> rep = RP_SET
+	:: !rchanged && wmark <= f -> rep = RP_BEHIND
+#endif
+	fi;
+	if
+	:: rep == RP_SET ->
+		wmark = f;
+		wid = 0;
+#if STRANGER
+		worig = FLOOR;
+#endif
+		repaired = 1;
+		rmint = mints;
+		wpost = 0
+	:: else -> skip
+	fi;
+	printf("@repair changed=%d minted=%d now=%d r=%d m=%d after=%d\n", rchanged, rminted, TR, rep, x, wmark)
+}
+
+proctype operator() {
+end:
+	do
+#ifdef REPAIR_READS_RECORD_FIRST
+	/* the fence record read before the mark: a write taken between the two
+	 * reads may carry a fence the record read does not cover, and the
+	 * comparison with seen cannot tell (found with this model) */
+	:: d_step { repairs > 0 && rstep == 0 -> rminted = P.fence; rstep = 1; printf("@repair-inspect minted=%d\n", rminted) }
+	:: d_step { rstep == 1 -> rlook = 1; rstep = 2; printf("@repair-read seen=%d\n", wmark) }
+#else
+	/* the mark first, then the record: every write the mark took before it
+	 * was read has a fence the record read later holds or exceeds */
+	:: d_step { repairs > 0 && rstep == 0 -> rlook = 1; rstep = 1; printf("@repair-read seen=%d\n", wmark) }
+	:: d_step { rstep == 1 -> rminted = P.fence; rstep = 2; printf("@repair-inspect minted=%d\n", rminted) }
+#endif
+	:: atomic { rstep == 2 ->
+		store_clock();
+		d_step {
+			repair_lua();
+			unload();
+			repairs--;
+			rstep = 0; rlook = 0; rchanged = 0; rminted = 0
+		} }
+	od
+}
+#endif
+
 init {
 	atomic {
 		byte c = 0;
@@ -1795,8 +2125,8 @@ init {
 #if STRANGER
 		/* the resource with the secret, or without */
 		if
-		:: secret = 1
-		:: secret = 0
+		:: SECRET != 0 -> secret = 1
+		:: SECRET != 1 -> secret = 0
 		fi;
 		run stranger();
 #endif
@@ -1808,6 +2138,11 @@ init {
 		if
 		:: FORCES > 0 -> run ForceRelease()
 		:: else -> skip
+#if REPAIRS
+		fi;
+		run operator()
+#else
 		fi
+#endif
 	}
 }
