@@ -1,8 +1,9 @@
 // Package redisacl holds the Redis ACL rules that SECURITY.md documents (its
-// section "Redis ACLs"): the least a Locker's user, an operator's user and a
-// fenced RedisStore's user need. The rules live here, once, as Go, so that
-// the tests that apply them to a real redis-server (lease/acl_test.go,
-// fence/acl_test.go) and the test that holds SECURITY.md to them
+// section "Redis ACLs"): the least a Locker's user, an operator's user, a
+// fenced RedisStore's user and the user of lockwatch fence need. The rules
+// live here, once, as Go, so that the tests that apply them to a real
+// redis-server (lease/acl_test.go, fence/acl_test.go,
+// cmd/lockwatch/fence_acl_test.go) and the test that holds SECURITY.md to them
 // (redisacl_test.go) cannot drift apart: a command a script starts to call,
 // a key kind the lease package adds, fails the tests until the rules, and
 // so the document, follow.
@@ -15,9 +16,10 @@ const (
 	LeaseNamespace = "lockwatch"       // lease.WithNamespace's default
 	StoreNamespace = "lockwatch:fence" // fence.WithNamespace's default
 
-	LockerUser   = "lockwatch"
-	OperatorUser = "lockwatch-operator"
-	StoreUser    = "lockwatch-store"
+	LockerUser        = "lockwatch"
+	OperatorUser      = "lockwatch-operator"
+	StoreUser         = "lockwatch-store"
+	FenceOperatorUser = "lockwatch-fence"
 )
 
 // Password is the placeholder SECURITY.md shows in place of a password.
@@ -38,7 +40,7 @@ const Password = "CHANGE-ME"
 // PTTL, PEXPIRE, TIME, PUBLISH: Redis checks each against the caller's
 // ACL), WAIT and INFO (Check).
 func Locker(ns string) []string {
-	return rules(ns, true, "+ping", "+info", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+pexpire", "+time", "+publish", "+subscribe", "+unsubscribe", "+wait")
+	return rules(leasePatterns(ns), "+ping", "+info", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+pexpire", "+time", "+publish", "+subscribe", "+unsubscribe", "+wait")
 }
 
 // Operator returns the rules of the user of lockwatch inspect and lockwatch
@@ -48,7 +50,7 @@ func Locker(ns string) []string {
 // command's first call). It is no larger than a Locker's: a force release
 // writes only what a release does.
 func Operator(ns string) []string {
-	return rules(ns, true, "+ping", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+publish", "+wait")
+	return rules(leasePatterns(ns), "+ping", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+publish", "+wait")
 }
 
 // Store returns the rules of a fence.RedisStore's user in namespace ns (all
@@ -56,7 +58,21 @@ func Operator(ns string) []string {
 // bound on unsigned tokens), Read (HMGET), Check (INFO; CONFIG GET save is
 // left out, see SECURITY.md). No channels.
 func Store(ns string) []string {
-	return rules(ns, false, "+evalsha", "+eval", "+hget", "+hset", "+hmget", "+time", "+info")
+	return rules([]string{storeKeys(ns)}, "+evalsha", "+eval", "+hget", "+hset", "+hmget", "+time", "+info")
+}
+
+// FenceOperator returns the rules of the user of lockwatch fence, with and
+// without --force, for leases in namespace leaseNS and a fence.RedisStore in
+// storeNS: it reads the lease's fence record (Locker.Inspect: inspect.lua,
+// GET and PTTL), the store's mark (RedisStore.Mark: HGET) and Redis TIME,
+// and with --force runs RedisStore.Repair (repair.lua: HGET, TIME, HSET),
+// after a PING. No channels: it publishes and subscribes to nothing.
+//
+// It is the one user with keys in both namespaces, and the one whose write
+// lowers a mark, which no service needs: hence a user of its own, held by
+// operators, rather than more grants for a Locker's or a store's user.
+func FenceOperator(leaseNS, storeNS string) []string {
+	return rules([]string{leaseKeys(leaseNS), storeKeys(storeNS)}, "+ping", "+evalsha", "+eval", "+get", "+pttl", "+hget", "+hset", "+time")
 }
 
 // Cluster is what each user needs besides on Redis Cluster: go-redis's
@@ -69,16 +85,23 @@ var Cluster = []string{"+cluster|slots", "+command"}
 // one, where ACL SETUSER adds), "resetchannels" (reset grants every channel
 // where acl-pubsub-default is allchannels, Redis 6.2's default, and a
 // channel pattern after that is an error), "on", the password placeholder,
-// the key pattern (and the channel pattern) of ns, and commands.
-func rules(ns string, lease bool, commands ...string) []string {
-	r := []string{"reset", "resetchannels", "on", ">" + Password}
-	if lease {
-		r = append(r, "~"+Escape(ns)+":{*", "&"+Escape(ns)+":{*")
-	} else {
-		r = append(r, "~"+Escape(ns)+":*")
-	}
+// patterns (keys and channels), and commands.
+func rules(patterns []string, commands ...string) []string {
+	r := append([]string{"reset", "resetchannels", "on", ">" + Password}, patterns...)
 	return append(r, commands...)
 }
+
+// leasePatterns are the key and channel patterns of lease namespace ns.
+func leasePatterns(ns string) []string {
+	return []string{leaseKeys(ns), "&" + Escape(ns) + ":{*"}
+}
+
+// leaseKeys is the key pattern of lease namespace ns: the brace keeps out
+// a store's marks (see Locker).
+func leaseKeys(ns string) string { return "~" + Escape(ns) + ":{*" }
+
+// storeKeys is the key pattern of store namespace ns.
+func storeKeys(ns string) string { return "~" + Escape(ns) + ":*" }
 
 // Escape quotes the glob characters of a namespace (namespaces may hold
 // them) so that a pattern matches that namespace only.
@@ -99,15 +122,17 @@ func Line(user string, rules []string) string {
 }
 
 // Documented returns the lines SECURITY.md's section shows, in its order:
-// the three users in the default namespaces, then Cluster's additions.
+// the four users in the default namespaces, then Cluster's additions.
 func Documented() []string {
 	return []string{
 		Line(LockerUser, Locker(LeaseNamespace)),
 		Line(OperatorUser, Operator(LeaseNamespace)),
 		Line(StoreUser, Store(StoreNamespace)),
+		Line(FenceOperatorUser, FenceOperator(LeaseNamespace, StoreNamespace)),
 		Line(LockerUser, Cluster),
 		Line(OperatorUser, Cluster),
 		Line(StoreUser, Cluster),
+		Line(FenceOperatorUser, Cluster),
 	}
 }
 

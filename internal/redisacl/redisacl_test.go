@@ -49,7 +49,7 @@ func TestSecurityMDShowsTheRules(t *testing.T) {
 			}
 		}
 	}
-	for _, rs := range [][]string{Locker(LeaseNamespace), Operator(LeaseNamespace), Store(StoreNamespace), Cluster} {
+	for _, rs := range [][]string{Locker(LeaseNamespace), Operator(LeaseNamespace), Store(StoreNamespace), FenceOperator(LeaseNamespace, StoreNamespace), Cluster} {
 		for _, r := range rs {
 			if strings.ContainsAny(r[:1], "+~&") {
 				assert.True(t, explained[r], "the table of grants explains %s", r)

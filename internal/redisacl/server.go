@@ -38,12 +38,21 @@ func On(t *testing.T, srv *redistest.Server) *Server {
 // (ContextTimeoutEnabled, as lockwatch asks), with opts applied after.
 func (s *Server) User(t *testing.T, user string, rules []string, opts ...func(*redis.Options)) *redis.Client {
 	t.Helper()
-	password := rand.Text()
-	s.setUser(t, user, password, rules)
+	password := s.SetUser(t, user, rules)
 	return s.Client(t, append([]func(*redis.Options){func(o *redis.Options) {
 		o.Username, o.Password = user, password
 		o.ContextTimeoutEnabled = true
 	}}, opts...)...)
+}
+
+// SetUser creates or replaces user with rules, with a random password in
+// place of the placeholder, and returns the password: for a client the test
+// does not build itself, a lockwatch process say.
+func (s *Server) SetUser(t *testing.T, user string, rules []string) (password string) {
+	t.Helper()
+	password = rand.Text()
+	s.setUser(t, user, password, rules)
+	return password
 }
 
 // ClusterUser creates or replaces user with rules on every node of cl
