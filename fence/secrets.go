@@ -62,21 +62,30 @@ func NewSecrets(active string, keys map[string][]byte) (*Secrets, error) {
 
 // ParseSecrets reads secrets in their text form, "id=BASE64,id=BASE64",
 // the first being the active one: the form of the LOCKWATCH_TOKEN_SECRETS
-// environment variable that lockwatch run reads.
+// environment variable that lockwatch run reads. Its errors name the item
+// that is wrong by its place, never by its text: a secret mistyped where an
+// id belongs must not reach a log.
 func ParseSecrets(text string) (*Secrets, error) {
 	keys := map[string][]byte{}
 	var active string
 	for i, item := range strings.Split(strings.TrimSpace(text), ",") {
 		id, enc, ok := strings.Cut(strings.TrimSpace(item), "=")
-		if !ok {
+		var key []byte
+		var err error
+		switch {
+		case !ok:
 			return nil, fmt.Errorf("fence: secrets: item %d is not %s", i+1, secretsUsage)
+		case validKeyID(id) != nil:
+			return nil, fmt.Errorf("fence: secrets: item %d: %w", i+1, errKeyID)
 		}
-		key, err := base64.StdEncoding.DecodeString(enc)
-		if err != nil {
-			return nil, fmt.Errorf("fence: secrets: secret %q is not base64: %w", id, err)
+		if key, err = base64.StdEncoding.DecodeString(enc); err != nil {
+			return nil, fmt.Errorf("fence: secrets: item %d: the secret is not base64", i+1)
 		}
-		if _, dup := keys[id]; dup {
-			return nil, fmt.Errorf("fence: secrets: id %q repeated", id)
+		switch _, dup := keys[id]; {
+		case dup:
+			return nil, fmt.Errorf("fence: secrets: item %d repeats an earlier id", i+1)
+		case len(key) < minSecret:
+			return nil, fmt.Errorf("fence: secrets: item %d: the secret has %d bytes, want at least %d", i+1, len(key), minSecret)
 		}
 		if i == 0 {
 			active = id
