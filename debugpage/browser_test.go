@@ -2,6 +2,7 @@ package debugpage_test
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,7 @@ func TestInBrowser(t *testing.T) {
 	var names, fences, keys []string
 	for _, l := range snap.Leases {
 		names = append(names, l.Name)
-		fences = append(fences, l.Fence.String())
+		fences = append(fences, strconv.FormatInt(l.Fence, 10))
 		keys = append(keys, l.Key)
 	}
 	assert.Equal(t, names, leases.col(t, "lock name"))
@@ -57,7 +58,7 @@ func TestInBrowser(t *testing.T) {
 	losses, ok := parseTable(t, dom, "losses")
 	require.True(t, ok)
 	assert.Equal(t, []string{"payouts"}, losses.col(t, "lock name"))
-	assert.Equal(t, []string{gone.Fence().String()}, losses.col(t, "fence"))
+	assert.Equal(t, []string{strconv.FormatInt(gone.Fence(), 10)}, losses.col(t, "fence"))
 	assert.Equal(t, []string{"force_released"}, losses.col(t, "reason"))
 	assert.True(t, strings.HasPrefix(dom, "<!DOCTYPE html>") || strings.HasPrefix(dom, "<html"), "a rendered document")
 

@@ -57,7 +57,7 @@ func Example() {
 		return
 	}
 	for _, held := range page.Leases {
-		fmt.Printf("%s: fence is the lease's: %v; raw key shown: %v\n", held.Name, held.Fence == int64(l.Fence()), held.Key != "")
+		fmt.Printf("%s: fence is the lease's: %v; raw key shown: %v\n", held.Name, held.Fence == l.Fence(), held.Key != "")
 	}
 	// Output:
 	// invoices: fence is the lease's: true; raw key shown: false

@@ -3,6 +3,7 @@ package debugpage_test
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func TestJSONActiveLeases(t *testing.T) {
 		assert.Equal(t, snap.Leases[i].KeyHash, got.KeyHash)
 		assert.NotEmpty(t, got.KeyHash)
 		assert.Empty(t, got.Key, "no raw key without telemetry.WithRawKeys")
-		assert.Equal(t, int64(want.Fence()), got.Fence)
+		assert.Equal(t, want.Fence(), got.Fence)
 		assert.Contains(t, []string{"held", "renewing"}, got.State)
 		assert.Positive(t, got.AgeMS)
 		assert.Positive(t, got.RemainingMS)
@@ -87,7 +88,7 @@ func TestLossForceRelease(t *testing.T) {
 	lost := p.Losses[0]
 	assert.Equal(t, "invoices", lost.Name)
 	assert.Equal(t, "force_released", lost.Reason)
-	assert.Equal(t, int64(l.Fence()), lost.Fence)
+	assert.Equal(t, l.Fence(), lost.Fence)
 	assert.NotEmpty(t, lost.KeyHash)
 	assert.Empty(t, lost.Key)
 	assert.False(t, lost.LostAt.Before(before.Add(-time.Second)), "lost_at %v, force release at %v", lost.LostAt, before)
@@ -99,7 +100,7 @@ func TestLossForceRelease(t *testing.T) {
 	losses, ok := parseTable(t, html, "losses")
 	require.True(t, ok, html)
 	assert.Equal(t, []string{"force_released"}, losses.col(t, "reason"))
-	assert.Equal(t, []string{l.Fence().String()}, losses.col(t, "fence"))
+	assert.Equal(t, []string{strconv.FormatInt(l.Fence(), 10)}, losses.col(t, "fence"))
 	assert.Equal(t, []string{"invoices"}, losses.col(t, "lock name"))
 	assert.Contains(t, losses.col(t, "lost at")[0], " ago)")
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -51,9 +50,10 @@ func (c *guardClient) close() error {
 // a guard refuses on the headers alone.
 var errAnswered = errors.New("chaos: answered before the body was sent")
 
-// write writes o.Value with token o.Fence through the entry point o.Via,
-// and fills in the outcome: ok, stale (the guard's 409 or ABORTED), error
-// for a write the guard certainly did not admit (busy), unknown otherwise.
+// write writes o.Value with o.Token, in its wire form, through the entry
+// point o.Via, and fills in the outcome: ok, stale (the guard's 409 or
+// ABORTED), error for a write the guard certainly did not admit (busy),
+// unknown otherwise.
 //
 // The write is slow where the entry point lets it be: an HTTP body sends
 // its first half at once and the rest o.Slow later, a stream opens and
@@ -72,7 +72,7 @@ func (c *guardClient) write(ctx context.Context, o *op, midway func()) {
 		midway()
 		deadline.Reset(opTimeout)
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, strconv.FormatInt(o.Fence, 10), keyMetadata, o.Key)
+	ctx = metadata.AppendToOutgoingContext(ctx, tokenMetadata, o.Token.String(), keyMetadata, o.Key)
 	switch o.Via {
 	case viaPut, viaPost:
 		o.Outcome, o.Err = c.writeHTTP(ctx, o, hold)
@@ -113,7 +113,7 @@ func (c *guardClient) writeHTTP(ctx context.Context, o *op, hold func()) (outcom
 		body.CloseWithError(err)
 		return outUnknown, err.Error()
 	}
-	req.Header.Set(tokenHeader, strconv.FormatInt(o.Fence, 10))
+	req.Header.Set(tokenHeader, o.Token.String())
 	resp, err := c.http.Do(req)
 	body.CloseWithError(errAnswered)
 	if err != nil {

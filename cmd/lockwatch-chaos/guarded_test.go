@@ -26,7 +26,7 @@ import (
 // in order.
 func TestGuardedRegisterOrder(t *testing.T) {
 	srv := redistest.Start(t)
-	store := fence.NewRedisStore(srv.Client(t), resourceGuard, fence.WithNamespace("chaos-guard-test"))
+	store := fence.NewRedisStore(srv.Client(t), resourceGuard, fence.WithNamespace("chaos-guard-test"), fence.WithLockNamespace(lockNamespace))
 	i := 0
 	for _, separate := range []bool{true, false} {
 		for _, via := range []string{viaPost, viaUnary, viaStream} {
@@ -63,14 +63,15 @@ func TestGuardedRegisterOrder(t *testing.T) {
 					}()
 					return done
 				}
-				aDone := write(op{Holder: "A", Kind: kindWrite, Key: key, Reg: regGuard, Fence: 41, Value: "written by A",
-					Via: viaPut, Slow: 10 * time.Millisecond}, func() { close(halfSent); <-release })
+				aDone := write(op{Holder: "A", Kind: kindWrite, Key: key, Reg: regGuard, Fence: 41, Token: fence.Mint(lockNamespace, key, 41, nil),
+					Value: "written by A", Via: viaPut, Slow: 10 * time.Millisecond}, func() { close(halfSent); <-release })
 				<-halfSent
 				require.Eventually(t, func() bool {
 					_, mark, _ := store.Read(context.Background(), key)
 					return mark == 41
 				}, 5*time.Second, 5*time.Millisecond, "A was never admitted")
-				bDone := write(op{Holder: "B", Kind: kindWrite, Key: key, Reg: regGuard, Fence: 42, Value: "written by B", Via: via},
+				bDone := write(op{Holder: "B", Kind: kindWrite, Key: key, Reg: regGuard, Fence: 42, Token: fence.Mint(lockNamespace, key, 42, nil),
+					Value: "written by B", Via: via},
 					func() {})
 				var a, b op
 				if separate {

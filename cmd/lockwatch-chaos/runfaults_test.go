@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -20,7 +19,7 @@ func fakeKey(held int) func(context.Context, string) (lease.KeyInfo, error) {
 		if int(n.Add(1)) <= held {
 			return lease.KeyInfo{Held: true, Fence: 7, TTL: 300 * time.Millisecond}, nil
 		}
-		return lease.KeyInfo{Fence: fence.Token(7)}, nil
+		return lease.KeyInfo{Fence: 7}, nil
 	}
 }
 

@@ -1,14 +1,19 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/integration"
 )
 
@@ -109,6 +114,121 @@ func TestProgramEnvironment(t *testing.T) {
 	require.True(t, ok, stdout)
 	assert.Equal(t, "env-key", key)
 	assert.Regexp(t, `^[1-9][0-9]*$`, fence)
+}
+
+// tokenProgram prints the program's LOCKWATCH_FENCE and
+// LOCKWATCH_FENCE_TOKEN on a line each, then its whole environment.
+const tokenProgram = `printf '%s\n%s\n' "$LOCKWATCH_FENCE" "$LOCKWATCH_FENCE_TOKEN"; env`
+
+// testSecret is a secret of n bytes in fence.ParseSecrets's form,
+// base64.
+func testSecret(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	_, err := rand.Read(b)
+	require.NoError(t, err)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// TestProgramToken: the program gets the lease's token in its wire form,
+// LOCKWATCH_FENCE_TOKEN, which fence.Parse reads back to the token of
+// LOCKWATCH_FENCE's fence scoped to the key in run's namespace: unsigned
+// without LOCKWATCH_TOKEN_SECRETS, signed with its first secret with it.
+// The program never sees the secrets: a program under lockwatch sends a
+// token, it does not mint one.
+func TestProgramToken(t *testing.T) {
+	t.Parallel()
+	active, old := testSecret(t, 32), testSecret(t, 48)
+	for _, tc := range []struct {
+		name, namespace, secrets string
+	}{
+		{"unsigned", defaultNamespace, ""},
+		{"unsigned in a namespace", "tokens-ns", ""},
+		{"signed", defaultNamespace, "k2=" + active + ",k1=" + old},
+		{"signed in a namespace", "tokens-ns", "k2=" + active + ",k1=" + old},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := "token-" + strings.ReplaceAll(tc.name, " ", "-")
+			var env []string
+			if tc.secrets != "" {
+				env = append(env, envSecrets+"="+tc.secrets)
+			}
+			p := startEnv(t, env, "run", "--redis", sharedAddr, "--namespace", tc.namespace, "--key", key, "--",
+				"/bin/sh", "-c", tokenProgram)
+			require.Equal(t, exitOK, p.wait(t), p.stderr.String())
+			out := p.stdout.String()
+			lines := strings.Split(out, "\n")
+			require.GreaterOrEqual(t, len(lines), 2, out)
+			n, err := strconv.ParseInt(lines[0], 10, 64)
+			require.NoError(t, err, "LOCKWATCH_FENCE %q", lines[0])
+			tok, err := fence.Parse(lines[1])
+			require.NoError(t, err, "LOCKWATCH_FENCE_TOKEN %q", lines[1])
+
+			assert.Equal(t, n, tok.Fence, "the token's fence is LOCKWATCH_FENCE")
+			assert.False(t, tok.IsPlain(), "a plain token names no key")
+			assert.Equal(t, fence.ScopeOf(tc.namespace, key), tok.Scope, "scoped to the key in run's namespace")
+			if tc.secrets == "" {
+				assert.Empty(t, tok.KeyID, "no secrets, no signature")
+				assert.Equal(t, fence.Mint(tc.namespace, key, n, nil), tok)
+			} else {
+				secrets, err := fence.ParseSecrets(tc.secrets)
+				require.NoError(t, err)
+				assert.Equal(t, "k2", tok.KeyID, "signed with the first secret, the active one")
+				assert.Equal(t, fence.Mint(tc.namespace, key, n, secrets), tok, "the signature is the active secret's")
+			}
+
+			// The environment, after the two lines: no secrets variable,
+			// and no secret under another name either. Only names go into
+			// the messages: the environment may hold the machine's own
+			// secrets.
+			var names []string
+			for _, kv := range lines[2:] {
+				name, _, _ := strings.Cut(kv, "=")
+				names = append(names, name)
+			}
+			assert.NotContains(t, names, envSecrets, "the program sees %s", envSecrets)
+			assert.False(t, slices.ContainsFunc(lines, func(l string) bool {
+				return strings.Contains(l, active) || strings.Contains(l, old)
+			}), "a secret is in the program's environment")
+			assert.True(t, slices.Contains(lines, envFenceToken+"="+lines[1]), "env does not show the token as printed")
+		})
+	}
+}
+
+// TestInvalidTokenSecretsAreUsageErrors: a LOCKWATCH_TOKEN_SECRETS that
+// fence.ParseSecrets refuses is a usage error (64), with one line that
+// names the variable but not the secret; the key is not taken and the
+// program does not run.
+func TestInvalidTokenSecretsAreUsageErrors(t *testing.T) {
+	t.Parallel()
+	secret := testSecret(t, 32)
+	for _, tc := range []struct{ name, secrets string }{
+		{"no id", secret},
+		{"not base64", "k1=" + secret + "!"},
+		{"short secret", "k1=" + testSecret(t, 31)},
+		{"bad key id", "K1=" + secret},
+		{"repeated id", "k1=" + secret + ",k1=" + secret},
+		{"empty item", "k1=" + secret + ","},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := "bad-secrets-" + strings.ReplaceAll(tc.name, " ", "-")
+			marker := filepath.Join(t.TempDir(), "ran")
+			p := startEnv(t, []string{envSecrets + "=" + tc.secrets}, "run", "--redis", sharedAddr, "--key", key, "--",
+				"/bin/sh", "-c", "touch "+marker)
+			code := p.wait(t)
+			stderr := p.stderr.String()
+			assert.Equal(t, exitUsage, code, "stderr: %s", stderr)
+			assertOneLine(t, stderr)
+			assert.Contains(t, stderr, envSecrets)
+			assert.NotContains(t, stderr, strings.TrimRight(secret, "="), "the usage error shows the secret")
+			assert.NoFileExists(t, marker, "the program ran")
+			info := inspectJSON(t, "--redis", sharedAddr, "--key", key)
+			assert.False(t, info.Held)
+			assert.Zero(t, info.Fence, "the key was taken")
+		})
+	}
 }
 
 func TestProgramThatCannotRun(t *testing.T) {

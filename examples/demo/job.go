@@ -105,7 +105,7 @@ func (j *job) compact(l *lease.Lease) {
 	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
 		wrote = true
 		write := func(ctx context.Context) error {
-			return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token))
+			return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token.Fence))
 		}
 		if stuck {
 			return j.stuckWrite(ctx, l, token, write)

@@ -37,7 +37,7 @@ func TestEmbeddedRedisExpiresKeysInRealTime(t *testing.T) {
 // renew and release scripts (EVALSHA, and EVAL after NOSCRIPT, in pipelines
 // too), contention with the holder's PTTL, expiry of a lease no one renews,
 // fences that keep increasing, and the fenced store's write and admit
-// scripts.
+// scripts, with their clock bound on the server's TIME.
 func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	ctx := context.Background()
 	srv, err := startRedis(ctx, "")
@@ -80,14 +80,23 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	assert.True(t, errors.Is(held.Release(ctx), lease.ErrNotHeld))
 	require.NoError(t, next.Release(ctx))
 
+	// Unsigned tokens: the scripts also bound their fences by the server's
+	// TIME, which the embedded Redis must serve from the wall clock.
 	store := fence.NewRedisStore(c, "ledger")
-	require.NoError(t, store.Write(ctx, "a", 41, []byte("x")))
-	assert.ErrorIs(t, store.Write(ctx, "a", 41, []byte("y")), fence.ErrStale)
-	require.NoError(t, store.Admit(ctx, "b", 7))
-	require.NoError(t, store.Admit(ctx, "b", 7))
-	assert.ErrorIs(t, store.Admit(ctx, "b", 6), fence.ErrStale)
+	tok := func(key string, n int64) fence.Token { return fence.Mint("lockwatch", key, n, nil) }
+	require.NoError(t, store.Write(ctx, "a", tok("a", 41), []byte("x")))
+	assert.ErrorIs(t, store.Write(ctx, "a", tok("a", 41), []byte("y")), fence.ErrStale)
+	require.NoError(t, store.Admit(ctx, "b", tok("b", 7)))
+	require.NoError(t, store.Admit(ctx, "b", tok("b", 7)))
+	assert.ErrorIs(t, store.Admit(ctx, "b", tok("b", 6)), fence.ErrStale)
+	ahead := time.Now().Add(time.Hour).UnixMicro()
+	assert.ErrorIs(t, store.Write(ctx, "a", tok("a", ahead), []byte("z")), fence.ErrAhead)
+	assert.ErrorIs(t, store.Admit(ctx, "b", tok("b", ahead)), fence.ErrAhead)
 	value, mark, err := store.Read(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(value))
-	assert.EqualValues(t, 41, mark)
+	assert.EqualValues(t, 41, mark, "a refused token moves no mark")
+	_, mark, err = store.Read(ctx, "b")
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, mark, "a refused token moves no mark")
 }

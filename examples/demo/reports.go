@@ -118,7 +118,7 @@ func (s *reports) generate(ctx context.Context, account string, send func(string
 	}
 
 	err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
-		return r.d.ledger.put(ctx, "report:"+account, fmt.Sprintf("report@%d", token))
+		return r.d.ledger.put(ctx, "report:"+account, fmt.Sprintf("report@%d", token.Fence))
 	})
 	if err != nil {
 		return "", statusOf(err)
