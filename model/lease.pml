@@ -46,10 +46,12 @@
  *          replays, beside the Lockers' writes
  *   REPAIR an operator sets a mark that is ahead back (lockwatch fence):
  *          TOKENS's resource without the secret and its stranger, one
- *          write, the resource's clock up to LAG behind the servers'
- *   RLOSS  the operator's repair where the fence record is lost or
- *          behind: a restart, a failover or an eviction, the writes at
- *          the resource, no renewals
+ *          write, the resource's clock up to LAG behind the servers', a
+ *          re-sent copy of the repair script
+ *   RLOSS  the operator's repair where the fence record is lost (an
+ *          eviction; a record behind lies between it and REPAIR's kept
+ *          one), the writes at the resource, no renewals; the
+ *          resource's clock as in REPAIR
  *   SIM    everything at once and larger, for random simulations only
  *          (the conformance test): never checked exhaustively; without
  *          the stranger, whose checks run in Go (fence.policy)
@@ -92,12 +94,7 @@
 #define SCENARIO TOKENS
 #endif
 #endif
-#if defined(REPAIR_WITHOUT_CAS) || defined(REPAIR_READS_RECORD_FIRST)
-#ifndef SCENARIO
-#define SCENARIO REPAIR
-#endif
-#endif
-#if defined(REPAIR_TO_RECORD)
+#if defined(REPAIR_TO_RECORD) || defined(REPAIR_WITHOUT_SKEW)
 #ifndef SCENARIO
 #define SCENARIO RLOSS
 #endif
@@ -115,7 +112,7 @@
  * RENEWALS   0       1     1    1    0      0      0     3    renewals per lease
  * PAUSES     0       0     1    0    0      0      0     20   client pauses
  * RFAULTS    0       0     0    1    0      0      1     40   losses of data by Redis
- * LOSSES     0       0     0    7    0      0      7     7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * LOSSES     0       0     0    7    0      0      4     7    which: 1 restart, 2 failover, 4 eviction of the fence record
  * WRITES     0       0     0    1    1      1      1     1    leases write at the resource
  * TIMED      0       0     1    0    0      0      0     1    a discrete clock (else: expiry of unused locks)
  * TTL        2       2     3    2    2      2      2     3    the lock's TTL, in ticks of the servers' clock
@@ -123,9 +120,10 @@
  * ACKC       NC      NC    NC   0    NC     NC     NC    0    the Locker with WithReplicationAck (NC: none)
  * STRANGER   0       0     0    0    2      1      0     0    writes of the stranger (tokens it made up)
  * SECRET     -       -     -    -    2      0      -     -    the resource has the secret: 0 no, 1 yes, 2 either
- * SKEW       -       -     -    -    1      2      -     -    MaxSkew, in fence units (TIME's): the clock bound
- * LAG        0       0     0    0    0      2      0     0    how far behind TIME the resource's clock may read (at most SKEW)
+ * SKEW       -       -     -    -    1      2      2     -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
+ * LAG        0       0     0    0    0      2      2     0    how far behind TIME the resource's clock may read (at most SKEW)
  * REPAIRS    0       0     0    0    0      1      1     0    an operator's repairs of the mark (lockwatch fence)
+ * RCOPIES    0       0     0    0    0      1      0     0    copies of the repair script the network makes (a re-send)
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -451,10 +449,13 @@
 #ifndef REPAIRS
 #define REPAIRS 1
 #endif
+#ifndef RCOPIES
+#define RCOPIES 1
+#endif
 #endif
 #if SCENARIO == RLOSS
 #ifndef LOSSES
-#define LOSSES 7
+#define LOSSES 4
 #endif
 #ifndef CA
 #define CA 1
@@ -501,8 +502,17 @@
 #ifndef ACKC
 #define ACKC NC
 #endif
+#ifndef SKEW
+#define SKEW 2
+#endif
+#ifndef LAG
+#define LAG 2
+#endif
 #ifndef REPAIRS
 #define REPAIRS 1
+#endif
+#ifndef RCOPIES
+#define RCOPIES 0
 #endif
 #endif
 #if SCENARIO == SIM
@@ -570,6 +580,9 @@
 #endif
 #ifndef REPAIRS
 #define REPAIRS 0
+#endif
+#ifndef RCOPIES
+#define RCOPIES 0
 #endif
 #if LAG > SKEW
 #error "the clock bound assumes the resource's clock within MaxSkew of the servers' (LAG <= SKEW)"
@@ -698,9 +711,9 @@ byte wid;
 /* REPAIRS: the operator's repair (proctype operator) */
 #if REPAIRS
 byte repairs = REPAIRS;
-byte rstep;         /* 0: nothing read; 1: the first read; 2: both */
-bit rlook;          /* the mark was read (the script's seen) */
-bit rchanged;       /* a write set the mark since: it is not seen any more */
+byte rcopies = RCOPIES;
+byte rstep;         /* 0: nothing read; 1: the first read; 2: both; 3: a copy of the script in flight */
+byte rseen;         /* the mark it read (the script's seen; 0: none) */
 byte rminted;       /* the fence record's fence it read (0: none) */
 #endif
 
@@ -761,9 +774,9 @@ byte worig;         /* TOKENS: how the token that set the mark was made (MINTED.
 #if !WRITES
 #error "a repair is of the resource's mark: it needs the Lockers' writes"
 #endif
-bit repaired;       /* a repair set the mark */
-byte rmint;         /* the mints before it: a lease whose lmint is above was minted after it */
-bit wpost;          /* the mark was set by a write after that repair */
+bit repaired;       /* a run of the repair script set the mark */
+byte rtime;         /* the servers' TIME T then (the last such run) */
+bit wpost;          /* the mark was set by a write after that run */
 #endif
 
 /* Scratch of the server's steps, and the command it runs (not part of the
@@ -872,12 +885,17 @@ inline mark_recoverable() {
 	assert(wmark <= T + SKEW)
 }
 
-/* After an operator's repair set the mark back, a lease minted later is
- * refused as stale only by a mark a write set after the repair: the
- * repair's mark is below every fence minted after it, and whatever stood
- * before it (a stranger's mark, one far ahead) is gone. */
-inline repair_unblocks(mint) {
-	assert(!repaired || mint <= rmint || wpost)
+/* After an operator's repair set the mark back, a lease minted more than
+ * SKEW after it is refused as stale only by a mark a write set after the
+ * repair: the repair's mark is at most SKEW ahead of the servers' TIME,
+ * below every fence minted more than SKEW later, and whatever stood
+ * before it (a stranger's mark, one far ahead) is gone. A lease minted
+ * within SKEW after the repair may be refused by its mark, as by any mark
+ * the clock bound lets through. The model's fence is the servers' TIME
+ * at its mint (T counts the mints), so the lease's fence says when it
+ * was minted. */
+inline repair_unblocks(fn) {
+	assert(!repaired || fn <= rtime + SKEW || wpost)
 }
 
 /* ==== The step lines the conformance test replays ==== */
@@ -1457,7 +1475,7 @@ inline write_lua() {
 		fi;
 #if REPAIRS
 		if
-		:: rep == W_STALE && ccl < NC -> repair_unblocks(cser)
+		:: rep == W_STALE && ccl < NC -> repair_unblocks(cfen)
 		:: else -> skip
 		fi;
 #endif
@@ -1474,7 +1492,6 @@ inline write_lua() {
 		rep = W_DONE;
 #if REPAIRS
 		wpost = repaired;
-		rchanged = rchanged || rlook;
 #endif
 #if STRANGER
 		worig = corg;
@@ -2020,55 +2037,62 @@ end:
  * Locker.Inspect; RedisStore.Repair runs the repair script at the
  * resource with both) ====
  *
- * The script reads the resource's TIME and sets the mark to
- * max(minted, TIME) if the mark is still the one read (seen) and seen is
- * above that; otherwise it changes nothing and says why. Why that keeps
- * the writes in lease order: a write the mark took before it was read has
- * a fence the record read afterwards covers (if the record was lost or is
- * behind, TIME covers it, where the resource's clock is not behind the
- * leases' Redis: README.md, "What the model does not cover"); a write
- * taken after the read changed the mark, which the script then leaves;
- * a lease minted after the repair mints above TIME. The operator may wait
- * between its steps; it repairs once. */
+ * The script reads the resource's TIME and sets the mark to the target
+ * max(minted, TIME + MaxSkew) if the mark is still the one read (seen)
+ * and above that; otherwise it changes nothing and says why. Why that
+ * keeps the writes in lease order: a lease minted before the script has a
+ * fence at most the servers' TIME then, which the resource's TIME is at
+ * most MaxSkew behind (the clock bound's assumption), so the target is at
+ * or above every fence minted before it, with the fence record kept or
+ * lost: no lease's write is above the target (the script never sets a
+ * lease's mark back), and no write of a lease minted before the script
+ * gets in after it. A lease minted more than MaxSkew after the script
+ * mints above the target. minted, the comparison with seen and the order
+ * of the reads add what keeps the repair safe beyond the model: fences
+ * that run ahead of TIME (max(last + 1, TIME) after a failover to a
+ * replica whose clock is behind: the model's fence is always its TIME),
+ * and clocks that disagree by more than MaxSkew (README.md, "Mutants").
+ * The operator may wait between its steps; it repairs once, and the
+ * network may re-send the script (RCOPIES): the copy runs with the same
+ * seen and minted at any later moment, reading TIME again. */
 #if REPAIRS
 
 /* The repair script's replies: nothing changes unless RP_SET. */
-#define RP_SET 1     /* the mark is set to the floor */
+#define RP_SET 1     /* the mark is set to the target */
 #define RP_CHANGED 2 /* the mark is not the one inspected */
-#define RP_BEHIND 3  /* the mark inspected is not above max(minted, TIME) */
+#define RP_BEHIND 3  /* the mark inspected is not above max(minted, TIME + MaxSkew) */
 
-/* The script compares the mark with seen. Between the read and the repair
- * only writes set the mark, and each sets it higher: the mark is still
- * seen exactly when no write set it since, which is what the model keeps
- * (rchanged) instead of the value. */
+/* The script compares the mark with seen, by value, as repair.lua does: a
+ * copy that runs after the first may find seen again (a lease's write of
+ * that fence), which a flag "set since the read" would not say. */
 inline repair_lua() {
 	x = wmark;
-	/* the floor: max(minted, TIME) */
+	/* the target: max(minted, TIME + MaxSkew) */
 #ifdef REPAIR_TO_RECORD
 	/* issue 26, the repair as first specified: back to the highest fence
 	 * minted as the fence record says, which is behind after a failover
 	 * and gone after a restart or an eviction */
 	f = rminted;
 #else
+#ifdef REPAIR_WITHOUT_SKEW
+	/* the repair as specified in eacab40: max(minted, TIME), which covers
+	 * every fence minted before it only where the resource's clock is not
+	 * behind the leases' Redis; the clock bound lets it be MaxSkew behind
+	 * (found with this model: RLOSS with the record lost, and a re-sent
+	 * script in REPAIR) */
 	f = TR;
+#else
+	f = TR + SKEW;
+#endif
 	if
 	:: rminted > f -> f = rminted
 	:: else -> skip
 	fi;
 #endif
 	if
-#ifdef REPAIR_WITHOUT_CAS
-	/* issue 26, the repair as first specified: the mark set back whenever
-	 * it is above the floor, whoever set it since the operator read it
-	 * (where the floor covers every fence minted, no write is above it:
-	 * the comparison matters where the resource's clock is behind) */
-	:: wmark > f -> rep = RP_SET
-	:: else -> rep = RP_BEHIND
-#else
-	:: rchanged -> rep = RP_CHANGED
-	:: !rchanged && wmark > f -> rep = RP_SET
-	:: !rchanged && wmark <= f -> rep = RP_BEHIND
-#endif
+	:: wmark != rseen -> rep = RP_CHANGED
+	:: wmark == rseen && wmark > f -> rep = RP_SET
+	:: wmark == rseen && wmark <= f -> rep = RP_BEHIND
 	fi;
 	if
 	:: rep == RP_SET ->
@@ -2078,35 +2102,39 @@ inline repair_lua() {
 		worig = FLOOR;
 #endif
 		repaired = 1;
-		rmint = mints;
+		rtime = T;
 		wpost = 0
 	:: else -> skip
 	fi;
-	printf("@repair changed=%d minted=%d now=%d r=%d m=%d after=%d\n", rchanged, rminted, TR, rep, x, wmark)
+	printf("@repair cp=%d seen=%d minted=%d now=%d r=%d m=%d after=%d\n", rstep == 3, rseen, rminted, TR, rep, x, wmark)
+}
+
+/* After the script: a copy of it stays in flight (rstep 3), or the
+ * operator is done. */
+inline repair_sent() {
+	if
+	:: rstep == 2 && rcopies > 0 -> rcopies--; rstep = 3
+	:: else -> rstep = 0; rseen = 0; rminted = 0
+	fi
 }
 
 proctype operator() {
 end:
 	do
-#ifdef REPAIR_READS_RECORD_FIRST
-	/* the fence record read before the mark: a write taken between the two
-	 * reads may carry a fence the record read does not cover, and the
-	 * comparison with seen cannot tell (found with this model) */
-	:: d_step { repairs > 0 && rstep == 0 -> rminted = P.fence; rstep = 1; printf("@repair-inspect minted=%d\n", rminted) }
-	:: d_step { rstep == 1 -> rlook = 1; rstep = 2; printf("@repair-read seen=%d\n", wmark) }
-#else
 	/* the mark first, then the record: every write the mark took before it
 	 * was read has a fence the record read later holds or exceeds */
-	:: d_step { repairs > 0 && rstep == 0 -> rlook = 1; rstep = 1; printf("@repair-read seen=%d\n", wmark) }
+	:: d_step { repairs > 0 && rstep == 0 -> rseen = wmark; rstep = 1; printf("@repair-read seen=%d\n", rseen) }
 	:: d_step { rstep == 1 -> rminted = P.fence; rstep = 2; printf("@repair-inspect minted=%d\n", rminted) }
-#endif
-	:: atomic { rstep == 2 ->
+	:: atomic { rstep == 2 || rstep == 3 ->
 		store_clock();
 		d_step {
 			repair_lua();
 			unload();
-			repairs--;
-			rstep = 0; rlook = 0; rchanged = 0; rminted = 0
+			if
+			:: rstep == 2 -> repairs--
+			:: else -> skip
+			fi;
+			repair_sent()
 		} }
 	od
 }
