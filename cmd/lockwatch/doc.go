@@ -148,27 +148,28 @@
 //
 // # lockwatch fence
 //
-//	lockwatch fence --key K --resource R [--store-namespace NS] [--namespace NS] [--force [--to N]]
+//	lockwatch fence --key K --resource R [--store-namespace NS] [--namespace NS] [--max-skew 10s] [--force [--to N]]
 //
 // compares the high-water mark of K at the fence.RedisStore R (on the same
 // Redis; store namespace default lockwatch:fence) with the newest fence
 // minted for K (the lease's fence record, as inspect reads it), and prints
-// both, Redis TIME and the status: ok; ahead (the mark is above every fence
-// minted, so their holders are refused, but the next acquire mints above
-// it); or bricked (the next acquire's fence is refused too, until Redis
-// TIME, which fences follow in microseconds, passes the mark; never for a
-// mark at or above 2^53-1), with the date that happens. A token no lease
-// carried is what moves a mark there. Without --force it changes nothing
-// and exits 1 when the mark is ahead or bricked. With --force it sets the
-// mark back to the newest fence minted (fence.RedisStore.Repair, one
-// script, only if the mark is still above it), prints the mark before and
-// after, and logs the repair at Warn on stderr. When no minted fence is
-// remembered (the record expired or never existed) it repairs only to an
-// explicit --to N, at least the newest fence any lease of K held; --to is
-// never below a minted fence that is known. A fenced SQL table is repaired
-// in the database with one statement, in its TableConfig's names:
-//
-//	UPDATE <table> SET <fence column> = <minted> WHERE <key column> = <key> AND <fence column> > <minted>
+// both, Redis TIME and the status: ok (no mark, or one the next acquire
+// mints above: a mark Redis TIME has passed mends itself); or bricked (the
+// mark is ahead of every fence minted and of Redis TIME, so the next
+// acquire's fence is refused too, until Redis TIME, which fences follow in
+// microseconds, passes it; never for a mark at or above 2^53-1), with the
+// date that happens. A token no lease carried is what moves a mark there.
+// Without --force it changes nothing and exits 1 when the mark is bricked. With --force it sets the
+// mark back to the newest fence minted or Redis TIME plus the store's skew
+// (--max-skew, fence.WithMaxSkew's 10 s by default), whichever is later
+// (fence.RedisStore.Repair, one script, only if the mark is still the one
+// read, so that no accepted write is undone and no lease minted before the
+// repair writes after a newer one; model/lease.pml checks it), prints the
+// mark before and after, and logs the repair at Warn on stderr. When no
+// minted fence is remembered (the record expired or never existed) it
+// repairs only with an explicit --to N, at least the newest fence any lease
+// of K held; --to is never below a minted fence that is known. A fenced SQL
+// table is repaired in the database with the statement Repair's doc gives.
 //
 // # Connecting
 //
@@ -194,7 +195,7 @@
 //	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n)
 //	0          inspect, release: done; fence: nothing to repair, or --force set the mark back
 //	1          release: the key was free, or held by another holder: nothing changed;
-//	           fence: the mark is ahead or bricked, and was left as it is (no --force)
+//	           fence: the mark is bricked, and was left as it is (no --force, or it moved since read)
 //	64         usage error: bad flags, missing --key, no PROGRAM, release without --force,
 //	           fence --force without --to when no minted fence is remembered
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;

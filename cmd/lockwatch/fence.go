@@ -19,7 +19,7 @@ var fenceCmd = &command{
 	name:     "fence",
 	synopsis: "compare a resource's fence mark with the fences minted; --force mends it",
 	usage: `
-Usage: lockwatch fence --key K --resource R [--store-namespace NS] [--namespace NS] [--force [--to N]] [connection flags]
+Usage: lockwatch fence --key K --resource R [--store-namespace NS] [--namespace NS] [--max-skew 10s] [--force [--to N]] [connection flags]
 
 A fenced resource keeps, per lock key, the newest fencing token it accepted
 (its mark) and refuses every token at or below it as stale. A token no lease
@@ -31,30 +31,38 @@ bricks K there for as long.
 fence reads the newest fence minted for K (the lease's fence record, in
 --namespace, as inspect shows it) and the mark of K at the fence.RedisStore
 --resource (keys prefixed --store-namespace) on the same Redis, and prints
-both, Redis TIME, and the status: ok; ahead (the mark is above every fence
-minted, but the next acquire mints above it); or bricked (the next acquire
-is refused too), with the time minting passes the mark.
+both, Redis TIME, and the status: ok (no mark, or the next acquire mints
+above it: a mark the clock has passed mends itself); or bricked (the mark
+is ahead of every fence minted and of Redis TIME, so the next acquire is
+refused too), with the time minting passes the mark.
 
-With --force it sets a mark that is ahead back to the newest fence minted
-(fence.RedisStore.Repair: one script, only if the mark is still above it),
-prints the mark before and after, and logs the repair at Warn on stderr (a
-service that calls Repair also counts it in lockwatch_fence_repairs_total).
-The next lease's fence is then accepted; the holder of the minted fence
-itself stays refused by a strict write. When no minted fence is known (the
-fence record expired or never existed) it repairs only with --to N, which
-must be at least the newest fence any lease of K held, or their late writes
-are accepted again: Redis TIME, printed, is above every fence minted before
-it unless the record ran ahead of the clock. --to never goes below a minted
-fence that is known.
+With --force it sets a mark that is ahead back to the newest fence minted,
+or to Redis TIME plus --max-skew if that is later (fence.RedisStore.Repair:
+one script, and only if the mark is still the one read: a lease's write
+accepted since is never undone, and no lease minted before the repair can
+write after a newer one, the leases' clock being at most --max-skew ahead;
+leases acquired within --max-skew after the repair are still refused), prints the mark before and after, and logs the repair at Warn on
+stderr (a service that calls Repair also counts it in
+lockwatch_fence_repairs_total). The next lease's fence is then accepted; the
+holders of fences up to the new mark stay refused by a strict write. When no
+minted fence is known (the fence record expired or never existed) it
+repairs only with --to N, which must be at least the newest fence any lease
+of K held, or their late writes are accepted again (Redis TIME bounds them
+too, unless a record ran ahead of the clock). --to never goes below a
+minted fence that is known. A mark that moved since it was read is left
+alone (exit 1): run fence again.
 
 A fenced SQL table is repaired in the database, with its TableConfig's
-names, the minted fence (lockwatch inspect) and the row's key:
+names, the mark read and the minted fence (lockwatch inspect), as
+fence.RedisStore.Repair's doc shows (PostgreSQL):
 
-  UPDATE <table> SET <fence column> = <minted> WHERE <key column> = <key> AND <fence column> > <minted>
+  UPDATE <table> SET <fence column> = GREATEST(<minted>, <clock in µs>)
+   WHERE <key column> = <key> AND <fence column> = <mark read>
+     AND <fence column> > GREATEST(<minted>, <clock in µs>)
 
 Exit statuses:
   0   ok: nothing to repair; or --force set the mark back
-  1   ahead or bricked, and left as it is (no --force)
+  1   bricked, and left as it is (no --force, or the mark moved since read)
   64  usage error, or --force without --to when no minted fence is known
   69  Redis unreachable, or a read or the repair failed (the repair may or
       may not have taken effect: run fence again)
@@ -66,7 +74,8 @@ Exit statuses:
 		k.register(fs)
 		resource := fs.String("resource", "", "the fenced `resource` (fence.NewRedisStore's resource; required)")
 		storeNS := fs.String("store-namespace", defaultStoreNamespace, "the `prefix` of the resource's Redis keys (fence.WithNamespace)")
-		force := fs.Bool("force", false, "set a mark ahead of every fence minted back to the newest minted")
+		force := fs.Bool("force", false, "set a bricked mark back to the newest fence minted, or Redis TIME if later")
+		skew := fs.Duration("max-skew", defaultMaxSkew, "the store's MaxSkew (fence.WithMaxSkew): the repaired mark is at least Redis TIME plus it")
 		to := fs.Int64("to", 0, "with --force: set the mark back to this `fence`; required when no minted fence is known")
 		return func(args []string, stdout, stderr io.Writer) error {
 			if err := k.checkKeyOnly("fence", args); err != nil {
@@ -87,7 +96,7 @@ Exit statuses:
 			}
 			defer func() { _ = client.Close() }()
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			store, err := newStore(client, *resource, *storeNS, telemetry.New(telemetry.WithLogger(logger)))
+			store, err := newStore(client, *resource, *storeNS, *skew, telemetry.New(telemetry.WithLogger(logger)))
 			if err != nil {
 				return usageErr("fence", "%v", err)
 			}
@@ -108,9 +117,8 @@ Exit statuses:
 	},
 }
 
-// exitAhead is fence's status for a mark that refuses the holders (ahead
-// or bricked) and was left as it is: the value release gives "nothing
-// changed".
+// exitAhead is fence's status for a bricked mark left as it is: the value
+// release gives "nothing changed".
 const exitAhead = 1
 
 // defaultStoreNamespace is fence's own default (fence.WithNamespace), so
@@ -120,14 +128,18 @@ const defaultStoreNamespace = "lockwatch:fence"
 // newStore builds the store, with an invalid resource or namespace as an
 // error: NewRedisStore panics on one, a programming error in a service,
 // which on a command line is a usage error.
-func newStore(client redis.UniversalClient, resource, namespace string, tel *telemetry.Telemetry) (s *fence.RedisStore, err error) {
+func newStore(client redis.UniversalClient, resource, namespace string, skew time.Duration, tel *telemetry.Telemetry) (s *fence.RedisStore, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	return fence.NewRedisStore(client, resource, fence.WithNamespace(namespace), fence.WithTelemetry(tel)), nil
+	return fence.NewRedisStore(client, resource, fence.WithNamespace(namespace), fence.WithMaxSkew(skew), fence.WithTelemetry(tel)), nil
 }
+
+// defaultMaxSkew is fence.WithMaxSkew's default, which the store the
+// command repairs most likely has.
+const defaultMaxSkew = 10 * time.Second
 
 // repair is one lockwatch fence: what it reads, and what it repairs to.
 type repair struct {
@@ -177,7 +189,9 @@ func (r *repair) run(ctx context.Context, force bool, w io.Writer) error {
 	fmt.Fprintf(w, "redis now: %d (Redis TIME in microseconds: the next acquire mints at least this)\n", nowMicros)
 
 	// The fence the next lease gets is above both minted and the clock:
-	// the mark refuses it while it is above both.
+	// the mark refuses it while it is above both. A mark the clock has
+	// passed mends itself with the next acquire; a repair could not lower
+	// it further without letting the leases below the clock write again.
 	switch {
 	case mark == 0:
 		fmt.Fprintln(w, "status:    ok: no mark, nothing to repair")
@@ -185,60 +199,55 @@ func (r *repair) run(ctx context.Context, force bool, w io.Writer) error {
 	case minted > 0 && mark <= minted:
 		fmt.Fprintln(w, "status:    ok: the mark is not ahead of the newest fence minted, nothing to repair")
 		return nil
-	case minted == 0 && mark <= nowMicros:
-		fmt.Fprintln(w, "status:    ok: the next acquire mints a fence above the mark (Redis TIME has passed it), nothing to repair")
+	case mark <= nowMicros && minted > 0:
+		fmt.Fprintf(w, "status:    ok: the next acquire mints above the mark (Redis TIME has passed it), nothing to repair; "+
+			"the holders of fences up to %d are refused as stale, being older\n", minted)
+		return nil
+	case mark <= nowMicros:
+		fmt.Fprintln(w, "status:    ok: the next acquire mints above the mark (Redis TIME has passed it), nothing to repair")
 		return nil
 	}
-	switch {
-	case minted == 0:
-		fmt.Fprintf(w, "status:    bricked: the mark is ahead of the fence the next acquire mints; %s\n", until(mark, minted, nowMicros))
-	case mark <= nowMicros:
-		fmt.Fprintf(w, "status:    ahead: the mark is ahead of every fence minted for the key; %s\n", until(mark, minted, nowMicros))
-	default:
-		fmt.Fprintf(w, "status:    bricked: the mark is ahead of every fence minted for the key; %s\n", until(mark, minted, nowMicros))
-	}
+	fmt.Fprintf(w, "status:    bricked: the mark is ahead of every fence minted for the key and of Redis TIME; %s\n", until(mark, nowMicros))
 
-	target := minted
+	floor := minted
 	switch {
 	case !force:
-		fmt.Fprintln(w, "repair:    run again with --force to set the mark back to the newest fence minted")
+		fmt.Fprintln(w, "repair:    run again with --force to set the mark back to the newest fence minted (or Redis TIME, if later)")
 		return &exitError{code: exitAhead}
 	case r.to > 0 && minted > 0 && r.to < minted:
 		return usageErr("fence", "--to %d is below the newest fence minted for %s (%d): the leases between would write again", r.to, r.key, minted)
 	case r.to > 0:
-		target = r.to
+		floor = r.to
 	case minted == 0:
 		return usageErr("fence", "no fence minted for %s is remembered (its fence record expired or never existed), so nothing says where the mark belongs: "+
 			"give --to N, at least the newest fence any lease of it held (Redis TIME now is %d)", r.key, nowMicros)
 	}
-	if mark <= target {
-		fmt.Fprintf(w, "repair:    nothing to do: the mark %d is not above %d\n", mark, target)
-		return nil
-	}
-	before, err := r.store.Repair(ctx, r.key, target)
-	if err != nil {
-		if strings.HasPrefix(err.Error(), "fence:") {
-			return fail(exitInternal, "%v", err)
-		}
+	// The script sets the mark to max(floor, Redis TIME) only if it is
+	// still the mark read above: a lease's write accepted in between is
+	// never undone.
+	after, repaired, err := r.store.Repair(ctx, r.key, mark, floor)
+	switch {
+	case err != nil && strings.HasPrefix(err.Error(), "fence:"):
+		return fail(exitInternal, "%v", err)
+	case err != nil:
 		return fail(exitUnavailable, "%v (the mark may or may not have been set back: run fence again)", err)
-	}
-	if before <= target {
-		fmt.Fprintf(w, "repair:    nothing changed: the mark is %d now, not above %d\n", before, target)
+	case !repaired && after != mark:
+		fmt.Fprintf(w, "repair:    nothing changed: the mark moved from %d to %d since it was read; run fence again\n", mark, after)
+		return &exitError{code: exitAhead}
+	case !repaired:
+		fmt.Fprintf(w, "repair:    nothing to do: the mark %d is not above %d nor Redis TIME\n", mark, floor)
 		return nil
 	}
-	fmt.Fprintf(w, "repaired:  mark before %d, after %d: the next lease's fence is accepted\n", before, target)
+	fmt.Fprintf(w, "repaired:  mark before %d, after %d: the next lease's fence is accepted\n", mark, after)
 	return nil
 }
 
 // until says for how long the mark refuses every lease: until the clock,
 // which fences follow, passes it (and never where minting stops).
-func until(mark, minted, nowMicros int64) string {
+func until(mark, nowMicros int64) string {
 	const lastFence = 1<<53 - 1 // fences are minted below 2^53 (lease)
-	switch {
-	case mark >= lastFence:
+	if mark >= lastFence {
 		return "every holder is refused as stale, for ever: fences are minted below 2^53, and the mark is not"
-	case mark <= nowMicros:
-		return fmt.Sprintf("the holders of fences up to %d are refused as stale; the next acquire mints above the mark (Redis TIME has passed it)", minted)
 	}
 	ahead := time.Duration(mark-nowMicros) * time.Microsecond
 	at := time.UnixMicro(mark).UTC().Format(time.RFC3339)

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -78,8 +79,8 @@ func markOf(t *testing.T, c *redis.Client, resource, key string) string {
 
 // TestFenceRepairsABrickedMark: a mark moved months ahead of the fences
 // minted refuses every new lease; lockwatch fence shows it bricked and
-// leaves it; --force sets it back to the newest fence minted, after which
-// a new lease's write is accepted.
+// leaves it; --force sets it back to the newest fence minted or Redis TIME,
+// whichever is later, after which a new lease's write is accepted.
 func TestFenceRepairsABrickedMark(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-bricked", "ledger"
@@ -102,12 +103,17 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 	assert.Contains(t, stdout, "--force")
 	assert.Equal(t, bricked, markOf(t, c, resource, key), "inspecting changes nothing")
 
-	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
+	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force", "--max-skew", "1ms")
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Contains(t, stdout, "repaired:  mark before "+bricked+", after "+strconv.FormatInt(second.fence, 10)+":")
+	m := regexp.MustCompile(`repaired:  mark before ` + bricked + `, after (\d+):`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, stdout)
+	after, err := strconv.ParseInt(m[1], 10, 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, after, second.fence, "at least the newest fence minted")
+	assert.Less(t, after, first.fence+10_000_000_000_000, "far below the bricked mark: the clock at the repair")
 	assert.Contains(t, stderr, "level=WARN")
 	assert.Contains(t, stderr, "fence mark set back", "the repair is logged")
-	assert.Equal(t, strconv.FormatInt(second.fence, 10), markOf(t, c, resource, key))
+	assert.Equal(t, m[1], markOf(t, c, resource, key))
 
 	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
 	assert.Equal(t, exitOK, code, stderr)
@@ -124,7 +130,8 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 
 // TestFenceAheadOfMintedButBehindTheClock: a mark above every fence minted
 // but already passed by Redis TIME refuses the holders so far, not the next
-// lease: ahead, not bricked; still repaired with --force.
+// lease: it mends itself, and --force leaves it, since setting it back to
+// the minted fence would let the leases below the clock write again.
 func TestFenceAheadOfMintedButBehindTheClock(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-ahead", "ledger"
@@ -133,13 +140,14 @@ func TestFenceAheadOfMintedButBehindTheClock(t *testing.T) {
 	setMark(t, c, resource, key, strconv.FormatInt(minted+1, 10))
 
 	code, stdout, stderr := lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource)
-	assert.Equal(t, exitAhead, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Contains(t, stdout, "status:    ahead: ")
-	assert.Contains(t, stdout, "the next acquire mints above the mark")
+	assert.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stdout, "status:    ok: the next acquire mints above the mark")
+	assert.Contains(t, stdout, "the holders of fences up to "+strconv.FormatInt(minted, 10)+" are refused")
 
 	code, stdout, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force")
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
-	assert.Equal(t, strconv.FormatInt(minted, 10), markOf(t, c, resource, key))
+	assert.NotContains(t, stdout, "repaired:")
+	assert.Equal(t, strconv.FormatInt(minted+1, 10), markOf(t, c, resource, key), "left as it is")
 }
 
 // TestFenceWithNothingToRepair: a mark at or below the newest fence minted,
@@ -187,7 +195,7 @@ func TestFenceWithoutAMintedFence(t *testing.T) {
 	code, stdout, stderr := lockwatchRun(t, base...)
 	assert.Equal(t, exitAhead, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout, "minted:    none remembered")
-	assert.Contains(t, stdout, "status:    bricked: the mark is ahead of the fence the next acquire mints")
+	assert.Contains(t, stdout, "status:    bricked: the mark is ahead of every fence minted for the key and of Redis TIME")
 
 	code, stdout, stderr = lockwatchRun(t, append(base, "--force")...)
 	assert.Equal(t, exitUsage, code, "stdout: %s\nstderr: %s", stdout, stderr)
@@ -196,7 +204,9 @@ func TestFenceWithoutAMintedFence(t *testing.T) {
 	assert.Contains(t, stderr, "--to N")
 	assert.Equal(t, bricked, markOf(t, c, resource, key), "refused: unchanged")
 
-	to := strconv.FormatInt(now.UnixMicro(), 10)
+	// --to below the clock: the mark goes to the clock, which bounds every
+	// fence minted before the repair; above it, to --to.
+	to := strconv.FormatInt(now.UnixMicro()+60_000_000, 10)
 	code, stdout, stderr = lockwatchRun(t, append(base, "--force", "--to", to)...)
 	require.Equal(t, exitOK, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout, "repaired:  mark before "+bricked+", after "+to+":")
@@ -205,7 +215,7 @@ func TestFenceWithoutAMintedFence(t *testing.T) {
 	setMark(t, c, resource, key, "1000")
 	code, stdout, stderr = lockwatchRun(t, base...)
 	assert.Equal(t, exitOK, code, stderr)
-	assert.Contains(t, stdout, "status:    ok: the next acquire mints a fence above the mark")
+	assert.Contains(t, stdout, "status:    ok: the next acquire mints above the mark")
 }
 
 // TestFenceToNeverBelowMinted: --to below a known minted fence would let
@@ -225,7 +235,7 @@ func TestFenceToNeverBelowMinted(t *testing.T) {
 	assert.Contains(t, stderr, "below the newest fence minted")
 	assert.Equal(t, bricked, markOf(t, c, resource, key))
 
-	above := strconv.FormatInt(minted+5, 10)
+	above := strconv.FormatInt(minted+60_000_000, 10) // a minute: above the clock too
 	code, _, stderr = lockwatchRun(t, "fence", "--redis", sharedAddr, "--key", key, "--resource", resource, "--force", "--to", above)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, above, markOf(t, c, resource, key), "--to may raise the fence set")
