@@ -98,7 +98,10 @@ func TestLossEndsEscapedDescendant(t *testing.T) {
 trap 'exit 0' TERM
 echo $$ > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"
 i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
-	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", key, "--ttl", "3s", "--", "/bin/sh", "-c", script)
+	// TTL 6s: the grace (TTL/20, 300 ms) leaves the descendant's shell
+	// time to run its TERM trap before the SIGKILL on a loaded machine
+	// (at TTL 3s, 150 ms, make test once saw the SIGKILL first).
+	p := startEnv(t, []string{"DIR=" + dir}, "run", "--redis", sharedAddr, "--key", key, "--ttl", "6s", "--", "/bin/sh", "-c", script)
 	waitPid(t, dir, "pid", p)
 	child := waitPid(t, dir, "child", p)
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
