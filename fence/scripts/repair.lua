@@ -30,7 +30,8 @@
 --                inspect again.
 --   an error     an argument or the stored mark is not canonical.
 --
--- (canonical and greater come from tokens.lua, prepended by repair.go.)
+-- (canonical, greater and clock_plus come from tokens.lua, prepended by
+-- repair.go.)
 local seen, floor, skew = ARGV[1], ARGV[2], ARGV[3]
 if not canonical(seen) or not canonical(floor) or not canonical(skew) then
   return redis.error_reply('LOCKWATCH repair arguments are not canonical')
@@ -42,8 +43,7 @@ end
 if mark ~= seen then
   return {2, mark or '0'}
 end
-local now = redis.call('TIME')
-local target = string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2]) + tonumber(skew))
+local target = clock_plus(skew)
 if greater(floor, target) then
   target = floor
 end

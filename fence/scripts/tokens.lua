@@ -43,15 +43,21 @@ local function checked_mark(key, token)
   return mark
 end
 
--- ahead tells whether token is further ahead of this server's clock than
--- skew microseconds (a canonical decimal; '' disables the bound): a fence
--- no Locker can have minted, since fences follow Redis TIME. Doubles are
--- exact here: TIME in microseconds stays below 2^53 until 2255.
+-- clock_plus returns this server's TIME in microseconds plus skew (a
+-- canonical decimal), as a canonical decimal: the most a fence minted on a
+-- server whose clock is at most skew ahead of this one can be, since fences
+-- follow Redis TIME. Doubles are exact here: TIME in microseconds stays
+-- below 2^53 until 2255.
+local function clock_plus(skew)
+  local now = redis.call('TIME')
+  return string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2]) + tonumber(skew))
+end
+
+-- ahead tells whether token is beyond clock_plus(skew) ('' disables the
+-- bound): a fence no Locker can have minted.
 local function ahead(token, skew)
   if skew == nil or skew == '' then
     return false
   end
-  local now = redis.call('TIME')
-  local limit = tonumber(now[1]) * 1000000 + tonumber(now[2]) + tonumber(skew)
-  return greater(token, string.format('%.0f', limit))
+  return greater(token, clock_plus(skew))
 end
