@@ -1,12 +1,12 @@
 # make test is the one test command, for developers and CI alike. On a fresh
 # machine it installs what the tests need from Debian's packages; the test
-# helpers (internal/redistest) start private redis-server processes on
+# helpers (internal/testenv/redistest) start private redis-server processes on
 # loopback ports and stop them when each test ends.
 SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
-.PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants
+.PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late
 
 # The short chaos runs on Sentinel and Cluster (about three minutes on
 # this 2-core machine, more than make test's budget leaves) run in
@@ -20,7 +20,7 @@ CHAOS_TOPOLOGIES := TestChaos/(sentinel|cluster)$$
 # pattern at the top-level |, so each alternative names its own test.)
 DEMO_E2E := ^TestEndToEndWithPrometheus$$
 
-test: deps fmt-check vet lint model mutants
+test: deps fmt-check vet lint model-quick
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' ./...
 
@@ -32,7 +32,7 @@ chaos-topologies: deps
 # for prometheus and prometheus-alertmanager, whose promtool and amtool the
 # alert and dashboard tests run).
 #
-# PostgreSQL is one shared server (internal/pgtest gives each test a schema
+# PostgreSQL is one shared server (internal/testenv/pgtest gives each test a schema
 # of its own). Unless LOCKWATCH_POSTGRES_DSN points the tests elsewhere, deps
 # makes the default one answer on 127.0.0.1:5432: it installs Debian's
 # postgresql when no cluster exists, starts the cluster when it is stopped,
@@ -41,7 +41,7 @@ chaos-topologies: deps
 # stopped or reconfigured.
 PG_DSN := postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable
 #
-# MariaDB is one shared server too (internal/mysqltest gives each test a
+# MariaDB is one shared server too (internal/testenv/mysqltest gives each test a
 # database of its own). Unless LOCKWATCH_MYSQL_DSN points the tests
 # elsewhere, deps makes the default one (root without a password on
 # 127.0.0.1:3306, database test) answer: when nothing listens on the port
@@ -60,7 +60,7 @@ deps:
 	fi
 	@redis-server --version
 	@if ! command -v gcc >/dev/null; then \
-		echo "installing gcc (internal/redistest builds its clock shim with it, and SPIN's verifiers)"; \
+		echo "installing gcc (internal/testenv/redistest builds its clock shim with it, and SPIN's verifiers)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
 	fi
 	@# The protocol model (model/): spin writes a verifier in C, gcc builds it.
@@ -72,7 +72,7 @@ deps:
 		echo "installing prometheus and prometheus-alertmanager (promtool, amtool)"; \
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus prometheus-alertmanager >/dev/null; \
 	fi
-	@# The debugpage tests load the page in headless Chromium (internal/browsertest).
+	@# The debugpage tests load the page in headless Chromium (internal/testenv/browsertest).
 	@if ! command -v chromium >/dev/null; then \
 		echo "installing chromium (the debug page's browser test)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
@@ -132,15 +132,32 @@ fmt-check:
 # model/lease.pml exhaustively with SPIN; make model MUTANT=NAME checks one
 # mutant of model/MUTANTS, which must fail with a counterexample trail;
 # make mutants checks them all (two at a time), and a mutant that stops
-# failing fails it. Both run in make test. They need only spin and gcc
+# failing fails it. They need only spin and gcc
 # (make deps installs them), not the servers.
+#
+# make test leaves the repair's runs (MODEL_LATE: two scenarios and their
+# two mutants, about 20 s on 2 cores) to make model-late, which .ci/run
+# calls after make test; model-quick checks the rest.
+MODEL_LATE := REPAIR RLOSS REPAIR_TO_RECORD REPAIR_WITHOUT_SKEW
+SPIN_CHECK := @command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
+
 model:
-	@command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
+	$(SPIN_CHECK)
 	model/check.sh $(MUTANT)
 
 mutants:
-	@command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
+	$(SPIN_CHECK)
 	model/check.sh mutants
+
+model-quick:
+	$(SPIN_CHECK)
+	MODEL_SKIP='$(MODEL_LATE)' model/check.sh
+	MODEL_SKIP='$(MODEL_LATE)' model/check.sh mutants
+
+model-late:
+	$(SPIN_CHECK)
+	MODEL_ONLY='$(MODEL_LATE)' model/check.sh
+	MODEL_ONLY='$(MODEL_LATE)' model/check.sh mutants
 
 # bench/ is a module of its own (it imports the libraries it compares
 # with), which ./... at the root does not enter.
