@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // promtool runs the real promtool and fails with its output.

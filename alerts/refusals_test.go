@@ -17,7 +17,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/alerts"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // refusalsTest is a promtool test file, beside the catalogue's one-case-per-

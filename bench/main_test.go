@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // sharedAddr is the redis-server that the cycle and HTTP benchmarks share,

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // grafanaVars stands in for the variables Grafana interpolates before a query

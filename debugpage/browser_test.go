@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/browsertest"
+	"github.com/lockwatch/lockwatch/internal/testenv/browsertest"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
 )

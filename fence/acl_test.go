@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/redisacl"
+	"github.com/lockwatch/lockwatch/internal/testenv/redisacl"
 )
 
 // The Redis ACL of SECURITY.md for a fenced RedisStore's user
-// (internal/redisacl), applied to a real redis-server: the store admits,
+// (internal/testenv/redisacl), applied to a real redis-server: the store admits,
 // writes, reads and checks, and nothing outside its namespace; a user
 // missing a permission fails closed.
 

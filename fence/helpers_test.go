@@ -12,7 +12,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // harness is the shared in-memory telemetry (every span sampled, so

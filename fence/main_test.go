@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // addr is the redis-server the runnable examples use.

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/mysqltest"
+	"github.com/lockwatch/lockwatch/internal/testenv/mysqltest"
 )
 
 // TestMySQLSnapshot: in a REPEATABLE READ transaction whose snapshot

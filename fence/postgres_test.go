@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 )
 
 // TestPostgresTextFenceColumnFails: a fence column of the wrong type (text

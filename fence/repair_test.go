@@ -17,9 +17,9 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redisacl"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redisacl"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // storeKey is the Redis key of a RedisStore's key with the default
@@ -248,7 +248,7 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 }
 
 // TestRepairUnderTheStoreACL: a store whose user has SECURITY.md's store
-// rules (internal/redisacl) reads and repairs its marks, and meets no
+// rules (internal/testenv/redisacl) reads and repairs its marks, and meets no
 // refusal doing it: a service can call Repair with the store's own user.
 func TestRepairUnderTheStoreACL(t *testing.T) {
 	s := redisacl.Start(t)

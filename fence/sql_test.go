@@ -14,9 +14,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/mysqltest"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/mysqltest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 )
 
 // sqlBackend is one database the fenced-table suite runs on: the same

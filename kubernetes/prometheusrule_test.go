@@ -15,7 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/lockwatch/lockwatch/kubernetes"
 )
 

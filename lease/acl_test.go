@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
-	"github.com/lockwatch/lockwatch/internal/redisacl"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redisacl"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// The Redis ACLs of SECURITY.md (internal/redisacl), applied to a real
+// The Redis ACLs of SECURITY.md (internal/testenv/redisacl), applied to a real
 // redis-server: a Locker's user and an operator's can do all their work
 // and nothing outside their namespace, and a user missing a permission
 // fails closed.

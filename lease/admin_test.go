@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/script"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 

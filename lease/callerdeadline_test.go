@@ -10,10 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // unfired is a caller's context in the instant after its deadline passed

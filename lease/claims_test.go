@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/script"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // Every attempt is its own claim: a retry or a late copy of an attempt

@@ -13,9 +13,9 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // replyFault injects faults into a client's acquire and release scripts.

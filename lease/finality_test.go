@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // An end is final: a force release, a release and a clean-up each end an

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // backend is one Redis deployment the behaviour suite runs against.

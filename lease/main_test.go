@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // TestMain starts the private redis-server the runnable examples use, and

@@ -11,8 +11,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // waits returns the waits of lock "report" recorded so far, by result.

@@ -13,8 +13,8 @@ import (
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
 	"github.com/lockwatch/lockwatch/internal/suspend"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // A host that resumes from a suspend finds its leases past their cancel

@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // TestTokenPropagation: calls made on a lease's context carry its token,

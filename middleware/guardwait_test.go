@@ -17,8 +17,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // stuckKey is a guarded resource whose handler for token 41 blocks until

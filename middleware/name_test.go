@@ -11,8 +11,8 @@ import (
 	"google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
 )
 

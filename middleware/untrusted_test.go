@@ -18,8 +18,8 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
-	"github.com/lockwatch/lockwatch/internal/telemetrytest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // The runs the conformance test replays: SPIN's random simulations of the

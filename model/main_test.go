@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // TestMain fails the package when a goroutine outlives the tests, and when

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/pgtest"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // testSeed's schedule injects every fault kind of the single topology in

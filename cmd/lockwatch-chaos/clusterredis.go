@@ -12,9 +12,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // clusterMasters is how many masters the Cluster topology has, each with

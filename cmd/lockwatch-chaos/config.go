@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 )
 
 // config is everything a run depends on. The schedule of faults is a pure

@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/url"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 )
 
 // Directions of a holder-partition.

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // lockRedis is the Redis deployment the leases live on: a primary, a

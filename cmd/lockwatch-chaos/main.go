@@ -18,7 +18,7 @@
 //
 //   - the lock Redis, in the shape -topology names:
 //   - single (the default): a redis-server primary with a replica, reached
-//     by every holder through a fault proxy (internal/faultproxy) that can
+//     by every holder through a fault proxy (internal/testenv/faultproxy) that can
 //     delay, blackhole or reset the traffic, and that the harness re-points
 //     at the replica when it promotes it;
 //   - sentinel: a primary, two replicas and three redis-sentinel processes
@@ -166,7 +166,7 @@
 // in user space, and the run says so.
 //
 // -clock-skew D starts the replicas (single and sentinel) with wall clocks
-// D behind the machine's, through internal/redistest's clock shim: the
+// D behind the machine's, through internal/testenv/redistest's clock shim: the
 // fence's one clock assumption broken on purpose (RELIABILITY.md). The
 // whole server's wall clock moves, key expiry included (Redis replicates
 // expiry as absolute times, so a key lives D longer on a promoted replica

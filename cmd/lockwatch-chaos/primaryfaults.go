@@ -8,8 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // primaryFault injects the faults that hit the current primary, or the

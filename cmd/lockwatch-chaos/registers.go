@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 

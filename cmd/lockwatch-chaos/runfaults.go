@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 )
 
 // The faults of lockwatch run holders (runholder.go). Each arms one

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 )
 
 // lockwatchPkg is the CLI the run holders run, built from the module the

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 )
 
 // runLockName is the lock name of the run holders' leases (lockwatch run

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // sentinelMaster is the master name the sentinels monitor.

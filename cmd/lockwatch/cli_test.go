@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 func TestUsageErrorsExit64WithOneLine(t *testing.T) {

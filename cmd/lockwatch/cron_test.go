@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 )
 
 // readmeScript returns the report script of the README's section for

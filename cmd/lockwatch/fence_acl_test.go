@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/redisacl"
+	"github.com/lockwatch/lockwatch/internal/testenv/redisacl"
 )
 
 // The Redis ACL of SECURITY.md for the user of lockwatch fence
-// (internal/redisacl's FenceOperator), applied to a real redis-server: the
+// (internal/testenv/redisacl's FenceOperator), applied to a real redis-server: the
 // command reads and repairs a bricked mark under exactly these rules, each
 // grant is needed, and the users a service or lockwatch inspect has cannot
 // run it.

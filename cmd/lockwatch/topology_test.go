@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // The same run, inspect and release --force, through the other two

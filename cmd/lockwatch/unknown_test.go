@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/lockwatch/lockwatch/internal/faultproxy"
+	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 )
 
 // TestUnknownAcquireExits76 slows the link so that the acquire's reply

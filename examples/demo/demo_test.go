@@ -20,7 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // TestMain fails the package when a goroutine outlives the tests: a demo

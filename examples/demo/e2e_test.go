@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/dashboards"
-	"github.com/lockwatch/lockwatch/internal/integration"
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // TestEndToEndWithPrometheus runs the demo with its faults on, a real

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // latencyHistograms are the histograms whose exemplars must lead to stored

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/promtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // TestWholeStack is make e2e's test: one demo, faults on, exporting its

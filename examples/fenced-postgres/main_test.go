@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/lockwatch/lockwatch/internal/pgtest"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -20,7 +20,7 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // heldLease matches the active-leases series of the route at 1.

@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // Timeout bounds one Chromium run: a cold start on a loaded 2-core machine

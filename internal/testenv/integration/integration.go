@@ -1,5 +1,5 @@
 // Package integration is what the test helpers for real servers
-// (internal/redistest, pgtest, mysqltest) share: how a missing server
+// (internal/testenv/redistest, pgtest, mysqltest) share: how a missing server
 // skips a test, or fails it in CI.
 package integration
 

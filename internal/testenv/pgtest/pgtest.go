@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"

@@ -13,7 +13,7 @@ import (
 // the next section of its level.
 func securitySection(t *testing.T) string {
 	t.Helper()
-	doc, err := os.ReadFile("../../SECURITY.md")
+	doc, err := os.ReadFile("../../../SECURITY.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(doc), "\n## Redis ACLs\n")
 	require.True(t, found, "SECURITY.md has a section \"## Redis ACLs\"")
@@ -32,7 +32,7 @@ func TestSecurityMDShowsTheRules(t *testing.T) {
 			shown = append(shown, line)
 		}
 	}
-	assert.Equal(t, Documented(), shown, "SECURITY.md's rules are internal/redisacl's")
+	assert.Equal(t, Documented(), shown, "SECURITY.md's rules are internal/testenv/redisacl's")
 
 	// The table of grants: each row's first cell names grants in
 	// backquotes.

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 )
 
 // TestOpenIsolatesAndCleansUp: each Open has a schema of its own on every

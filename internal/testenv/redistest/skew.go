@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // clockShimSource moves a process's wall clock; see its comment.

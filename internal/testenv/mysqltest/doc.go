@@ -8,7 +8,7 @@
 // UPDATE reads, and in which order it evaluates assignments, are properties
 // of the server, not of the SQL text.
 //
-// Like PostgreSQL in internal/pgtest, the server is not started per test.
+// Like PostgreSQL in internal/testenv/pgtest, the server is not started per test.
 // The tests share one, named by LOCKWATCH_MYSQL_DSN in go-sql-driver/mysql's
 // form (default DefaultDSN, the server `make deps` provides), and isolate
 // themselves with databases instead: Open creates a database with a unique

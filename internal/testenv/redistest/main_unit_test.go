@@ -22,7 +22,7 @@ func TestMainWithoutRedisServer(t *testing.T) {
 	}
 	run := func(require string) (string, error) {
 		cmd := exec.Command(goBin, "test", "-count=1", "-v",
-			"-run", "^(TestBackoffIsBounded|TestUnknownAcquire|Example)$", "../../lease/")
+			"-run", "^(TestBackoffIsBounded|TestUnknownAcquire|Example)$", "../../../lease/")
 		cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(goBin), "LOCKWATCH_REQUIRE_INTEGRATION="+require, "GOFLAGS=")
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -4,7 +4,7 @@ import (
 	"os/exec"
 	"testing"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // requireEnv is integration.RequireEnv, which the helpers here name in

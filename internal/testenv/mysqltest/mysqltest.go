@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/integration"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 
 	"github.com/go-sql-driver/mysql"
 )

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/lockwatch/lockwatch/internal/mysqltest"
+	"github.com/lockwatch/lockwatch/internal/testenv/mysqltest"
 )
 
 // TestOpenIsolatesAndCleansUp: each Open has a database of its own on every
