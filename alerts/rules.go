@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/lease"
 )
 
 // Severities: critical pages someone now, warning opens a ticket or a chat
@@ -270,7 +269,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-renewal",
 			Name:      "LockwatchLeasesLost",
 			Severity:  warning,
-			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(obs.PromLeaseLosses, ne(labelReason, string(lease.LossClosed)))),
+			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(obs.PromLeaseLosses, ne(labelReason, string(obs.LossClosed)))),
 			By:        labels(labelJob, labelLock, labelReason),
 			Threshold: 0,
 			For:       15 * time.Minute,
@@ -279,14 +278,14 @@ func catalogue(q promql) []alert {
 				`and losses have gone on for 15 minutes. Every loss cancels the work it protected.`,
 			Fires: testCase{
 				About:  "one lease lost a minute to unanswered renewals",
-				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(lease.LossRenewalUnknown)), "0+1x30"}},
+				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossRenewalUnknown)), "0+1x30"}},
 				At:     20 * time.Minute,
-				Labels: with(lock, labelReason, string(lease.LossRenewalUnknown)),
+				Labels: with(lock, labelReason, string(obs.LossRenewalUnknown)),
 				Value:  5,
 			},
 			Silent: testCase{
 				About:  "ten leases a minute given up by Locker.Close (graceful shutdowns)",
-				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(lease.LossClosed)), "0+10x30"}},
+				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossClosed)), "0+10x30"}},
 				At:     20 * time.Minute,
 			},
 		},

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockwatch/lockwatch/alerts"
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/lease"
 )
 
 // The metrics the panels read, from telemetry's table: a renamed series
@@ -122,7 +121,7 @@ func unsafeStats(v view, first uint32) []cog.Builder[dashboard.Panel] {
 		statPanel(first+3, "Leases lost",
 			"Leases lost for any reason but a graceful shutdown (reason=\"closed\", the Locker closed while holding): renewal rejected or unknown, deadline reached without a confirmed renewal, or the maximum hold time.",
 			units.OpsPerSecond,
-			query{orZero(rate(losses, v.by, ne(obs.AttrReason, string(lease.LossClosed))), leaseBase), v.legend()},
+			query{orZero(rate(losses, v.by, ne(obs.AttrReason, string(obs.LossClosed))), leaseBase), v.legend()},
 			anyEventWarn...),
 		statPanel(first+4, "Near-expiry commit ratio",
 			"Share of Commit calls whose final write succeeded with less validity left than the warning threshold: the commit was allowed, but a pause of that length would have made it a stale write. "+
