@@ -70,7 +70,7 @@ func Parse(s string) (Token, error) {
 		return Token{}, err
 	}
 	t := Token{Fence: n}
-	var seen [3]bool // s, kid, mac
+	var seen params
 	for rest := s[2+end:]; rest != ""; {
 		if rest[0] != ';' {
 			return Token{}, fmt.Errorf("%w: %q after the fence, want ';'", ErrMalformed, rest[0])
@@ -83,34 +83,40 @@ func Parse(s string) (Token, error) {
 			i = len(rest)
 		}
 		val, rest = rest[:i], rest[i:]
-		var err error
-		switch key {
-		case "s":
-			err = decodeParam(&seen[0], key, val, t.Scope[:])
-		case "kid":
-			if seen[1] {
-				return Token{}, fmt.Errorf("%w: parameter kid repeated", ErrMalformed)
-			}
-			seen[1], t.KeyID = true, val
-			if err = validKeyID(val); err != nil {
-				err = fmt.Errorf("%w: %w", ErrMalformed, err)
-			}
-		case "mac":
-			err = decodeParam(&seen[2], key, val, t.MAC[:])
-		default:
-			return Token{}, fmt.Errorf("%w: unknown parameter %q", ErrMalformed, key)
-		}
-		if err != nil {
+		if err := seen.set(&t, key, val); err != nil {
 			return Token{}, err
 		}
 	}
 	switch {
-	case !seen[0] || t.IsPlain():
+	case !seen.s || t.IsPlain():
 		return Token{}, fmt.Errorf("%w: no scope (s) or a zero scope", ErrMalformed)
-	case seen[1] != seen[2]:
+	case seen.kid != seen.mac:
 		return Token{}, fmt.Errorf("%w: kid and mac go together", ErrMalformed)
 	}
 	return t, nil
+}
+
+// params records which of a token's parameters Parse has read.
+type params struct{ s, kid, mac bool }
+
+// set reads the parameter key=val into t, once.
+func (p *params) set(t *Token, key, val string) error {
+	switch key {
+	case "s":
+		return decodeParam(&p.s, key, val, t.Scope[:])
+	case "kid":
+		if p.kid {
+			return fmt.Errorf("%w: parameter kid repeated", ErrMalformed)
+		}
+		p.kid, t.KeyID = true, val
+		if err := validKeyID(val); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+		return nil
+	case "mac":
+		return decodeParam(&p.mac, key, val, t.MAC[:])
+	}
+	return fmt.Errorf("%w: unknown parameter %q", ErrMalformed, key)
 }
 
 // decodeParam decodes a byte-sequence parameter (:base64:) of exactly
