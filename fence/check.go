@@ -36,7 +36,8 @@ func startCheck(ctx context.Context, tel *obs.Recorder, resource string, token T
 // which is the caller's span's trace: a rejection's exemplar leads to the
 // request that wrote late.
 func (c check) done(accepted bool, highWater int64) {
-	c.tel.EndFenceCheck(c.ctx, c.span, c.resource, c.token.Fence, highWater, accepted)
+	ev := obs.FenceCheck{Resource: c.resource, Fence: c.token.Fence, HighWater: highWater, Accepted: accepted}
+	c.tel.EndFenceCheck(c.ctx, c.span, ev)
 }
 
 // refused records a token refused before any comparison with the mark
@@ -44,7 +45,7 @@ func (c check) done(accepted bool, highWater int64) {
 // result, never as a rejection.
 func (c check) refused(err error) error {
 	result, _ := refusal(err)
-	c.tel.RefuseFenceCheck(c.ctx, c.span, c.resource, result, c.token.Fence, err)
+	c.tel.RefuseFenceCheck(c.ctx, c.span, obs.FenceRefusal{Resource: c.resource, Result: result, Fence: c.token.Fence, Err: err})
 	return err
 }
 

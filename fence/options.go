@@ -102,7 +102,7 @@ func newStoreConfig(opts []Option) storeConfig {
 // recorder is where a store records its checks: t's recorder, or for a nil
 // t one on the global providers, as telemetry.New() would make.
 func recorder(t *telemetry.Telemetry) *obs.Recorder {
-	if r := obs.Of(t); r != nil {
+	if r := (*obs.Telemetry)(t).Recorder(); r != nil {
 		return r
 	}
 	return obs.New(obs.Config{})

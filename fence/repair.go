@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // The repair script, as scripts.go builds the others: tokens.lua's
@@ -82,7 +84,8 @@ func (s *RedisStore) Repair(ctx context.Context, key string, seen, floor int64) 
 		return 0, false, fmt.Errorf("fence: repair %s: %w", s.resource, err)
 	}
 	if status == repairDone {
-		s.tel.FenceRepaired(ctx, s.resource, key, keyHash(key), seen, mark)
+		key := obs.Key{Raw: key, Hash: keyHash(key)}
+		s.tel.FenceRepaired(ctx, obs.FenceRepair{Resource: s.resource, Key: key, Before: seen, After: mark})
 	}
 	return mark, status == repairDone, nil
 }

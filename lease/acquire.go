@@ -60,9 +60,9 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 		}
 	}
 	lockKey, fenceKey, mark := leaseKeys(set.namespace, key)
-	actx, span := set.rec.StartAcquire(ctx, set.name, key, hashTag(lockKey))
+	actx, span := set.rec.StartAcquire(ctx, set.name, obs.Key{Raw: key, Hash: hashTag(lockKey)})
 	start := clock.Now()
-	ev := acquireEvent{Name: set.name, Key: key, Result: obs.AcquireError, Err: optErr}
+	ev := acquireEvent{Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
 		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
@@ -157,7 +157,7 @@ func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey
 			ev.Result, ev.Fence = obs.AcquireAcquired, r.fence
 			return l, nil
 		}
-		ev.Result, ev.HolderTTL = obs.AcquireContended, r.holderTTL
+		ev.Result = obs.AcquireContended
 		contended = &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
 		left := waitUntil - clock.Now()
 		if left <= 0 {
@@ -358,7 +358,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 			abandoned.Settled()
 		}
 		n, err := lk.releaseKey(ctx, set, lockKey, resolve)
-		ev := resolutionEvent{Name: set.name, Key: key, Result: obs.ResolutionAbsent}
+		ev := obs.Resolution{Lock: set.name, Result: obs.ResolutionAbsent}
 		switch {
 		case err != nil:
 			ev.Result, ev.Err = obs.ResolutionUnresolved, err
@@ -366,7 +366,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKe
 		case n == 1:
 			ev.Result = obs.ResolutionReleased
 		}
-		set.observeResolution(context.WithoutCancel(ctx), ev)
+		set.rec.UnknownResolved(context.WithoutCancel(ctx), ev)
 	})
 }
 

@@ -135,7 +135,8 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 	if result == obs.ReleaseUnknown {
 		err = fmt.Errorf("lease: force release %q: outcome unknown: %w", shortKey(key), err)
 	}
-	lk.set.rec.ForceReleased(ctx, lk.set.name, key, hashTag(lockKey), string(result), holder, int64(info.Fence), err)
+	lk.set.rec.ForceReleased(ctx, obs.ForceRelease{Lock: lk.set.name, Key: obs.Key{Raw: key, Hash: info.KeyHash}, Result: result,
+		Holder: holder, Fence: info.Fence, Err: err})
 	return info, err
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // TestBehaviour runs every protocol claim that needs no fault injection
@@ -89,8 +90,8 @@ func testAcquireIsOneRoundTrip(t *testing.T, c redis.UniversalClient) {
 
 func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
-	lk := newLocker(t, c, WithTTL(5*time.Second), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, WithTTL(5*time.Second), withO)
 	l, err := lk.Acquire(ctx, "busy")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -101,13 +102,11 @@ func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
 	require.ErrorAs(t, err, &na)
 	assert.Greater(t, na.HolderTTL, 3*time.Second)
 	assert.LessOrEqual(t, na.HolderTTL, 5*time.Second)
-	rec.read(func() {
-		require.Len(t, rec.acquires, 2)
-		assert.Equal(t, obs.AcquireAcquired, rec.acquires[0].Result)
-		assert.Equal(t, l.Fence(), rec.acquires[0].Fence)
-		assert.Equal(t, obs.AcquireContended, rec.acquires[1].Result)
-		assert.Equal(t, na.HolderTTL, rec.acquires[1].HolderTTL)
-	})
+	spans := o.acquires()
+	require.Len(t, spans, 2)
+	assert.Equal(t, string(obs.AcquireAcquired), telemetrytest.Attr(spans[0], obs.AttrResult).AsString())
+	assert.Equal(t, l.Fence(), telemetrytest.Attr(spans[0], obs.AttrFence).AsInt64())
+	assert.Equal(t, string(obs.AcquireContended), telemetrytest.Attr(spans[1], obs.AttrResult).AsString())
 }
 
 func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
@@ -297,9 +296,9 @@ func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
 
 func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
+	o, withO := observe(t)
 	ttl := 500 * time.Millisecond
-	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+	lk := newLocker(t, c, WithTTL(ttl), withO)
 	l, err := lk.Acquire(ctx, "long")
 	require.NoError(t, err)
 	lockKey, _ := redisKeys(lk.set.namespace, "long")
@@ -312,22 +311,27 @@ func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 	}
 	require.NoError(t, l.Context().Err())
 	assert.Positive(t, l.Remaining())
-	rec.read(func() {
-		assert.GreaterOrEqual(t, len(rec.renewals), 10, "renewal every TTL/3 over 6 TTLs")
-		for _, r := range rec.renewals {
-			assert.Equal(t, obs.RenewalRenewed, r.Result)
-		}
-	})
+	renewals := o.renewals(t)
+	assert.GreaterOrEqual(t, renewals[obs.RenewalRenewed], int64(10), "renewal every TTL/3 over 6 TTLs")
+	assert.Equal(t, map[obs.RenewalResult]int64{obs.RenewalRenewed: renewals[obs.RenewalRenewed], obs.RenewalRejected: 0,
+		obs.RenewalUnknown: 0}, renewals, "every renewal renewed")
 	require.NoError(t, l.Release(ctx))
 }
 
 func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
+	o, withO := observe(t)
 	const n = 200
-	lk := newLocker(t, c, WithTTL(600*time.Millisecond), rec.withHooks())
+	lk := newLocker(t, c, WithTTL(600*time.Millisecond), withO)
 	counter := &cmdCounter{}
 	c.AddHook(counter)
+	var biggest atomic.Int64 // the most renewals in one pipeline: one batch
+	c.AddHook(hookFunc(func(cmds []redis.Cmder, send func() error) error {
+		if renewScript.Runs(cmds[0]) && int64(len(cmds)) > biggest.Load() {
+			biggest.Store(int64(len(cmds)))
+		}
+		return send()
+	}))
 	before := counter.pipelines.Load()
 	leases := make([]*Lease, n)
 	for i := range leases {
@@ -336,21 +340,18 @@ func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 		leases[i] = l
 	}
 	require.Eventually(t, func() bool {
-		done := 0
-		rec.read(func() { done = len(rec.renewals) })
+		var done int64
+		for _, k := range o.renewals(t) {
+			done += k
+		}
 		return done >= 3*n
 	}, 10*time.Second, 10*time.Millisecond, "three renewal rounds")
 
-	biggest := 0
-	rec.read(func() {
-		for _, r := range rec.renewals {
-			require.Equal(t, obs.RenewalRenewed, r.Result)
-			biggest = max(biggest, r.BatchSize)
-		}
-	})
-	assert.Greater(t, biggest, n/4, "renewals of leases taken together share a pipeline")
-	renewals := 0
-	rec.read(func() { renewals = len(rec.renewals) })
+	counted := o.renewals(t)
+	require.Equal(t, map[obs.RenewalResult]int64{obs.RenewalRenewed: counted[obs.RenewalRenewed], obs.RenewalRejected: 0,
+		obs.RenewalUnknown: 0}, counted, "every renewal renewed")
+	assert.Greater(t, biggest.Load(), int64(n/4), "renewals of leases taken together share a pipeline")
+	renewals := int(counted[obs.RenewalRenewed])
 	// Cluster splits one batch into one pipeline per master, so allow a
 	// few pipelines per batch; one pipeline per renewal would be n times more.
 	pipelines := counter.pipelines.Load() - before
@@ -363,8 +364,8 @@ func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 
 func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
-	lk := newLocker(t, c, WithTTL(300*time.Millisecond), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, WithTTL(300*time.Millisecond), withO)
 	l, err := lk.Acquire(ctx, "deleted")
 	require.NoError(t, err)
 	lockKey, _ := redisKeys(lk.set.namespace, "deleted")
@@ -373,10 +374,10 @@ func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
 	cause := waitDone(t, l, 5*time.Second)
 	assert.Equal(t, LossRenewalRejected, lossReason(t, cause))
 	assert.Zero(t, l.Remaining())
-	losses, _ := rec.waitLosses(t, 1)
+	losses := o.waitLosses(t, 1)
 	require.Len(t, losses, 1)
-	assert.Equal(t, LossRenewalRejected, losses[0].Reason)
-	assert.Equal(t, l.Fence(), losses[0].Fence)
+	assert.Equal(t, string(LossRenewalRejected), losses[0].Attrs[obs.AttrReason])
+	assert.Equal(t, strconv.FormatInt(l.Fence(), 10), losses[0].Attrs[obs.AttrFence])
 	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
 }
 
@@ -396,24 +397,25 @@ func testOverwrittenKeyIsLost(t *testing.T, c redis.UniversalClient) {
 
 func testMaxHold(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
-	lk := newLocker(t, c, WithTTL(time.Second), WithMaxHold(250*time.Millisecond), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, WithTTL(time.Second), WithMaxHold(250*time.Millisecond), withO)
 	l, err := lk.Acquire(ctx, "bounded")
 	require.NoError(t, err)
 	cause := waitDone(t, l, 5*time.Second)
 	assert.Equal(t, LossMaxHold, lossReason(t, cause))
-	losses, _ := rec.waitLosses(t, 1)
+	losses := o.waitLosses(t, 1)
 	require.Len(t, losses, 1)
-	assert.GreaterOrEqual(t, losses[0].Held, 250*time.Millisecond)
-	rec.read(func() { assert.Empty(t, rec.renewals, "no renewal is sent past the max hold") })
+	assert.GreaterOrEqual(t, l.lostAt-l.sentAt, 250*time.Millisecond, "held until the loss")
+	assert.Equal(t, map[obs.RenewalResult]int64{obs.RenewalRenewed: 0, obs.RenewalRejected: 0, obs.RenewalUnknown: 0},
+		o.renewals(t), "no renewal is sent past the max hold")
 	require.NoError(t, l.Release(ctx), "the key is still ours: max hold ends the lease, not the key")
 }
 
 func testCommit(t *testing.T, c redis.UniversalClient) {
-	ctx := testCtx(t)
-	rec := &recorder{}
+	o, withO := observe(t)
+	ctx, work := o.Tracer.Start(testCtx(t), "work") // where each Commit is marked
 	ttl := time.Second
-	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+	lk := newLocker(t, c, WithTTL(ttl), withO)
 
 	t.Run("runs with the fence", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-ok")
@@ -460,22 +462,21 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran after release"); return nil })
 		require.ErrorIs(t, err, ErrReleased)
 	})
-	rec.read(func() {
-		outcomes := map[obs.CommitResult]int{}
-		for _, e := range rec.commits {
-			outcomes[e.Result]++
-			if e.Result != obs.CommitRefused {
-				assert.Positive(t, e.Remaining)
-			}
+	outcomes := map[obs.CommitResult]int{}
+	for _, e := range telemetrytest.SpanEvents(work, obs.EventCommit) {
+		result := obs.CommitResult(e[obs.AttrResult].AsString())
+		outcomes[result]++
+		if result != obs.CommitRefused {
+			assert.Positive(t, e[obs.AttrRemaining].AsFloat64())
 		}
-		assert.Equal(t, map[obs.CommitResult]int{obs.CommitCommitted: 1, obs.CommitFailed: 1, obs.CommitNearExpiry: 1, obs.CommitRefused: 4}, outcomes)
-	})
+	}
+	assert.Equal(t, map[obs.CommitResult]int{obs.CommitCommitted: 1, obs.CommitFailed: 1, obs.CommitNearExpiry: 1, obs.CommitRefused: 4}, outcomes)
 }
 
 func testRelease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	lockKey, _ := redisKeys(lk.set.namespace, "rel")
 
 	l, err := lk.Acquire(ctx, "rel")
@@ -494,20 +495,19 @@ func testRelease(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, l.Release(ctx), "a second Release of the old lease does nothing")
 	assert.EqualValues(t, 1, c.Exists(ctx, lockKey).Val())
 	require.NoError(t, next.Release(ctx))
-	rec.read(func() {
-		require.Len(t, rec.releases, 2, "only the first Release of each lease reports")
-		for _, e := range rec.releases {
-			assert.Equal(t, obs.ReleaseReleased, e.Result)
-			assert.False(t, e.Lost)
-			assert.Positive(t, e.Held)
-		}
-	})
+	assert.Equal(t, map[obs.ReleaseResult]int64{obs.ReleaseReleased: 2, obs.ReleaseNotHeld: 0, obs.ReleaseUnknown: 0},
+		byResult(t, o, obs.LeaseReleases, obs.ReleaseResults), "only the first Release of each lease reports, released")
+	assert.Zero(t, o.HistPoint(t, obs.LeaseCancellationLatency, lockAttrs(defaultName)).Count, "neither was lost")
+	held := o.HistPoint(t, obs.LeaseHoldDuration, lockAttrs(defaultName))
+	require.EqualValues(t, 2, held.Count)
+	shortest, _ := held.Min.Value()
+	assert.Positive(t, shortest, "each was held for a while")
 }
 
 func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	holder, err := lk.Acquire(ctx, "wait")
 	require.NoError(t, err)
 
@@ -533,11 +533,9 @@ func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, err)
 		assert.Greater(t, l.Fence(), holder.Fence())
 		require.NoError(t, l.Release(ctx))
-		rec.read(func() {
-			last := rec.acquires[len(rec.acquires)-1]
-			assert.Equal(t, obs.AcquireAcquired, last.Result)
-			assert.Greater(t, last.Attempts, 1)
-		})
+		result, attempts := o.lastAcquire(t)
+		assert.Equal(t, obs.AcquireAcquired, result)
+		assert.Greater(t, attempts, int64(1))
 	})
 }
 

@@ -46,8 +46,8 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	c := redistest.Start(t).Client(t)
 	late := &lateReply{}
 	c.AddHook(late.hook())
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	ctx := testCtx(t)
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -58,11 +58,9 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, ErrUnknown)
-	rec.read(func() {
-		last := rec.acquires[len(rec.acquires)-1]
-		assert.Equal(t, obs.AcquireContended, last.Result)
-		assert.Equal(t, 2, last.Attempts, "one answered, one dropped unsent")
-	})
+	result, attempts := o.lastAcquire(t)
+	assert.Equal(t, obs.AcquireContended, result)
+	assert.EqualValues(t, 2, attempts, "one answered, one dropped unsent")
 	require.NoError(t, holder.Release(ctx))
 }
 
@@ -90,8 +88,8 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	proxy := faultproxy.Start(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 8})
 	t.Cleanup(func() { _ = c.Close() })
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	ctx := testCtx(t)
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -114,9 +112,8 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrNotAcquired, "congestion reported as contention")
 	assert.Contains(t, err.Error(), "acquire timeout (500ms) passed before the acquire could be sent")
-	rec.read(func() {
-		assert.Equal(t, obs.AcquireError, rec.acquires[len(rec.acquires)-1].Result)
-	})
+	result, _ := o.lastAcquire(t)
+	assert.Equal(t, obs.AcquireError, result)
 	<-f1
 	<-f2
 	proxy.Set(faultproxy.Delay(0))

@@ -184,8 +184,8 @@ func testAcquireAfterAnUnknownWaitsForItsCleanUp(t *testing.T, b backend) {
 	fault := &replyFault{resolveDelay: 200 * time.Millisecond}
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 
@@ -193,7 +193,7 @@ func testAcquireAfterAnUnknownWaitsForItsCleanUp(t *testing.T, b backend) {
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err, "the Locker's own unknown acquire must not block the key for a TTL")
 	require.NoError(t, l.Release(ctx))
-	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result)
+	assert.Equal(t, obs.ResolutionReleased, o.waitResolution(t))
 }
 
 // Waiters poll a held key many times a second, and each answer bars its

@@ -35,26 +35,27 @@ import (
 // errors.Is fence.ErrStale) or failed (any other error, or a panic).
 func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
 	rem := l.Remaining()
-	ev := commitEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Remaining: rem, Result: obs.CommitCommitted}
+	ev := obs.Commit{Lock: l.set.name, Result: obs.CommitCommitted, Remaining: rem, Fence: l.token.Fence}
+	var refused error
 	switch err := l.Err(); {
 	case err != nil:
-		ev.Result, ev.Err = obs.CommitRefused, err
+		ev.Result, refused = obs.CommitRefused, err
 	case rem <= l.set.commitHard: // rem is 0 past the cancel point, even before the scheduler marks the loss
-		ev.Result, ev.Err = obs.CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
+		ev.Result, refused = obs.CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
 	case rem < l.set.commitWarn:
 		ev.Result = obs.CommitNearExpiry
 	}
-	if ev.Err != nil {
-		l.set.observeCommit(ctx, ev)
-		return ev.Err
+	if refused != nil {
+		l.set.rec.Committed(ctx, ev)
+		return refused
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.commitTimeout)
 	defer cancel()
 	returned := false
 	defer func() {
 		if !returned { // fn panicked: counted, and the panic goes on
-			ev.Result, ev.Err = obs.CommitFailed, errCommitPanicked
-			l.set.observeCommit(ctx, ev)
+			ev.Result = obs.CommitFailed
+			l.set.rec.Committed(ctx, ev)
 		}
 	}()
 	err := fn(wctx, l.token)
@@ -62,14 +63,10 @@ func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token f
 	switch {
 	case err == nil:
 	case errors.Is(err, fence.ErrStale):
-		ev.Result, ev.Err = obs.CommitStale, err
+		ev.Result = obs.CommitStale
 	default:
-		ev.Result, ev.Err = obs.CommitFailed, err
+		ev.Result = obs.CommitFailed
 	}
-	l.set.observeCommit(ctx, ev)
+	l.set.rec.Committed(ctx, ev)
 	return err
 }
-
-// errCommitPanicked is the error a commit whose fn panicked is reported
-// with.
-var errCommitPanicked = errors.New("lease: commit: fn panicked")

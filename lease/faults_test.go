@@ -16,6 +16,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // replyFault injects faults into a client's acquire and release scripts.
@@ -98,8 +99,8 @@ func TestUnknownAcquire(t *testing.T) {
 				fault := &replyFault{}
 				c.AddHook(fault)
 				tc.setup(fault)
-				rec := &recorder{}
-				lk := newLocker(t, c, rec.withHooks())
+				o, withO := observe(t)
+				lk := newLocker(t, c, withO)
 				lockKey, _ := redisKeys(lk.set.namespace, "k")
 
 				ran := false
@@ -114,14 +115,15 @@ func TestUnknownAcquire(t *testing.T) {
 				require.ErrorAs(t, err, &unknown)
 				assert.False(t, ran, "the work must not run on an unknown acquire")
 
-				ev := rec.waitResolution(t)
-				assert.Equal(t, tc.want, ev.Result)
-				assert.Equal(t, "k", ev.Key)
+				assert.Equal(t, tc.want, o.waitResolution(t))
 				assert.EqualValues(t, map[bool]int64{true: 1, false: 0}[tc.held], b.client(t).Exists(ctx, lockKey).Val())
-				rec.read(func() {
-					require.Len(t, rec.acquires, 1)
-					assert.Equal(t, obs.AcquireUnknown, rec.acquires[0].Result)
-				})
+				acquires := o.acquires()
+				require.Len(t, acquires, 1)
+				assert.Equal(t, string(obs.AcquireUnknown), telemetrytest.Attr(acquires[0], obs.AttrResult).AsString())
+				// The clean-up is reported in the trace of the acquire of "k".
+				assert.Equal(t, hashTag(lockKey), telemetrytest.Attr(acquires[0], obs.AttrKeyHash).AsString())
+				resolution := o.Logs.All("unknown acquire cleaned up")[0]
+				assert.Equal(t, acquires[0].SpanContext().SpanID().String(), resolution.Attrs["span_id"])
 			})
 		}
 	}
@@ -140,9 +142,9 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	proxy := faultproxy.Start(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	rec := &recorder{}
+	o, withO := observe(t)
 	ttl := 2 * time.Second
-	lk := newLocker(t, c, WithTTL(ttl), WithReleaseTimeout(300*time.Millisecond), rec.withHooks())
+	lk := newLocker(t, c, WithTTL(ttl), WithReleaseTimeout(300*time.Millisecond), withO)
 	warm, err := lk.Acquire(ctx, "warm") // loads the scripts through the proxy
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(ctx))
@@ -150,7 +152,7 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	proxy.Set(faultproxy.DropReplies)
 	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
-	assert.Equal(t, obs.ResolutionUnresolved, rec.waitResolution(t).Result)
+	assert.Equal(t, obs.ResolutionUnresolved, o.waitResolution(t))
 
 	direct := srv.Client(t)
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
@@ -223,9 +225,9 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 			t.Run(backend+"/"+tc.name, func(t *testing.T) {
 				ctx := testCtx(t)
 				c := tgt.client(tc.ctxBounds)
-				rec := &recorder{}
+				o, withO := observe(t)
 				ttl := time.Second
-				lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+				lk := newLocker(t, c, WithTTL(ttl), withO)
 				l, err := lk.Acquire(ctx, "stall")
 				require.NoError(t, err)
 				lockKey, _ := redisKeys(lk.set.namespace, "stall")
@@ -236,11 +238,11 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 
 				cause := waitDone(t, l, 5*time.Second)
 				assert.Equal(t, tc.want, lossReason(t, cause))
-				// The hook runs just after the cancel: its instant bounds the
-				// cancel from above.
-				_, at := rec.waitLosses(t, 1)
-				require.Len(t, at, 1)
-				lostAt := at[0]
+				// The loss is logged just after the cancel: its instant bounds
+				// the cancel from above.
+				losses := o.waitLosses(t, 1)
+				require.Len(t, losses, 1)
+				lostAt := instant(losses[0])
 				expiry := l.sentAt + ttl
 				t.Logf("stalled at %v after the acquire was sent; lease cancelled %v before the key could expire",
 					stalledAt-l.sentAt, expiry-lostAt)
@@ -253,7 +255,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				assert.ErrorIs(t, l.Err(), ErrLost)
 				assert.Zero(t, l.Remaining())
 				require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
-				rec.read(func() { assert.Len(t, rec.losses, 1) })
+				assert.Len(t, o.Logs.All("lease lost"), 1)
 				_ = l.Release(ctx)
 			})
 		}
@@ -319,8 +321,8 @@ func TestReplicationAck(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.Start(t)
 	require.NoError(t, replica.ReplicaOf(primary))
-	rec := &recorder{}
-	lk := newLocker(t, primary.Client(t), WithReplicationAck(1, 300*time.Millisecond), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, primary.Client(t), WithReplicationAck(1, 300*time.Millisecond), withO)
 
 	l, err := lk.Acquire(ctx, "acked")
 	require.NoError(t, err, "one replica is connected and acknowledges")
@@ -331,7 +333,7 @@ func TestReplicationAck(t *testing.T) {
 	_, err = lk.Acquire(ctx, "unacked")
 	require.ErrorIs(t, err, ErrUnknown, "too few acknowledgements is an unknown acquire")
 	assert.Contains(t, err.Error(), "0 of 1 replicas")
-	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result, "the unacknowledged lock is released")
+	assert.Equal(t, obs.ResolutionReleased, o.waitResolution(t), "the unacknowledged lock is released")
 }
 
 // TestClusterReplicationAckGoesToTheKeysMaster: WAIT takes no key, so on a

@@ -166,11 +166,11 @@ func TestResentCleanUpReportsWhatItDid(t *testing.T) {
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
 	c.AddHook(resend{runs: releaseScript.Runs})
-	rec := &recorder{}
-	lk := newLocker(t, c, rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, withO)
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
-	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result,
+	assert.Equal(t, obs.ResolutionReleased, o.waitResolution(t),
 		"the clean-up's first copy deleted the key the unknown acquire took")
 }
 
@@ -187,15 +187,15 @@ func TestLockerIsNeverContendedByItsOwnGhost(t *testing.T) {
 	fault := &replyFault{resolveDelay: ttl/5 + 50*time.Millisecond}
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
-	rec := &recorder{}
-	lk := newLocker(t, c, WithTTL(ttl), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, c, WithTTL(ttl), withO)
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 	fault.dropAcquireReply.Store(false)
 
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err, "the Locker was refused by its own unknown acquire")
-	assert.Equal(t, obs.ResolutionUnresolved, rec.waitResolution(t).Result, "the interleaving needs an unresolved clean-up")
+	assert.Equal(t, obs.ResolutionUnresolved, o.waitResolution(t), "the interleaving needs an unresolved clean-up")
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
 	pttl := srv.Client(t).PTTL(ctx, lockKey).Val()
 	assert.Greater(t, pttl, l.Remaining(), "the lease ends before its key can expire")

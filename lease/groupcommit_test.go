@@ -18,6 +18,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // slowLocker returns a Locker whose client reaches redis-server through a
@@ -128,8 +129,8 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 }
 
 func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
-	rec := &recorder{}
-	lk, counter, srv := slowLocker(t, 100*time.Millisecond, rec.withHooks())
+	o, withO := observe(t)
+	lk, counter, srv := slowLocker(t, 100*time.Millisecond, withO)
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 
@@ -155,19 +156,18 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 		lockKey, _ := redisKeys(lk.set.namespace, key)
 		assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val(), key)
 	}
-	rec.read(func() {
-		assert.Empty(t, rec.resolutions)
-		results := map[obs.AcquireResult]int{}
-		for _, ev := range rec.acquires {
-			results[ev.Result]++
-		}
-		assert.Equal(t, map[obs.AcquireResult]int{obs.AcquireAcquired: 1 + groupcommit.MaxInFlight, obs.AcquireError: 2}, results) // warm-up and first
-	})
+	assert.Equal(t, map[obs.ResolutionResult]int64{obs.ResolutionReleased: 0, obs.ResolutionAbsent: 0, obs.ResolutionUnresolved: 0},
+		byResult(t, o, obs.LeaseUnknownResolutions, obs.ResolutionResults), "nothing to clean up")
+	results := map[obs.AcquireResult]int{}
+	for _, s := range o.acquires() {
+		results[obs.AcquireResult(telemetrytest.Attr(s, obs.AttrResult).AsString())]++
+	}
+	assert.Equal(t, map[obs.AcquireResult]int{obs.AcquireAcquired: 1 + groupcommit.MaxInFlight, obs.AcquireError: 2}, results) // warm-up and first
 }
 
 func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
-	rec := &recorder{}
-	lk, _, _ := slowLocker(t, 100*time.Millisecond, rec.withHooks())
+	o, withO := observe(t)
+	lk, _, _ := slowLocker(t, 100*time.Millisecond, withO)
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
@@ -184,17 +184,21 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 	r := <-abandoned
 	require.ErrorIs(t, r.err, ErrUnknown, "it may have run")
 	require.NoError(t, (<-leader).err, "the other call of the pipeline is unaffected")
-	assert.Equal(t, obs.ResolutionReleased, rec.waitResolution(t).Result, "it did run, and is cleaned up")
+	assert.Equal(t, obs.ResolutionReleased, o.waitResolution(t), "it did run, and is cleaned up")
 }
 
 func TestReleaseAsync(t *testing.T) {
-	rec := &recorder{}
-	lk, _, srv := slowLocker(t, 50*time.Millisecond, rec.withHooks())
+	o, withO := observe(t)
+	lk, _, srv := slowLocker(t, 50*time.Millisecond, withO)
 	ctx := testCtx(t)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	lockKey, _ := redisKeys(lk.set.namespace, "k")
-	rec.read(func() { rec.releases = nil }) // the warm-up's
+	warm := byResult(t, o, obs.LeaseReleases, obs.ReleaseResults) // the warm-up's
+	releases := func(released int64) map[obs.ReleaseResult]int64 {
+		return map[obs.ReleaseResult]int64{obs.ReleaseReleased: warm[obs.ReleaseReleased] + released,
+			obs.ReleaseNotHeld: warm[obs.ReleaseNotHeld], obs.ReleaseUnknown: warm[obs.ReleaseUnknown]}
+	}
 
 	l.ReleaseAsync(ctx)
 	require.ErrorIs(t, context.Cause(l.Context()), ErrReleased, "the work ends at once")
@@ -204,19 +208,14 @@ func TestReleaseAsync(t *testing.T) {
 
 	again, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err, "an acquire through the same Locker waits for the delete, it does not contend")
-	rec.read(func() {
-		require.Len(t, rec.releases, 1)
-		assert.Equal(t, obs.ReleaseReleased, rec.releases[0].Result)
-		assert.Equal(t, obs.AcquireAcquired, rec.acquires[len(rec.acquires)-1].Result)
-		assert.Equal(t, 1, rec.acquires[len(rec.acquires)-1].Attempts)
-	})
+	require.Equal(t, releases(1), byResult(t, o, obs.LeaseReleases, obs.ReleaseResults), "one release, released")
+	result, attempts := o.lastAcquire(t)
+	assert.Equal(t, obs.AcquireAcquired, result)
+	assert.EqualValues(t, 1, attempts)
 
 	again.ReleaseAsync(ctx)
 	require.NoError(t, lk.Close(), "Close waits for releases in flight")
-	rec.read(func() {
-		require.Len(t, rec.releases, 2)
-		assert.Equal(t, obs.ReleaseReleased, rec.releases[1].Result)
-	})
+	assert.Equal(t, releases(2), byResult(t, o, obs.LeaseReleases, obs.ReleaseResults), "the second, released too")
 	assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val())
 	assert.Zero(t, lk.pending.n.Load())
 }

@@ -8,16 +8,18 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 )
 
 // backend is one Redis deployment the behaviour suite runs against.
@@ -77,76 +79,71 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// recorder keeps every hook event, with the monotonic instant of each loss.
-type recorder struct {
-	mu          sync.Mutex
-	acquires    []acquireEvent
-	resolutions []resolutionEvent
-	renewals    []renewalEvent
-	losses      []lossEvent
-	lostAt      []time.Duration
-	commits     []commitEvent
-	releases    []releaseEvent
+// observed holds a Locker's signals, recorded in memory (WithTelemetry):
+// the tests read what a Locker reports as a dashboard or a log search
+// would, under the lock name defaultName.
+type observed struct{ *telemetrytest.Harness }
+
+// observe returns an observed harness and the option that makes a Locker
+// report to it.
+func observe(t *testing.T) (observed, Option) {
+	h := telemetrytest.New(t)
+	return observed{h}, WithTelemetry(h.Tel)
 }
 
-func (r *recorder) hooks() hooks {
-	return hooks{
-		onAcquire: func(_ context.Context, e acquireEvent) { r.add(func() { r.acquires = append(r.acquires, e) }) },
-		onResolution: func(_ context.Context, e resolutionEvent) {
-			r.add(func() { r.resolutions = append(r.resolutions, e) })
-		},
-		onRenewal: func(_ context.Context, e renewalEvent) { r.add(func() { r.renewals = append(r.renewals, e) }) },
-		onLoss: func(_ context.Context, e lossEvent) {
-			at := clock.Now()
-			r.add(func() { r.losses, r.lostAt = append(r.losses, e), append(r.lostAt, at) })
-		},
-		onCommit:  func(_ context.Context, e commitEvent) { r.add(func() { r.commits = append(r.commits, e) }) },
-		onRelease: func(_ context.Context, e releaseEvent) { r.add(func() { r.releases = append(r.releases, e) }) },
+// acquires returns the lease.acquire spans ended so far, one per Acquire
+// call, in order.
+func (o observed) acquires() []sdktrace.ReadOnlySpan { return o.Ended(obs.SpanAcquire) }
+
+// lastAcquire returns the result and attempts of the last Acquire call.
+func (o observed) lastAcquire(t *testing.T) (obs.AcquireResult, int64) {
+	t.Helper()
+	spans := o.acquires()
+	require.NotEmpty(t, spans)
+	last := spans[len(spans)-1]
+	return obs.AcquireResult(telemetrytest.Attr(last, obs.AttrResult).AsString()), telemetrytest.Attr(last, obs.AttrAttempts).AsInt64()
+}
+
+// count returns a counter of defaultName's, e.g. count(t, obs.LeaseReleases,
+// obs.AttrResult, "released").
+func (o observed) count(t *testing.T, name string, kv ...string) int64 {
+	t.Helper()
+	return o.Sum(t, name, lockAttrs(defaultName, kv...))
+}
+
+// byResult returns a counter of defaultName's by each result of its set.
+func byResult[R ~string](t *testing.T, o observed, name string, set []R) map[R]int64 {
+	t.Helper()
+	out := map[R]int64{}
+	for _, r := range set {
+		out[r] = o.count(t, name, obs.AttrResult, string(r))
 	}
+	return out
 }
 
-func (r *recorder) add(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f()
-}
-
-// read runs f under the recorder's lock.
-func (r *recorder) read(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	f()
-}
-
-func (r *recorder) withHooks() Option { return withHooks(r.hooks()) }
-
-// waitResolution waits for the first unknown-acquire resolution.
-func (r *recorder) waitResolution(t *testing.T) resolutionEvent {
+// renewals returns the renewals counted by result.
+func (o observed) renewals(t *testing.T) map[obs.RenewalResult]int64 {
 	t.Helper()
-	var ev resolutionEvent
-	require.Eventually(t, func() bool {
-		ok := false
-		r.read(func() {
-			if len(r.resolutions) > 0 {
-				ev, ok = r.resolutions[0], true
-			}
-		})
-		return ok
-	}, 10*time.Second, 5*time.Millisecond, "no unknown-acquire resolution reported")
-	return ev
+	return byResult(t, o, obs.LeaseRenewals, obs.RenewalResults)
 }
 
-// waitLosses waits until n losses were reported and returns them with
-// their instants. (A lease's context is cancelled before its loss is
-// reported, so Done alone does not mean the hook has run.)
-func (r *recorder) waitLosses(t *testing.T, n int) (losses []lossEvent, at []time.Duration) {
+// waitResolution waits for the first unknown acquire's clean-up to be
+// reported and returns how it ended.
+func (o observed) waitResolution(t *testing.T) obs.ResolutionResult {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		r.read(func() { losses, at = append([]lossEvent(nil), r.losses...), append([]time.Duration(nil), r.lostAt...) })
-		return len(losses) >= n
-	}, 10*time.Second, 2*time.Millisecond, "want %d losses reported", n)
-	return losses, at
+	return obs.ResolutionResult(o.Logs.Wait(t, "unknown acquire cleaned up", 1)[0].Attrs[obs.AttrResult])
 }
+
+// waitLosses waits until n losses were reported and returns their log
+// records. (A lease's context is cancelled before its loss is reported,
+// so Done alone does not mean the report has run.)
+func (o observed) waitLosses(t *testing.T, n int) []telemetrytest.Log {
+	t.Helper()
+	return o.Logs.Wait(t, "lease lost", n)
+}
+
+// instant returns the clock instant a record was kept at.
+func instant(l telemetrytest.Log) time.Duration { return clock.Now() - time.Since(l.Time) }
 
 // waitDone waits for the lease's context to end and returns its cause.
 func waitDone(t *testing.T, l *Lease, within time.Duration) error {

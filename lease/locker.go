@@ -138,10 +138,5 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.set.observeLoss(l.ctx, lossEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Reason: cause.Reason,
-		Held: l.lostAt - l.sentAt, Err: cause.Err})
-}
-
-func init() {
-	obs.OfLease = func(l any) *obs.Recorder { return l.(*Lease).set.rec }
+	l.set.rec.Lost(l.ctx, obs.Loss{Lock: l.set.name, Reason: cause.Reason, Fence: l.token.Fence, Err: cause.Err})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -80,8 +81,8 @@ func TestCloseLosesHeldLeasesAndRefusesAcquire(t *testing.T) {
 	c := srv.Client(t)
 	require.NoError(t, c.Ping(ctx).Err())
 	baseline := goleak.IgnoreCurrent()
-	rec := &recorder{}
-	lk := NewLocker(c, WithNamespace(testNamespace(t)), rec.withHooks())
+	_, withO := observe(t) // its reports run too, and end by Close
+	lk := NewLocker(c, WithNamespace(testNamespace(t)), withO)
 	l, err := lk.Acquire(ctx, "held")
 	require.NoError(t, err)
 
@@ -173,20 +174,6 @@ func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
 	require.ErrorIs(t, err, ErrClosed)
 }
 
-func TestHooksAddUp(t *testing.T) {
-	ctx := testCtx(t)
-	srv := redistest.Start(t)
-	var calls []string
-	hook := func(name string) Option {
-		return withHooks(hooks{onAcquire: func(context.Context, acquireEvent) { calls = append(calls, name) }})
-	}
-	lk := newLocker(t, srv.Client(t), hook("locker-1"), hook("locker-2"))
-	l, err := lk.Acquire(ctx, "k", hook("acquire"))
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx))
-	assert.Equal(t, []string{"locker-1", "locker-2", "acquire"}, calls)
-}
-
 func TestBackoffIsBounded(t *testing.T) {
 	set, err := withOptions(defaultConfig(), []Option{WithBackoff(5*time.Second, 10*time.Second)}).settings()
 	require.NoError(t, err)
@@ -252,18 +239,20 @@ func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
 func TestReleasePastTheCancelPointIsALoss(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	rec := &recorder{}
-	lk := newLocker(t, srv.Client(t), rec.withHooks())
+	o, withO := observe(t)
+	lk := newLocker(t, srv.Client(t), withO)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	l.cancelAt.Store(int64(clock.Now() - time.Millisecond)) // as if the scheduler were late
 	require.ErrorIs(t, l.Err(), ErrLost)
 	require.NoError(t, l.Release(ctx))
 	require.ErrorIs(t, context.Cause(l.Context()), ErrLost)
-	losses, _ := rec.waitLosses(t, 1)
-	assert.Equal(t, LossDeadline, losses[0].Reason)
-	rec.read(func() {
-		require.Len(t, rec.releases, 1)
-		assert.True(t, rec.releases[0].Lost)
-	})
+	losses := o.waitLosses(t, 1)
+	assert.Equal(t, string(LossDeadline), losses[0].Attrs[obs.AttrReason])
+	var releases int64
+	for _, n := range byResult(t, o, obs.LeaseReleases, obs.ReleaseResults) {
+		releases += n
+	}
+	require.EqualValues(t, 1, releases)
+	assert.EqualValues(t, 1, o.HistPoint(t, obs.LeaseCancellationLatency, lockAttrs(defaultName)).Count, "released as lost")
 }

@@ -1,37 +1,39 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/obs"
-
 	"context"
 	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
-// Every observation point records telemetry (metrics, span events, logs),
-// then calls the hooks the tests observe a Locker through.
+// Every other signal is one obs event built where it happens; an Acquire's
+// takes the steps below, which its wait and its failures need.
 
+// observeAcquire records the Acquire that ev describes and ends its span.
 func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acquireEvent) {
-	// Contention is an answer, and a caller that gave up before anything
-	// was sent (its context ended) is no failure of the lock.
-	//
-	// The error recorded (span, log) is the cause without the caller's key,
-	// which unknownError's message carries: keys are request input and may
-	// hold secrets; telemetry names them only by hash unless WithRawKeys.
-	var failure error
+	s.rec.EndAcquire(ctx, span, obs.Acquire{Lock: s.name, Result: ev.Result, Duration: ev.Duration, Fence: ev.Fence,
+		Attempts: ev.Attempts, Err: acquireFailure(ev)})
+}
+
+// acquireFailure is the failure an acquire is recorded with, if any.
+// Contention is an answer, and a caller that gave up before anything was
+// sent (its context ended) is no failure of the lock. The error recorded
+// (span, log) is the cause without the caller's key, which unknownError's
+// message carries: keys are request input and may hold secrets; telemetry
+// names them only by hash unless WithRawKeys.
+func acquireFailure(ev acquireEvent) error {
 	switch {
 	case ev.Result == obs.AcquireUnknown:
-		failure = withoutKey(ev.Err)
+		return withoutKey(ev.Err)
 	case ev.Result == obs.AcquireError && !errors.Is(ev.Err, context.Canceled) && !errors.Is(ev.Err, context.DeadlineExceeded):
-		failure = ev.Err
+		return ev.Err
 	}
-	s.rec.EndAcquire(ctx, span, s.name, string(ev.Result), ev.Duration, int64(ev.Fence), ev.Attempts, failure)
-	if h := s.hooks.onAcquire; h != nil {
-		h(ctx, ev)
-	}
+	return nil
 }
 
 // observeWaitStart counts the caller as waiting for a contended lease the
@@ -56,7 +58,7 @@ func (s *settings) observeWaitEnd(ctx context.Context, ev *acquireEvent) {
 		return
 	}
 	ev.waiting = false
-	s.rec.WaitEnded(ctx, s.name, string(waitResult(ctx, ev)), clock.Now()-ev.waitStart)
+	s.rec.WaitEnded(ctx, obs.Wait{Lock: s.name, Result: waitResult(ctx, ev), Waited: clock.Now() - ev.waitStart})
 }
 
 // waitResult says how a wait ended, from the acquire's result and error and
@@ -85,44 +87,6 @@ func waitResult(ctx context.Context, ev *acquireEvent) obs.WaitResult {
 	return obs.WaitError
 }
 
-func (s *settings) observeResolution(ctx context.Context, ev resolutionEvent) {
-	s.rec.UnknownResolved(ctx, s.name, string(ev.Result), ev.Err)
-	if h := s.hooks.onResolution; h != nil {
-		h(ctx, ev)
-	}
-}
-
-func (s *settings) observeRenewal(ctx context.Context, ev renewalEvent) {
-	s.rec.Renewal(ctx, s.name, string(ev.Result), ev.Duration)
-	if ev.Result != obs.RenewalRenewed {
-		s.rec.RenewalFailed(ctx, s.name, string(ev.Result), int64(ev.Fence), ev.Err)
-	}
-	if h := s.hooks.onRenewal; h != nil {
-		h(ctx, ev)
-	}
-}
-
-func (s *settings) observeLoss(ctx context.Context, ev lossEvent) {
-	s.rec.Lost(ctx, s.name, string(ev.Reason), int64(ev.Fence), ev.Err)
-	if h := s.hooks.onLoss; h != nil {
-		h(ctx, ev)
-	}
-}
-
-func (s *settings) observeCommit(ctx context.Context, ev commitEvent) {
-	s.rec.Committed(ctx, s.name, string(ev.Result), ev.Remaining, int64(ev.Fence))
-	if h := s.hooks.onCommit; h != nil {
-		h(ctx, ev)
-	}
-}
-
-func (s *settings) observeRelease(ctx context.Context, ev releaseEvent) {
-	s.rec.Released(ctx, s.name, string(ev.Result), ev.Held, ev.Lost, ev.SinceLoss)
-	if h := s.hooks.onRelease; h != nil {
-		h(ctx, ev)
-	}
-}
-
 // withoutKey returns an unknown acquire's cause without the caller's key.
 // (A function of its own: the errors.As target escapes, and only unknown
 // acquires should pay that allocation.)
@@ -132,4 +96,15 @@ func withoutKey(err error) error {
 		return fmt.Errorf("lease: acquire result unknown: %w", unknown.Err)
 	}
 	return err
+}
+
+// The middleware reports on a lease's work (a late completion) through the
+// lease's own telemetry: obs.LeaseRecorder, its one seam into this package.
+func init() {
+	obs.LeaseRecorder = func(ctx context.Context) *obs.Recorder {
+		if l := FromContext(ctx); l != nil {
+			return l.set.rec
+		}
+		return nil
+	}
 }

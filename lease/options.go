@@ -39,7 +39,6 @@ type config struct {
 	fenceRetention time.Duration
 	ackReplicas    int
 	ackTimeout     time.Duration
-	hooks          hooks
 	tel            *telemetry.Telemetry
 	secrets        *fence.Secrets
 	// safetySet and friends tell an explicit zero from "derive".
@@ -202,7 +201,7 @@ func WithReplicationAck(n int, timeout time.Duration) Option {
 // lease's. Nil and the zero Telemetry are ignored.
 func WithTelemetry(t *telemetry.Telemetry) Option {
 	return optionFunc(func(c *config) {
-		if obs.Of(t) != nil {
+		if (*obs.Telemetry)(t).Recorder() != nil {
 			c.tel = t
 		}
 	})
@@ -221,7 +220,3 @@ func WithSecrets(s *fence.Secrets) Option {
 		}
 	})
 }
-
-// withHooks adds hooks (see hooks). They add up: given several times, every
-// set is called, in the order given.
-func withHooks(h hooks) Option { return optionFunc(func(c *config) { c.hooks = c.hooks.join(h) }) }

@@ -69,14 +69,14 @@ func (l *Lease) ReleaseAsync(ctx context.Context) {
 
 // end stops the lease (the first half of a release) and returns its release
 // event without a result.
-func (l *Lease) end() releaseEvent {
+func (l *Lease) end() obs.Release {
 	lostAt, wasLost, newly := l.locker.sched.remove(l)
 	if newly {
 		reportLoss(l)
 	}
 	at := clock.Now()
 	l.cancel(ErrReleased)
-	ev := releaseEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Held: at - l.sentAt, Lost: wasLost}
+	ev := obs.Release{Lock: l.set.name, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
 		ev.SinceLoss = at - lostAt
 	}
@@ -85,19 +85,19 @@ func (l *Lease) end() releaseEvent {
 
 // deleteKey deletes the lease's key if it still holds the owner token and
 // records the release.
-func (l *Lease) deleteKey(ctx context.Context, ev releaseEvent) error {
+func (l *Lease) deleteKey(ctx context.Context, ev obs.Release) error {
 	n, err := l.locker.releaseKey(ctx, l.set, l.lockKey, l.release)
 	switch {
 	case err != nil:
-		ev.Result, ev.Err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
+		ev.Result, err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
 		l.locker.ghosts.add(l.lockKey, l.owner(), l.set.ttl)
 	case n == 1:
 		ev.Result = obs.ReleaseReleased
 	default:
-		ev.Result, ev.Err = obs.ReleaseNotHeld, ErrNotHeld
+		ev.Result, err = obs.ReleaseNotHeld, ErrNotHeld
 	}
-	l.set.observeRelease(l.ctx, ev)
-	return ev.Err
+	l.set.rec.Released(l.ctx, ev)
+	return err
 }
 
 // releaseKey runs the release script (compare-and-delete on the owner token)

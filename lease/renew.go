@@ -50,8 +50,8 @@ func (lk *Locker) renew(batch []*Lease) {
 	lost := lk.sched.renewed(batch, sentAt, results, errs, forced) // cancels the lost at once
 	for i, l := range batch {                                      // the renewal first: it is the loss's cause
 		if results[i] != "" {
-			l.set.observeRenewal(l.ctx, renewalEvent{Name: l.set.name, Key: l.key, Fence: l.token.Fence, Result: results[i],
-				Duration: rtt, BatchSize: len(batch), Err: errs[i]})
+			l.set.rec.Renewal(l.ctx, obs.Renewal{Lock: l.set.name, Result: results[i], Duration: rtt, Fence: l.token.Fence,
+				Err: errs[i]})
 		}
 	}
 	for _, l := range lost {

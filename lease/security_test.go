@@ -373,8 +373,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	const ttl, maxHold = 300 * time.Millisecond, time.Second
-	rec := &recorder{}
-	greedy := newLocker(t, srv.Client(t), WithTTL(ttl), WithMaxHold(maxHold), WithTelemetry(h.Tel), WithName("greedy"), rec.withHooks())
+	greedy := newLocker(t, srv.Client(t), WithTTL(ttl), WithMaxHold(maxHold), WithTelemetry(h.Tel), WithName("greedy"))
 	other := newLocker(t, srv.Client(t), WithNamespace(greedy.set.namespace), WithTTL(ttl))
 	c := srv.Client(t)
 
@@ -384,15 +383,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 
 	// Held well past its TTL by renewals alone, and still valid.
 	require.Eventually(t, func() bool {
-		n := 0
-		rec.read(func() {
-			for _, r := range rec.renewals {
-				if r.Result == obs.RenewalRenewed {
-					n++
-				}
-			}
-		})
-		return n >= 3
+		return h.Sum(t, obs.LeaseRenewals, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrResult, "renewed")) >= 3
 	}, 10*time.Second, 5*time.Millisecond, "the holder is not renewing")
 	require.NoError(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), "a renewed lease commits")
 	_, err = other.Acquire(ctx, "k")
@@ -400,18 +391,22 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 
 	cause := waitDone(t, l, 10*time.Second)
 	assert.Equal(t, LossMaxHold, lossReason(t, cause))
-	losses, _ := rec.waitLosses(t, 1)
+	losses := h.Logs.Wait(t, "lease lost", 1)
 	require.Len(t, losses, 1)
-	assert.Equal(t, LossMaxHold, losses[0].Reason)
-	assert.GreaterOrEqual(t, losses[0].Held, maxHold, "not stopped before its max hold")
-	assert.Less(t, losses[0].Held, maxHold+ttl, "stopped at its max hold, not later")
+	assert.Equal(t, string(LossMaxHold), losses[0].Attrs[obs.AttrReason])
+	held := l.lostAt - l.sentAt
+	assert.GreaterOrEqual(t, held, maxHold, "not stopped before its max hold")
+	assert.Less(t, held, maxHold+ttl, "stopped at its max hold, not later")
 	assert.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
 	h.EventuallySum(t, obs.LeaseLosses, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrReason, "max_hold"), 1)
 
 	// Nobody released it and renewal stopped: the key expires by its TTL.
 	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 }, 10*time.Second, 5*time.Millisecond,
 		"the key outlived its TTL after max hold")
-	rec.read(func() { assert.Empty(t, rec.releases, "the key was freed by expiry, not by a release") })
+	for _, r := range obs.ReleaseResults {
+		assert.Zero(t, h.Sum(t, obs.LeaseReleases, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrResult, string(r))),
+			"the key was freed by expiry, not by a release")
+	}
 	next, err := other.Acquire(ctx, "k", WithWait(5*time.Second))
 	require.NoError(t, err)
 	defer next.Release(ctx)

@@ -22,7 +22,7 @@ type settings struct {
 }
 
 func (c config) settings() (*settings, error) {
-	s := &settings{config: c, rec: obs.Of(c.tel)}
+	s := &settings{config: c, rec: (*obs.Telemetry)(c.tel).Recorder()}
 	s.ttl = c.ttl.Truncate(time.Millisecond)
 	switch {
 	case s.ttl < minTTL:

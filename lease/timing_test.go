@@ -9,12 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/groupcommit"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/suspend"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // A host that resumes from a suspend finds its leases past their cancel
@@ -180,18 +182,19 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 	assert.Zero(t, c.Exists(ctx, lockKey).Val(), "the release was sent")
 }
 
-// A hook that panics after the lease was taken must not leave a lease that
-// is renewed until Close and never released: the panic goes on, the lease
-// ends and its key is freed.
-func TestAPanickingAcquireHookLeavesNoLease(t *testing.T) {
+// A report that panics after the lease was taken (a span processor, a
+// logger's handler) must not leave a lease that is renewed until Close and
+// never released: the panic goes on, the lease ends and its key is freed.
+func TestAPanickingAcquireReportLeavesNoLease(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, withHooks(hooks{onAcquire: func(context.Context, acquireEvent) { panic("hook") }}))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicOnEnd{}))
+	lk := newLocker(t, c, WithTelemetry(telemetry.New(telemetry.WithTracerProvider(tp))))
 	func() {
-		defer func() { assert.Equal(t, "hook", recover()) }()
+		defer func() { assert.Equal(t, "report", recover()) }()
 		_, _ = lk.Acquire(ctx, "k")
-		t.Error("the hook's panic must reach the caller")
+		t.Error("the report's panic must reach the caller")
 	}()
 	other := newLocker(t, c, WithNamespace(lk.set.namespace))
 	require.Eventually(t, func() bool {
@@ -203,6 +206,14 @@ func TestAPanickingAcquireHookLeavesNoLease(t *testing.T) {
 		return true
 	}, 2*time.Second, 10*time.Millisecond, "the key stays held by a lease nobody can release")
 }
+
+// panicOnEnd is a span processor that panics when a span ends.
+type panicOnEnd struct{}
+
+func (panicOnEnd) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (panicOnEnd) OnEnd(sdktrace.ReadOnlySpan)                     { panic("report") }
+func (panicOnEnd) Shutdown(context.Context) error                  { return nil }
+func (panicOnEnd) ForceFlush(context.Context) error                { return nil }
 
 // The caller that leads a shared pipeline must stop waiting at its own
 // deadline like every other caller, although the pipeline waits longer for

@@ -85,7 +85,7 @@ func NewGuard(store fence.Admitter, opts ...GuardOption) *Guard {
 	if cfg.guardWait < 0 {
 		panic(fmt.Sprintf("middleware: NewGuard: negative WithGuardWait: %v", cfg.guardWait))
 	}
-	tel := obs.Of(cfg.tel)
+	tel := (*obs.Telemetry)(cfg.tel).Recorder()
 	if tel == nil {
 		tel = obs.New(obs.Config{})
 	}
@@ -161,7 +161,7 @@ func (g *Guard) admit(ctx context.Context, key string, values []string) (_ conte
 	case errors.Is(err, errMissing) && g.cfg.allowNoFence:
 		return g.pass(ctx, noop)
 	case errors.Is(err, fence.ErrMalformed):
-		g.tel.RefuseFenceCheck(ctx, nil, g.cfg.resource, obs.FenceMalformed, 0, err)
+		g.tel.RefuseFenceCheck(ctx, nil, obs.FenceRefusal{Resource: g.cfg.resource, Result: obs.FenceMalformed, Err: err})
 		return ctx, nil, err
 	case err != nil:
 		return ctx, nil, err

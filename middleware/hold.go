@@ -70,7 +70,7 @@ func (h *holder) end(ctx context.Context, l *lease.Lease, name string, succeeded
 		l.ReleaseAsync(ctx)
 	}
 	if lost != nil && succeeded {
-		obs.OfLease(l).LateCompletion(ctx, name) // through the lease's own telemetry
+		obs.LeaseRecorder(l.Context()).LateCompletion(ctx, name)
 	}
 	return lost
 }

@@ -9,7 +9,7 @@ import (
 // for concurrent use; share one between a Locker (lease.WithTelemetry) and
 // fenced stores (fence.WithTelemetry, fence.TableConfig); the middleware
 // records through the lease's. The zero value is not usable; call New.
-type Telemetry struct{ rec *obs.Recorder }
+type Telemetry obs.Telemetry
 
 // New creates the instruments on the configured providers. Errors from the
 // providers (which the API only reports for invalid names) go to the global
@@ -17,14 +17,7 @@ type Telemetry struct{ rec *obs.Recorder }
 // instrument concerned then records nothing.
 func New(opts ...Option) *Telemetry {
 	c := newConfig(opts)
-	return &Telemetry{rec: obs.New(obs.Config{TracerProvider: c.tp, MeterProvider: c.mp, Logger: c.logger, RawKeys: c.rawKeys})}
-}
-
-func init() {
-	obs.Of = func(t any) *obs.Recorder {
-		if t, ok := t.(*Telemetry); ok && t != nil {
-			return t.rec
-		}
-		return nil
-	}
+	rec := obs.New(obs.Config{TracerProvider: c.tp, MeterProvider: c.mp, Logger: c.logger, RawKeys: c.rawKeys})
+	t := Telemetry(obs.NewTelemetry(rec))
+	return &t
 }

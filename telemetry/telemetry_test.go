@@ -24,6 +24,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// recorder is the Recorder a Telemetry records through.
+func recorder(tel *telemetry.Telemetry) *obs.Recorder { return (*obs.Telemetry)(tel).Recorder() }
+
 func sums(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, map[string][]string) {
 	values, exemplars, err := sumsOf(reader)
 	require.NoError(t, err)
@@ -73,15 +76,17 @@ func TestResourceSideSignals(t *testing.T) {
 	logs := &telemetrytest.Logs{}
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), telemetry.WithLogger(slog.New(logs)))
 
+	rec := recorder(tel)
 	ctx, writer := tp.Tracer("test").Start(context.Background(), "write")
-	for _, c := range []struct {
-		token, high int64
-		ok          bool
-	}{{10, 9, true}, {11, 10, true}, {10, 11, false}} {
-		fctx, span := obs.Of(tel).StartFenceCheck(ctx, "ledger")
-		obs.Of(tel).EndFenceCheck(fctx, span, "ledger", c.token, c.high, c.ok)
+	for _, c := range []obs.FenceCheck{
+		{Resource: "ledger", Fence: 10, HighWater: 9, Accepted: true},
+		{Resource: "ledger", Fence: 11, HighWater: 10, Accepted: true},
+		{Resource: "ledger", Fence: 10, HighWater: 11, Accepted: false},
+	} {
+		fctx, span := rec.StartFenceCheck(ctx, "ledger")
+		rec.EndFenceCheck(fctx, span, c)
 	}
-	obs.Of(tel).LateCompletion(ctx, "report")
+	rec.LateCompletion(ctx, "report")
 	writer.End()
 
 	values, exemplars := sums(t, reader)
@@ -128,7 +133,7 @@ func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
 	otel.SetMeterProvider(mp)
 	defer otel.SetMeterProvider(previous)
 
-	obs.Of(tel).LateCompletion(context.Background(), "report")
+	recorder(tel).LateCompletion(context.Background(), "report")
 	values, _ := sums(t, reader)
 	assert.EqualValues(t, 1, values[obs.LeaseLateCompletions+"{lock.name=report}"])
 }
@@ -140,9 +145,10 @@ func TestSeriesStartAtZero(t *testing.T) {
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
-	obs.Of(tel).Renewal(context.Background(), "report", "renewed", time.Millisecond)
-	ctx, span := obs.Of(tel).StartFenceCheck(context.Background(), "ledger")
-	obs.Of(tel).EndFenceCheck(ctx, span, "ledger", 2, 1, true)
+	rec := recorder(tel)
+	rec.Renewal(context.Background(), obs.Renewal{Lock: "report", Result: obs.RenewalRenewed, Duration: time.Millisecond})
+	ctx, span := rec.StartFenceCheck(context.Background(), "ledger")
+	rec.EndFenceCheck(ctx, span, obs.FenceCheck{Resource: "ledger", Fence: 2, HighWater: 1, Accepted: true})
 
 	values, _ := sums(t, reader)
 	for _, series := range []string{

@@ -223,7 +223,7 @@ func (h *holder) once() {
 		// What middleware does for a handler that succeeded after its
 		// lease was lost: a potential stale write, counted.
 		rec.Late = true
-		obs.Of(h.tel).LateCompletion(ctx, lockName)
+		(*obs.Telemetry)(h.tel).Recorder().LateCompletion(ctx, lockName)
 	}
 	rec.Released = now()
 	_ = l.Release(ctx)

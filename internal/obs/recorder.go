@@ -13,7 +13,7 @@ import (
 
 // Recorder records lockwatch's signals: the instruments of Metrics, the
 // lease.acquire and fence.check spans, span events and Warn logs. It is
-// what a telemetry.Telemetry holds (Of), safe for concurrent use. The zero
+// what a telemetry.Telemetry holds, safe for concurrent use. The zero
 // value is not usable; call New.
 type Recorder struct {
 	tracer  trace.Tracer
@@ -123,14 +123,29 @@ type Config struct {
 	RawKeys        bool // the raw key on spans, not only its hash
 }
 
-// Of returns the Recorder of a *telemetry.Telemetry (nil for a nil one).
-// Package telemetry sets it: it imports this package, which therefore
-// cannot name its type.
-var Of func(t any) *Recorder
+// Telemetry is the body of a telemetry.Telemetry, a type defined as this
+// one: lockwatch's packages reach its Recorder by a conversion,
+// (*obs.Telemetry)(t).Recorder(), checked at compile time, which users, who
+// cannot import this package, cannot make.
+type Telemetry struct{ rec *Recorder }
 
-// OfLease returns the Recorder a *lease.Lease reports to, for the
-// middleware's reports about the work under it; package lease sets it.
-var OfLease func(l any) *Recorder
+// NewTelemetry returns the body of a Telemetry that records through r.
+func NewTelemetry(r *Recorder) Telemetry { return Telemetry{rec: r} }
+
+// Recorder returns t's Recorder: nil for a nil or zero t.
+func (t *Telemetry) Recorder() *Recorder {
+	if t == nil {
+		return nil
+	}
+	return t.rec
+}
+
+// LeaseRecorder returns the Recorder of the lease whose context ctx is (or
+// derives from), or nil: the middleware reports on the work under a lease
+// through the lease's own telemetry. Package lease sets it at init, the one
+// registration of this package: lease imports this package, which therefore
+// cannot name a lease.
+var LeaseRecorder func(ctx context.Context) *Recorder
 
 // handle passes a provider's error to the global OpenTelemetry handler.
 func handle(err error) {

@@ -47,18 +47,21 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	defer span.End()
-	actx, aspan := obs.Of(tel).StartAcquire(ctx, "report", "tenant-7", "0123456789abcdef0123456789abcdef")
-	obs.Of(tel).WaitStarted(actx, "report")
-	obs.Of(tel).WaitEnded(actx, "report", "acquired", time.Millisecond)
-	obs.Of(tel).EndAcquire(actx, aspan, "report", "acquired", 2*time.Millisecond, 42, 1, nil)
-	obs.Of(tel).UnknownResolved(ctx, "report", "released", nil)
-	obs.Of(tel).Renewal(ctx, "report", "renewed", time.Millisecond)
-	obs.Of(tel).Lost(ctx, "report", "deadline", 42, nil)
-	obs.Of(tel).Committed(ctx, "report", "near_expiry", time.Second, 42)
-	obs.Of(tel).Released(ctx, "report", "released", 3*time.Second, true, 10*time.Millisecond)
-	obs.Of(tel).LateCompletion(ctx, "report")
-	fctx, fspan := obs.Of(tel).StartFenceCheck(ctx, "ledger")
-	obs.Of(tel).EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
+	rec := (*obs.Telemetry)(tel).Recorder()
+	actx, aspan := rec.StartAcquire(ctx, "report", obs.Key{Raw: "tenant-7", Hash: "0123456789abcdef0123456789abcdef"})
+	rec.WaitStarted(actx, "report")
+	rec.WaitEnded(actx, obs.Wait{Lock: "report", Result: obs.WaitAcquired, Waited: time.Millisecond})
+	rec.EndAcquire(actx, aspan, obs.Acquire{Lock: "report", Result: obs.AcquireAcquired, Duration: 2 * time.Millisecond,
+		Fence: 42, Attempts: 1})
+	rec.UnknownResolved(ctx, obs.Resolution{Lock: "report", Result: obs.ResolutionReleased})
+	rec.Renewal(ctx, obs.Renewal{Lock: "report", Result: obs.RenewalRenewed, Duration: time.Millisecond})
+	rec.Lost(ctx, obs.Loss{Lock: "report", Reason: obs.LossDeadline, Fence: 42})
+	rec.Committed(ctx, obs.Commit{Lock: "report", Result: obs.CommitNearExpiry, Remaining: time.Second, Fence: 42})
+	rec.Released(ctx, obs.Release{Lock: "report", Result: obs.ReleaseReleased, Held: 3 * time.Second, Lost: true,
+		SinceLoss: 10 * time.Millisecond})
+	rec.LateCompletion(ctx, "report")
+	fctx, fspan := rec.StartFenceCheck(ctx, "ledger")
+	rec.EndFenceCheck(fctx, fspan, obs.FenceCheck{Resource: "ledger", Fence: 41, HighWater: 42})
 	return p, span
 }
 
@@ -182,14 +185,14 @@ func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
 // scraped.
 func checkFreshExemplars(t *testing.T, p *otelsetup.Providers) string {
 	t.Helper()
-	tel := obs.Of(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
-		telemetry.WithLogger(slog.New(slog.DiscardHandler))))
+	tel := (*obs.Telemetry)(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider),
+		telemetry.WithTracerProvider(p.TracerProvider), telemetry.WithLogger(slog.New(slog.DiscardHandler)))).Recorder()
 	event := func() string {
 		ctx, span := p.TracerProvider.Tracer("test").Start(context.Background(), "write")
 		defer span.End()
 		fctx, fspan := tel.StartFenceCheck(ctx, "ledger")
-		tel.EndFenceCheck(fctx, fspan, "ledger", 41, 42, false)
-		tel.Lost(ctx, "report", "deadline", 42, nil)
+		tel.EndFenceCheck(fctx, fspan, obs.FenceCheck{Resource: "ledger", Fence: 41, HighWater: 42})
+		tel.Lost(ctx, obs.Loss{Lock: "report", Reason: obs.LossDeadline, Fence: 42})
 		return span.SpanContext().TraceID().String()
 	}
 	var labels string

@@ -139,6 +139,58 @@ func (h *Harness) Series(t testing.TB) (series int, kvs []string) {
 	return series, kvs
 }
 
+// Ended returns the ended spans named name, in the order they ended.
+func (h *Harness) Ended(name string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range h.Spans.Ended() {
+		if s.Name() == name {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Attr returns the attribute key of span (an empty value if it has none).
+func Attr(span sdktrace.ReadOnlySpan, key string) attribute.Value {
+	for _, kv := range span.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value
+		}
+	}
+	return attribute.Value{}
+}
+
+// SpanEvents returns the attributes of each event named name on span, a
+// span of a Harness's Tracer, ended or not.
+func SpanEvents(span trace.Span, name string) []map[string]attribute.Value {
+	var out []map[string]attribute.Value
+	for _, e := range span.(sdktrace.ReadOnlySpan).Events() {
+		if e.Name == name {
+			attrs := map[string]attribute.Value{}
+			for _, kv := range e.Attributes {
+				attrs[string(kv.Key)] = kv.Value
+			}
+			out = append(out, attrs)
+		}
+	}
+	return out
+}
+
+// HistPoint returns a histogram series' data point (count, sum, min, max).
+func (h *Harness) HistPoint(t testing.TB, name string, attrs map[string]string) metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	for _, m := range h.Collect(t) {
+		if hd, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == name {
+			for _, dp := range hd.DataPoints {
+				if matches(dp.Attributes, attrs) {
+					return dp
+				}
+			}
+		}
+	}
+	return metricdata.HistogramDataPoint[float64]{}
+}
+
 // Events returns the names of the events on every ended span named span.
 func (h *Harness) Events(span string) map[string]bool {
 	events := map[string]bool{}
@@ -173,6 +225,39 @@ func (c *Logs) Records() []slog.Record {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]slog.Record(nil), c.records...)
+}
+
+// Log is one record as kept: its time carries a monotonic reading.
+type Log struct {
+	Level slog.Level
+	Time  time.Time
+	Attrs map[string]string
+}
+
+// All returns every record whose message contains msg, in order.
+func (c *Logs) All(msg string) []Log {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Log
+	for _, r := range c.records {
+		if strings.Contains(r.Message, msg) {
+			attrs := map[string]string{}
+			r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+			out = append(out, Log{Level: r.Level, Time: r.Time, Attrs: attrs})
+		}
+	}
+	return out
+}
+
+// Wait waits until n records whose message contains msg were kept and
+// returns them: what background work logs lands a moment after the call
+// that caused it returns.
+func (c *Logs) Wait(t testing.TB, msg string, n int) []Log {
+	t.Helper()
+	var logs []Log
+	require.Eventually(t, func() bool { logs = c.All(msg); return len(logs) >= n }, 10*time.Second, 2*time.Millisecond,
+		"want %d records %q", n, msg)
+	return logs
 }
 
 // Find returns the level and attributes of the first record whose message
