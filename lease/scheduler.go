@@ -37,8 +37,8 @@ const maxBatch = 1000
 // Batches run on their own goroutines: a stalled Redis delays replies, never
 // the deadline queue, so a lease is cancelled at its cancel point even while
 // its renewal hangs. A lease's context is cancelled the moment it turns LOST,
-// under the scheduler's mutex; reports (telemetry, hooks) run afterwards and
-// never on the loop's goroutine, so a slow logger or hook can delay reports,
+// under the scheduler's mutex; its report runs afterwards and never on the
+// loop's goroutine, so a slow logger or span processor can delay reports,
 // never another lease's cancellation.
 type scheduler struct {
 	lk      *Locker
@@ -178,8 +178,8 @@ func (s *scheduler) run() {
 			}()
 		}
 		if len(lost) > 0 {
-			// Reported on a goroutine of their own: hooks and loggers may
-			// be slow, and this loop enforces every other cancel point.
+			// Reported on a goroutine of their own: loggers and exporters
+			// may be slow, and this loop enforces every other cancel point.
 			s.batches.Add(1)
 			go func() {
 				defer s.batches.Done()

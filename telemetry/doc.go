@@ -9,11 +9,11 @@
 // providers (otel.GetMeterProvider, otel.GetTracerProvider) and
 // slog.Default(), so a service that sets the global providers sees every
 // signal without further configuration; WithMeterProvider,
-// WithTracerProvider and WithLogger override them. The lease package creates
-// one Telemetry per Locker unless given one (lease.WithTelemetry); share one
-// between a Locker and fenced stores (the middleware records through the
-// lease's). Package otelsetup builds
-// SDK providers with a Prometheus endpoint, for services that have none.
+// WithTracerProvider and WithLogger override them. The lease package
+// creates one Telemetry per Locker unless given one (lease.WithTelemetry);
+// share one between a Locker and fenced stores (the middleware records
+// through the lease's). Package otelsetup builds SDK providers with a
+// Prometheus endpoint, for services that have none.
 //
 // # Prometheus series
 //
@@ -76,40 +76,38 @@
 //     lockwatch release --force): released, not_held, unknown. lock_name is
 //     the forcing Locker's.
 //
-// Attribute keys on metrics are short (lock.name, result, reason,
-// resource) rather than namespaced: they are scoped by
-// their instrument's lockwatch.* name, and they become the Prometheus
-// labels that queries and alert rules spell out. Spans and span events
-// carry the same keys for the same values, so a trace and a series name a
-// result alike; the attributes only spans carry are namespaced
-// (lockwatch.fence, lockwatch.key.hash, lockwatch.attempts, ...). Every
-// outcome is a result, of its instrument's closed set; a loss has a reason
-// (lease.LossReason).
+// Attribute keys on metrics are short (lock.name, result, reason, resource)
+// rather than namespaced: they are scoped by their instrument's lockwatch.*
+// name, and they become the Prometheus labels that queries and alert rules
+// spell out. Spans and span events carry the same keys for the same values,
+// so a trace and a series name a result alike; the attributes only spans
+// carry are namespaced (lockwatch.fence, lockwatch.key.hash,
+// lockwatch.attempts, ...). Every outcome is a result, of its instrument's
+// closed set; a loss has a reason (lease.LossReason).
 //
 // # Cardinality
 //
 // Metric attributes come from closed sets (result, reason) plus the lock
-// name, which callers bound (a route or method,
-// never a per-request key), and the resource name of fence checks. The key,
-// owner token and fence go on spans only, and the key only as its hash
-// unless WithRawKeys is given. Attribute sets are built once per lock name
-// and value and cached, so recording allocates nothing for attributes.
+// name, which callers bound (a route or method, never a per-request key),
+// and the resource name of fence checks. The key, owner token and fence go
+// on spans only, and the key only as its hash unless WithRawKeys is given.
+// Attribute sets are built once per lock name and value and cached, so
+// recording allocates nothing for attributes.
 //
 // # Exemplars and traces
 //
 // Every measurement is recorded with the context of the work it concerns:
 // the lease.acquire span (a child of the caller's) for acquire and wait
-// latency, the
-// request's span (the lease's
-// context) for renewals, losses, commits and releases, the writer's span for
-// fence rejections. With a sampled span, the SDK attaches its trace and span
-// ids to histograms and counters as exemplars, visible on an OpenMetrics
-// scrape, so a spike in stale writes links to the trace that wrote late.
-// Through the Prometheus exporter a counter shows one exemplar, and the
-// SDK's default reservoir keeps it on an old trace when events are rare:
-// otelsetup installs otelsetup.ExemplarView, which fixes that; a service
-// with a MeterProvider of its own adds the view itself (the otelsetup
-// package doc says why).
+// latency, the request's span (the lease's context) for renewals, losses,
+// commits and releases, the writer's span for fence rejections. With a
+// sampled span, the SDK attaches its trace and span ids to histograms and
+// counters as exemplars, visible on an OpenMetrics scrape, so a spike in
+// stale writes links to the trace that wrote late. Through the Prometheus
+// exporter a counter shows one exemplar, and the SDK's default reservoir
+// keeps it on an old trace when events are rare: otelsetup installs
+// otelsetup.ExemplarView, which fixes that; a service with a MeterProvider
+// of its own adds the view itself (the otelsetup package doc says why).
+//
 // Spans: lease.acquire (a child of the caller's span, status Error only for
 // unknown or failed acquires; contention is an answer, not an error),
 // fence.check, and the events lease.renewal_failed, lease.lost,

@@ -144,7 +144,7 @@ func (t *Recorder) WaitStarted(ctx context.Context, lock string) {
 // WaitEnded records the end of a wait that WaitStarted recorded: one caller
 // waiting less, and the time it waited by result.
 func (t *Recorder) WaitEnded(ctx context.Context, ev Wait) {
-	// The gauge first: whatever happens next, the caller no longer waits.
+	// The gauge first: whatever happens next, the caller has stopped waiting.
 	t.waiting.Add(ctx, -1, t.lock(ev.Lock, "", "").add...)
 	t.waitDuration.Record(ctx, ev.Waited.Seconds(), t.lock(ev.Lock, AttrResult, string(ev.Result)).record...)
 }

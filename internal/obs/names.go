@@ -8,10 +8,10 @@ const (
 )
 
 // Instrument names (OpenTelemetry) and the Prometheus series the OTel
-// Prometheus exporter makes of them with its default translation
-// (dots to underscores, unit suffix, _total on counters). Dashboards and
-// alerts query the Prom* names; a test scrapes a real exporter and checks
-// every one of them.
+// Prometheus exporter makes of them with its default translation (dots to
+// underscores, unit suffix, _total on counters). Dashboards and alerts
+// query the Prom* names; a test scrapes a real exporter and checks every
+// one of them.
 const (
 	LeaseAcquires                = "lockwatch.lease.acquires"
 	PromLeaseAcquires            = "lockwatch_lease_acquires_total"

@@ -68,25 +68,14 @@ func New(c Config) *Recorder {
 		attrs:   make(map[attrKey]*attrOpts),
 		known:   make(map[attrKey]bool),
 	}
-	counter := func(name string) metric.Int64Counter {
-		m := metricByName(name)
-		i, err := meter.Int64Counter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
-		handle(err)
-		return i
-	}
-	updown := func(name string) metric.Int64UpDownCounter {
-		m := metricByName(name)
-		i, err := meter.Int64UpDownCounter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
-		handle(err)
-		return i
-	}
-	histogram := func(name string) metric.Float64Histogram {
-		m := metricByName(name)
-		i, err := meter.Float64Histogram(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description),
-			metric.WithExplicitBucketBoundaries(m.Buckets...))
-		handle(err)
-		return i
-	}
+	t.create(meter)
+	return t
+}
+
+// create creates the instruments of Metrics on meter.
+func (t *Recorder) create(meter metric.Meter) {
+	m := instruments{meter}
+	counter, updown, histogram := m.counter, m.updown, m.histogram
 	t.acquires = counter(LeaseAcquires)
 	t.acquireDuration = histogram(LeaseAcquireDuration)
 	t.resolutions = counter(LeaseUnknownResolutions)
@@ -107,7 +96,31 @@ func New(c Config) *Recorder {
 	t.waiting = updown(LeaseWaiting)
 	t.waitDuration = histogram(LeaseWaitDuration)
 	t.forceReleases = counter(LeaseForceReleases)
-	return t
+}
+
+// instruments creates instruments on a meter from their entries in Metrics.
+type instruments struct{ meter metric.Meter }
+
+func (i instruments) counter(name string) metric.Int64Counter {
+	m := metricByName(name)
+	c, err := i.meter.Int64Counter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
+	handle(err)
+	return c
+}
+
+func (i instruments) updown(name string) metric.Int64UpDownCounter {
+	m := metricByName(name)
+	c, err := i.meter.Int64UpDownCounter(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description))
+	handle(err)
+	return c
+}
+
+func (i instruments) histogram(name string) metric.Float64Histogram {
+	m := metricByName(name)
+	h, err := i.meter.Float64Histogram(m.Name, metric.WithUnit(m.Unit), metric.WithDescription(m.Description),
+		metric.WithExplicitBucketBoundaries(m.Buckets...))
+	handle(err)
+	return h
 }
 
 // RawKeys tells whether the caller's keys may be shown (WithRawKeys), not
@@ -204,9 +217,10 @@ func (t *Recorder) resource(name, key, value string) *attrOpts {
 }
 
 // introduce creates every counter series of a lock name or resource at zero
-// the first time it is seen (and does nothing after that). A counter series born at its first event has
-// no earlier sample, so rate() and increase() would miss that event: the
-// first stale write a resource ever rejected would page nobody.
+// the first time it is seen (and does nothing after that). A counter series
+// born at its first event has no earlier sample, so rate() and increase()
+// would miss that event: the first stale write a resource ever rejected
+// would page nobody.
 func (t *Recorder) introduce(firstKey, name string) {
 	k := attrKey{firstKey: firstKey, first: name}
 	t.mu.RLock()
@@ -222,30 +236,32 @@ func (t *Recorder) introduce(firstKey, name string) {
 		return
 	}
 	ctx := context.Background()
+	one := t.opts(firstKey, name, "", "").add
+	result, reason := k, k
+	result.key, reason.key = AttrResult, AttrReason
 	if firstKey == AttrResource {
-		zero(t, t.fenceChecks, name, firstKey, AttrResult, FenceResults)
-		one := t.opts(firstKey, name, "", "").add
+		zero(t, t.fenceChecks, result, FenceResults)
 		t.fenceRejections.Add(ctx, 0, one...)
 		t.fenceRepairs.Add(ctx, 0, one...)
 		return
 	}
-	zero(t, t.acquires, name, firstKey, AttrResult, AcquireResults)
-	zero(t, t.resolutions, name, firstKey, AttrResult, ResolutionResults)
-	zero(t, t.renewals, name, firstKey, AttrResult, RenewalResults)
-	zero(t, t.losses, name, firstKey, AttrReason, LossReasons)
-	zero(t, t.commits, name, firstKey, AttrResult, CommitResults)
-	zero(t, t.releases, name, firstKey, AttrResult, ReleaseResults)
-	zero(t, t.forceReleases, name, firstKey, AttrResult, ReleaseResults)
-	one := t.opts(firstKey, name, "", "").add
+	zero(t, t.acquires, result, AcquireResults)
+	zero(t, t.resolutions, result, ResolutionResults)
+	zero(t, t.renewals, result, RenewalResults)
+	zero(t, t.losses, reason, LossReasons)
+	zero(t, t.commits, result, CommitResults)
+	zero(t, t.releases, result, ReleaseResults)
+	zero(t, t.forceReleases, result, ReleaseResults)
 	t.lateCompletions.Add(ctx, 0, one...)
 	t.active.Add(ctx, 0, one...)
 	t.overrunning.Add(ctx, 0, one...)
 	t.waiting.Add(ctx, 0, one...)
 }
 
-// zero creates c's series of name at zero for every value of a closed set.
-func zero[V ~string](t *Recorder, c metric.Int64Counter, name, firstKey, key string, values []V) {
+// zero creates c's series of set at zero, set.value taking every value of
+// a closed set.
+func zero[V ~string](t *Recorder, c metric.Int64Counter, set attrKey, values []V) {
 	for _, v := range values {
-		c.Add(context.Background(), 0, t.opts(firstKey, name, key, string(v)).add...)
+		c.Add(context.Background(), 0, t.opts(set.firstKey, set.first, set.key, string(v)).add...)
 	}
 }

@@ -1,10 +1,10 @@
 package obs
 
 // The closed sets of metric attribute values. Each is declared here once:
-// the lease package reports these values, the recorder creates every
-// series of a lock name at zero from the lists (so that rate() and
-// increase() see the first event of each), and the dashboards and alerts
-// name them. A test checks that each list holds every constant of its type.
+// the lease package reports these values, the recorder creates every series
+// of a lock name at zero from the lists (so that rate() and increase() see
+// the first event of each), and the dashboards and alerts name them. A test
+// checks that each list holds every constant of its type.
 
 // AcquireResult is the result attribute of lockwatch.lease.acquires.
 type AcquireResult string

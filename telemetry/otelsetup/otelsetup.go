@@ -22,14 +22,14 @@
 // for minutes; two Prometheus servers scraping one process (an HA pair)
 // make it worse. New gives every counter a reservoir of one instead
 // (ExemplarView): after each collection the first event takes it, and a
-// later one of the same interval replaces it at random, so each scrape
-// that follows an event shows one of the events since the last scrape.
-// A service that builds its own MeterProvider and serves it through the
-// Prometheus exporter adds sdkmetric.WithView(otelsetup.ExemplarView())
-// after its own views. The SDK keeps one stream per metric name, that of
-// the first view that matches: a counter one of the service's views
-// matches keeps that view's stream, and that view needs the same
-// selector (exemplar.FixedSizeReservoirProvider(1)) in its Stream.
+// later one of the same interval replaces it at random, so each scrape that
+// follows an event shows one of the events since the last scrape. A service
+// that builds its own MeterProvider and serves it through the Prometheus
+// exporter adds sdkmetric.WithView(otelsetup.ExemplarView()) after its own
+// views. The SDK keeps one stream per metric name, that of the first view
+// that matches: a counter one of the service's views matches keeps that
+// view's stream, and that view needs the same selector
+// (exemplar.FixedSizeReservoirProvider(1)) in its Stream.
 package otelsetup
 
 import (
