@@ -21,21 +21,41 @@ type settings struct {
 	rec          *obs.Recorder // tel's
 }
 
+// settings derives the timings c leaves to the TTL, then validates them.
 func (c config) settings() (*settings, error) {
-	s := &settings{config: c, rec: (*obs.Telemetry)(c.tel).Recorder()}
-	s.ttl = c.ttl.Truncate(time.Millisecond)
-	switch {
-	case s.ttl < minTTL:
-		return nil, invalidf("TTL %v is below the minimum %v", c.ttl, minTTL)
-	case s.ttl > forever:
-		return nil, invalidf("TTL %v is above the maximum %v", c.ttl, forever)
-	}
-	if err := validNamespace(c.namespace); err != nil {
+	if err := c.validateBase(); err != nil {
 		return nil, err
 	}
-	if c.name == "" {
-		return nil, invalidf("empty lock name")
+	s := c.derive()
+	if err := s.validate(); err != nil {
+		return nil, err
 	}
+	return s, nil
+}
+
+// validateBase checks what every other setting derives from or is reported
+// under: the TTL (rounded down to milliseconds), the namespace, the name.
+func (c config) validateBase() error {
+	switch ttl := c.ttl.Truncate(time.Millisecond); {
+	case ttl < minTTL:
+		return invalidf("TTL %v is below the minimum %v", c.ttl, minTTL)
+	case ttl > forever:
+		return invalidf("TTL %v is above the maximum %v", c.ttl, forever)
+	}
+	if err := validNamespace(c.namespace); err != nil {
+		return err
+	}
+	if c.name == "" {
+		return invalidf("empty lock name")
+	}
+	return nil
+}
+
+// derive fills in the timings c leaves to the TTL, clamps durations to
+// forever, and boxes the script arguments once.
+func (c config) derive() *settings {
+	s := &settings{config: c, rec: (*obs.Telemetry)(c.tel).Recorder()}
+	s.ttl = c.ttl.Truncate(time.Millisecond)
 	s.ttlMs = s.ttl.Milliseconds()
 	s.drift = s.ttl/100 + 2*time.Millisecond
 	s.renewEvery = s.ttl / 3
@@ -46,14 +66,10 @@ func (c config) settings() (*settings, error) {
 	if !c.hardSet {
 		s.commitHard, s.commitWarn = s.ttl/20, s.ttl/4
 	}
-	if c.renewalTimeout == 0 {
-		s.renewalTimeout = s.ttl / 5
-	}
-	if c.acquireTimeout == 0 {
-		s.acquireTimeout = s.ttl / 5
-	}
-	if c.releaseTimeout == 0 {
-		s.releaseTimeout = s.ttl / 5
+	for _, d := range []*time.Duration{&s.renewalTimeout, &s.acquireTimeout, &s.releaseTimeout} {
+		if *d == 0 {
+			*d = s.ttl / 5
+		}
 	}
 	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention, &s.commitTimeout} {
 		*d = min(*d, forever)
@@ -62,41 +78,54 @@ func (c config) settings() (*settings, error) {
 	s.retentionMs = s.fenceRetention.Milliseconds()
 	s.ackTimeoutMs = s.ackTimeout.Milliseconds()
 	s.ttlArg, s.retentionArg = s.ttlMs, s.retentionMs
+	return s
+}
 
-	// No sum of two option values below: one may be near the largest
-	// Duration, and the sum would wrap.
+// validate returns the first rule the derived timings break. No rule sums
+// two option values: one may be near the largest Duration, and the sum
+// would wrap.
+func (s *settings) validate() error {
 	switch {
 	case s.safety < 0:
-		return nil, invalidf("negative safety margin %v", s.safety)
+		return invalidf("negative safety margin %v", s.safety)
 	case s.safety >= s.ttl:
-		return nil, invalidf("safety margin %v not below the TTL %v", s.safety, s.ttl)
-	case s.renewalTimeout <= 0:
-		return nil, invalidf("renewal timeout %v must be positive", s.renewalTimeout)
-	case s.acquireTimeout <= 0:
-		return nil, invalidf("acquire timeout %v must be positive", s.acquireTimeout)
-	case s.releaseTimeout <= 0:
-		return nil, invalidf("release timeout %v must be positive", s.releaseTimeout)
-	case s.commitTimeout <= 0:
-		return nil, invalidf("commit timeout %v must be positive", s.commitTimeout)
-	case s.renewalTimeout > s.ttl-s.drift-s.safety-s.renewEvery:
-		return nil, invalidf("TTL %v too short for renewal every %v, renewal timeout %v, drift %v and safety margin %v: a renewal sent on time could not be confirmed before the cancel point",
-			s.ttl, s.renewEvery, s.renewalTimeout, s.drift, s.safety)
-	case s.commitHard < 0 || s.commitWarn < s.commitHard || s.commitWarn > s.ttl:
-		return nil, invalidf("commit margins hard %v, warn %v: need 0 <= hard <= warn <= TTL %v", s.commitHard, s.commitWarn, s.ttl)
-	case s.maxHold < 0:
-		return nil, invalidf("negative max hold %v", s.maxHold)
-	case s.wait < 0:
-		return nil, invalidf("negative wait %v", s.wait)
-	case s.backoffMin <= 0 || s.backoffMax < s.backoffMin:
-		return nil, invalidf("backoff bounds %v..%v: need 0 < min <= max", s.backoffMin, s.backoffMax)
-	case s.fenceRetention < s.ttl:
-		return nil, invalidf("fence retention %v shorter than the TTL %v", s.fenceRetention, s.ttl)
-	case s.ackReplicas < 0:
-		return nil, invalidf("negative replica count %d", s.ackReplicas)
-	case s.ackReplicas > 0 && s.ackTimeoutMs <= 0:
-		return nil, invalidf("replication ack needs a timeout of at least 1ms, got %v", s.ackTimeout)
+		return invalidf("safety margin %v not below the TTL %v", s.safety, s.ttl)
 	}
-	return s, nil
+	for _, t := range [...]struct {
+		name string
+		d    time.Duration
+	}{{"renewal", s.renewalTimeout}, {"acquire", s.acquireTimeout}, {"release", s.releaseTimeout}, {"commit", s.commitTimeout}} {
+		if t.d <= 0 {
+			return invalidf("%s timeout %v must be positive", t.name, t.d)
+		}
+	}
+	if s.renewalTimeout > s.ttl-s.drift-s.safety-s.renewEvery {
+		return invalidf("TTL %v too short for renewal every %v, renewal timeout %v, drift %v and safety margin %v: a renewal sent on time could not be confirmed before the cancel point",
+			s.ttl, s.renewEvery, s.renewalTimeout, s.drift, s.safety)
+	}
+	return s.validateBounds()
+}
+
+// validateBounds checks the margins, bounds and counts of s, after its
+// timeouts (validate).
+func (s *settings) validateBounds() error {
+	switch {
+	case s.commitHard < 0 || s.commitWarn < s.commitHard || s.commitWarn > s.ttl:
+		return invalidf("commit margins hard %v, warn %v: need 0 <= hard <= warn <= TTL %v", s.commitHard, s.commitWarn, s.ttl)
+	case s.maxHold < 0:
+		return invalidf("negative max hold %v", s.maxHold)
+	case s.wait < 0:
+		return invalidf("negative wait %v", s.wait)
+	case s.backoffMin <= 0 || s.backoffMax < s.backoffMin:
+		return invalidf("backoff bounds %v..%v: need 0 < min <= max", s.backoffMin, s.backoffMax)
+	case s.fenceRetention < s.ttl:
+		return invalidf("fence retention %v shorter than the TTL %v", s.fenceRetention, s.ttl)
+	case s.ackReplicas < 0:
+		return invalidf("negative replica count %d", s.ackReplicas)
+	case s.ackReplicas > 0 && s.ackTimeoutMs <= 0:
+		return invalidf("replication ack needs a timeout of at least 1ms, got %v", s.ackTimeout)
+	}
+	return nil
 }
 
 // cancelAfter is how long after a confirmed send the lease is cancelled if
