@@ -64,14 +64,14 @@ func (a *admission) end() {
 }
 
 // Guarded runs fn, a write to the resource behind a Guard, inside the
-// admission of the request whose context (or a context derived from it)
-// ctx is, and returns fn's error. While fn runs the admission cannot end:
-// a Guarded write still running when the handler returns holds the key
-// until it returns, so a request admitted later with a newer token writes
-// after it. Once the handler has returned, Guarded refuses (errors.Is
+// admission of the request whose context (or a context derived from it) ctx
+// is, and returns fn's error. While fn runs the admission cannot end: a
+// Guarded write still running when the handler returns holds the key until
+// it returns, so a request admitted later with a newer token writes after
+// it. Once the handler has returned, Guarded refuses (errors.Is
 // ErrNotAdmitted, fn not run), records the refusal as a fence check with
 // result "late" (WithGuardTelemetry) and logs it at Warn: a late write the
-// guard can no longer order. On a context no Guard admitted it refuses
+// guard cannot order any more. On a context no Guard admitted it refuses
 // too, uncounted.
 //
 // Use it where a write may outlive its handler: a goroutine the handler

@@ -10,20 +10,20 @@
 //
 //	w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Token().String())
 //
-// A stream handler's RecvMsg and SendMsg return LEASE_LOST once the lease
-// is lost, also when they were blocked on the transport (a client sending
-// or reading nothing), so a handler that returns their error stops at the
-// loss like a unary handler watching its context. A request whose lease is
-// lost before it is answered (HTTP: the handler returned without writing
+// A stream handler's RecvMsg and SendMsg return LEASE_LOST once the lease is
+// lost, also when they were blocked on the transport (a client sending or
+// reading nothing), so a handler that returns their error stops at the loss
+// like a unary handler watching its context. A request whose lease is lost
+// before it is answered (HTTP: the handler returned without writing
 // anything; gRPC: it returned an error) is refused LEASE_LOST. A handler
 // that answers with success after its lease was lost keeps its answer (it
 // did the work; the resource's fence decided whether its write counted) and
-// is counted as a late completion, a potential stale write, with an event
-// on its span. The lock name recorded in metrics is WithName's, else the
-// route (r.Pattern) or the gRPC method, never the key. Leases end when the handler returns,
-// also when it panics (the panic goes on); the key's delete in Redis then
-// goes in the background, off the request's critical path (WithSyncRelease
-// waits for it).
+// is counted as a late completion, a potential stale write, with an event on
+// its span. The lock name recorded in metrics is WithName's, else the route
+// (r.Pattern) or the gRPC method, never the key. Leases end when the handler
+// returns, also when it panics (the panic goes on); the key's delete in
+// Redis then goes in the background, off the request's critical path
+// (WithSyncRelease waits for it).
 //
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context
@@ -36,9 +36,9 @@
 // it rejects late writes. One Guard serves HTTP routes (Guard.HTTP) and gRPC
 // methods (Guard.UnaryServerInterceptor, Guard.StreamServerInterceptor)
 // through one lock table: give every entry point that writes a resource the
-// same Guard. Two Guards, or several processes, do not exclude each other;
-// such a resource fences at the write (fence.RedisStore.Write,
-// a fence.Table).
+// same Guard, with key functions that name the resource alike. Two Guards,
+// or several processes, do not exclude each other; such a resource fences at
+// the write (fence.RedisStore.Write, a fence.Table).
 //
 // On the wire, for clients in any language, a token is an RFC 9651
 // Structured Field Item, "<fence>";s=:<scope>: with ;kid=<id>;mac=:<mac>:
@@ -75,18 +75,18 @@
 // middleware makes at the moment of the write. A check that only asked "is
 // the admission still held?" would leave the gap between the answer and the
 // write; Guarded instead runs the write inside the admission, which cannot
-// end while the write runs, and refuses it once the handler has returned.
-// It refuses rather than admitting the late write anew: its client has been
+// end while the write runs, and refuses it once the handler has returned. It
+// refuses rather than admitting the late write anew: its client has been
 // answered (a timeout's 503 tells it to retry), and the refusal keeps that
-// answer true. Each refusal is counted
-// (lockwatch_fence_checks_total{result="late"}) and logged: a write the
-// guard can no longer order is a defect of the service that only this count
-// shows. The admitted context ends with the admission, ErrNotAdmitted its
-// cause, so that work watching it stops. The holder's equivalent is
+// answer true. Each refusal is logged and counted, as
+// lockwatch_fence_checks_total{result="late"}: a write the guard cannot
+// order any more is a defect of the service that only this count shows. The
+// admitted context ends with the admission, ErrNotAdmitted its cause, so
+// that work watching it stops. The holder's equivalent is
 // lease.Lease.Commit, refused with lease.ErrReleased once the lease has
-// ended (counted refused), with the fence passed to the resource. A
-// resource that fences every write itself (fence.RedisStore.Write, a
-// fence.Table) rejects such a late write as stale.
+// ended (counted refused), with the fence passed to the resource. A resource
+// that fences every write itself (fence.RedisStore.Write, a fence.Table)
+// rejects such a late write as stale.
 //
 // # Refusals
 //

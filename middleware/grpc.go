@@ -22,11 +22,10 @@ import (
 // answered UNAVAILABLE LEASE_LOST rather than ABORTED: the work may not have
 // happened, and retrying the whole call (which takes a new lease) is the
 // right reaction, as for a server that went away. Only a handler error that
-// is the loss showing through (its context ending, or an unclassified
-// error) is replaced; a status of the handler's own (say NOT_FOUND) is
-// returned as it is. A handler that returns success after its lease was
-// lost keeps its answer (it did the work; the resource's fence decided
-// whether its write counted) and is counted as a late completion.
+// is the loss showing through (its context ending, or an unclassified error)
+// is replaced; a status of the handler's own (say NOT_FOUND) is returned as
+// it is. A handler that returns success after the loss keeps its answer (see
+// the package doc).
 func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, opts ...Option) grpc.UnaryServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")
@@ -45,12 +44,13 @@ func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, 
 
 // StreamServerInterceptor is UnaryServerInterceptor for streams, with the
 // key taken from the call's method and metadata (its messages are not read
-// yet). The stream's Context() is the lease's context for the whole
-// stream, and once the lease is lost its RecvMsg and SendMsg return
-// UNAVAILABLE LEASE_LOST, also a call that was blocked on the transport
-// when the loss came; a handler that returns that error answers the client
-// with it. This costs a few microseconds per message (each call runs on a
-// goroutine of its own: grpc-go cannot end a stream otherwise).
+// yet). The stream's Context() is the lease's context for the whole stream,
+// and once the lease is lost its RecvMsg and SendMsg return UNAVAILABLE
+// LEASE_LOST, also a call that was blocked on the transport when the loss
+// came; a handler that returns that error answers the client with it. This
+// costs a few microseconds per message (each call runs on a goroutine of its
+// own: grpc-go cannot end a stream otherwise): a stream of messages that
+// cheap which needs the rate holds its lease per batch instead.
 func StreamServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string) string, opts ...Option) grpc.StreamServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")

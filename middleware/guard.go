@@ -14,58 +14,25 @@ import (
 )
 
 // Guard sits in front of a resource: each request's fencing token is
-// admitted by a fenced store (fence.Admitter: one atomic check-and-advance of
-// the high-water mark of the request's key) before the handler runs, and the
-// guard holds a per-key lock from that check until the handler returns, so
-// the requests it admits for one key are handled one at a time, in the order
-// of their checks. Without that lock a request admitted with token 41 whose
-// body is slow to arrive could write after one admitted with 42: the mark
-// would say 42 and the resource hold 41's value. A request waiting for its
-// key's lock gives up when its context ends or, with WithGuardWait, after
-// that bound (default: no bound but the context), and is then never
-// admitted: it does not advance the mark.
+// admitted by a fenced store (fence.Admitter: one atomic check-and-advance
+// of the mark of the request's key) before the handler runs, and the guard
+// holds a per-key lock from that check until the handler returns, so the
+// requests it admits for one key run one at a time, in the order of their
+// checks: else a request admitted with token 41 whose body is slow could
+// write after one admitted with 42. Its HTTP middleware and interceptors
+// share one lock table; what it does not serialize (two Guards, several
+// processes, work that outlives its handler) is in the package doc.
 //
-// One Guard is one serialization: its HTTP middleware, unary and stream
-// interceptors share one lock table, however many routes and methods they
-// wrap. Give every entry point that writes one resource the same Guard (and
-// key functions that name a resource the same way on each), or they do not
-// exclude each other. What the lock does not serialize:
-//
-//   - two Guard values over one store: each has its own table, so a request
-//     behind one can write while a request behind the other, admitted
-//     later, writes too;
-//   - several processes (replicas) serving one resource: the lock is in
-//     memory;
-//   - work that outlives its handler: the hold ends when the wrapped
-//     handler returns. An http.TimeoutHandler inside the guard returns at
-//     its timeout (503) while the handler runs on, so the handler's write
-//     can land after a newer token's.
-//
-// Such resources must fence at the write itself (fence.RedisStore.Write,
-// a fence.Table), where the check and the write are one atomic step; a
-// guard in front of them only rejects stale requests early. Within one
-// Guard, put http.TimeoutHandler outside it (http.TimeoutHandler(g.HTTP(key)(h),
-// d, msg)), where the guard holds the key until h returns, and make a
-// write that may outlive its handler (a goroutine's) through Guarded.
-//
-// A request is refused with a reason of the package doc's table:
-// FENCE_STALE, FENCE_MALFORMED, FENCE_MISSING (WithMissingFenceAllowed
-// passes it), the store's refusals of a token it cannot trust
-// (FENCE_FOREIGN, FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED: see
-// fence.Token), FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when its wait for the
-// key was given up (a gRPC call whose own context ended gets that
-// context's status instead: CANCELED or DEADLINE_EXCEEDED).
-//
-// The store records every check (lockwatch_fence_checks_total) and every
-// rejection (lockwatch_fence_rejections_total, with an exemplar of the
-// request's span). An admitted request's context carries its token
-// (fence.FromContext) and ends when its handler returns, with
-// ErrNotAdmitted as its cause. The key functions return the lock key the
-// writer held (within the store's lock namespace, fence.WithLockNamespace):
-// a token is admitted only for the key it was minted for. "" passes the
-// request unchecked and unserialized. A malformed token is counted
-// (lockwatch_fence_checks_total{result="malformed"}) like the store's
-// refusals.
+// The key functions return the lock key the writer held, in the store's lock
+// namespace; "" passes the request unchecked and unserialized. A request is
+// refused with a reason of the package doc's table: FENCE_STALE,
+// FENCE_MALFORMED, FENCE_MISSING (unless WithMissingFenceAllowed),
+// FENCE_FOREIGN, FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED,
+// FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when it gave up waiting for the key
+// (its context ended, or WithGuardWait's bound passed). Every check is
+// counted in lockwatch_fence_checks_total, a malformed token too. An
+// admitted request's context carries its token (fence.FromContext) and ends
+// when its handler returns, ErrNotAdmitted its cause.
 type Guard struct {
 	store fence.Admitter
 	cfg   guardConfig

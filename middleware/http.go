@@ -11,22 +11,17 @@ import (
 // HTTP returns middleware that runs each request holding the lease on
 // key(r); a key of "" runs the request without a lock. Keys are request
 // input: lockwatch bounds and hashes them. The handler's context is the
-// lease's context: it is cancelled when the lease is lost, and
-// lease.FromContext gives the lease (fence, Remaining, Commit). A request
-// that cannot take the lease, or whose handler returns without writing
-// anything after the lease was lost, is refused with LEASE_CONTENDED (409,
+// lease's (the package doc says what a loss does to it). A request that
+// cannot take the lease, or whose handler returns without writing anything
+// after the lease was lost, is refused with LEASE_CONTENDED (409,
 // Retry-After: the holder's TTL), LEASE_UNKNOWN, LEASE_UNAVAILABLE or
 // LEASE_LOST (503, Retry-After), as application/problem+json
-// (WithErrorWriter to change). A handler that answers with a success status
-// after its lease was lost is counted as a late completion
-// (lockwatch_lease_late_completions_total) and its span is marked; a
-// streaming handler that sent its status before the loss and then stopped
-// counts too, since the middleware cannot tell when it stopped. A hijacked
-// connection is left alone. The lease ends when the handler returns, also
-// when it panics (the panic goes on); its key is deleted in the background
-// (WithSyncRelease waits for it). Work the handler leaves running works
-// without the lease, its Commit refused: put an http.TimeoutHandler
-// outside this middleware, not inside (see the package doc).
+// (WithErrorWriter to change). A success status sent after the loss counts
+// as a late completion (lockwatch_lease_late_completions_total), and so does
+// a streaming handler that sent its status before the loss and then stopped,
+// since the middleware cannot tell when it stopped. A hijacked connection is
+// left alone. Put an http.TimeoutHandler outside this middleware, not inside
+// (see the package doc).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.

@@ -12,36 +12,24 @@ import (
 )
 
 // leaseStream is the ServerStream a stream handler gets from
-// StreamServerInterceptor. Its Context is the lease's. A lost lease must
-// stop the work as a unary handler watching its context stops, but RecvMsg
-// and SendMsg block on the transport (a client that sends nothing, or
-// reads nothing) and do not watch the lease. So each call runs the inner
-// stream's call on a goroutine of its own and returns the loss status
-// (UNAVAILABLE LEASE_LOST, as the unary path answers) as soon as the lease
-// is lost, while that call may still block.
+// StreamServerInterceptor; its Context is the lease's. RecvMsg and SendMsg
+// block on the transport and do not watch the lease, so each call runs the
+// inner stream's call on a goroutine of its own and returns UNAVAILABLE
+// LEASE_LOST as soon as the lease is lost, while that call may still block.
 //
-// The abandoned call keeps running until grpc ends the stream, which it
-// does when the handler returns. Meanwhile no other call may reach the
-// inner stream (grpc forbids concurrent RecvMsg, or concurrent SendMsg, on
-// one stream): once the lease is lost every call returns the loss at once,
-// and loss is final. RecvMsg decodes into a fresh message and moves it into
-// the caller's only when it returns it, so an abandoned receive never
-// writes into the caller's message after the call returned. An abandoned
-// SendMsg may still read its message, as grpc's own SendMsg may after it
-// returns: a handler must not change a message it has sent.
+// The abandoned call runs until grpc ends the stream, when the handler
+// returns. No other call reaches the inner stream meanwhile (grpc forbids
+// concurrent RecvMsg, or SendMsg, on one stream): after a loss every call
+// returns the loss at once. RecvMsg decodes into a fresh message and moves
+// it into the caller's only when it returns it, so an abandoned receive
+// never writes into the caller's message; an abandoned SendMsg may still
+// read its message, as grpc's own may after it returns.
 //
-// The price, paid on every call since a loss cannot be foreseen (a renewal
-// can be rejected at any moment) and grpc offers no way to end a stream
-// but returning from its handler: BenchmarkStreamMessage measured about 4
-// to 5 µs and 4 to 8 allocations more per 64-byte message over loopback
-// (2 µs to 7 µs a receive, 1.6 µs to 5 µs a send), mostly the hand-off to
-// and from the call's goroutine. A stream whose messages are that cheap
-// and that needs the rate should hold its lease per batch, not per
-// stream.
-//
-// A message that is not a proto.Message (a custom codec) cannot be
-// decoded aside: its RecvMsg checks for loss first but then blocks as the
-// inner stream's does.
+// The price, on every call since a loss cannot be foreseen: about 4 to 5 µs
+// and 4 to 8 allocations per 64-byte message over loopback
+// (BenchmarkStreamMessage). A message that is not a proto.Message (a custom
+// codec) cannot be decoded aside: its RecvMsg checks for loss first, then
+// blocks as the inner stream's does.
 type leaseStream struct {
 	grpc.ServerStream
 	ctx  context.Context // the lease's
@@ -73,8 +61,8 @@ func (s *leaseStream) RecvMsg(m any) error {
 }
 
 // interruptible runs call, the inner stream's RecvMsg or SendMsg, and
-// returns its error, or the loss status as soon as the lease is lost. When the
-// stream itself ends (the client left, its deadline passed) the lease's
+// returns its error, or the loss status as soon as the lease is lost. When
+// the stream itself ends (the client left, its deadline passed) the lease's
 // context ends too but call returns on its own, with the stream's error.
 func (s *leaseStream) interruptible(call func() error) error {
 	if s.isLost() {

@@ -123,20 +123,19 @@ func WithName(name string) Option {
 // in the background (lease.Lease.ReleaseAsync), sharing a pipeline with
 // other releases, so a locked request costs one round trip, not two. Until
 // that delete lands, one round trip later (until the TTL if it fails),
-// another replica finds the key held;
-// a client that needs its next request on the same key to succeed on any
-// replica at once sets this (or gives that route lease.WithWait).
+// another replica finds the key held; a client that needs its next request
+// on the same key to succeed on any replica at once sets this (or gives that
+// route lease.WithWait).
 func WithSyncRelease() Option {
 	return optionFunc(func(c *holderConfig) { c.syncRelease = true })
 }
 
-// WithErrorWriter replaces how HTTP refusals are written, by the HTTP
-// holder middleware and by a Guard alike: it is both an HTTPOption and a
-// GuardOption.
-// Default: an application/problem+json body of p (with Retry-After when
-// p.RetryAfter is set), without the framing and caching headers the handler
-// may have set before the refusal, and Cache-Control: no-store. Nil is
-// ignored.
+// WithErrorWriter replaces how HTTP refusals are written, by the HTTP holder
+// middleware and by a Guard alike: it is both an HTTPOption and a
+// GuardOption. Default: an application/problem+json body of p (with
+// Retry-After when p.RetryAfter is set), without the framing and caching
+// headers the handler may have set before the refusal, and Cache-Control:
+// no-store. Nil is ignored.
 func WithErrorWriter(f func(w http.ResponseWriter, r *http.Request, p *Problem)) interface {
 	HTTPOption
 	GuardOption
@@ -187,8 +186,9 @@ func WithGuardWait(d time.Duration) GuardOption {
 // handler had returned (lockwatch.fence.checks with result "late") and
 // malformed tokens (result "malformed"), under resource, each with a Warn
 // log. Give it the Telemetry and the resource name of the guard's store, so
-// that these refusals sit beside the store's own checks. Default: telemetry.New() (the global providers) and
-// the resource "guard". A nil t or an empty resource is ignored.
+// that these refusals sit beside the store's own checks. Default:
+// telemetry.New() (the global providers) and the resource "guard". A nil t
+// or an empty resource is ignored.
 func WithGuardTelemetry(t *telemetry.Telemetry, resource string) GuardOption {
 	return guardOptionFunc(func(c *guardConfig) {
 		if t != nil {
