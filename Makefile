@@ -6,6 +6,20 @@ SHELL := /bin/bash
 export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
+# The modules make test, vet and lint cover (CONTRIBUTING.md, "Modules"):
+# the library first, then the alert and dashboard generators, the
+# examples and the chaos harness. bench/ has rules of its own below;
+# tools/ only pins the linters. Each module is tested alone, as its go.mod
+# says (GOWORK=off): the committed go.work, which lets go run
+# ./examples/demo work from the root, would otherwise build the library
+# with the versions the other modules require.
+MODULES := . alerts dashboards kubernetes examples cmd/lockwatch-chaos
+export GOWORK := off
+
+# Runs a command in each module of $(MODULES), in order, and fails after
+# the last one when any failed, so one run reports every module's failures.
+each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$fail
+
 .PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late
 
 # The short chaos runs on Sentinel and Cluster (about three minutes on
@@ -22,10 +36,10 @@ DEMO_E2E := ^TestEndToEndWithPrometheus$$
 
 test: deps fmt-check vet lint model-quick
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' ./...
+	$(call each,LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' ./...)
 
 chaos-topologies: deps
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -run '$(CHAOS_TOPOLOGIES)' ./cmd/lockwatch-chaos/
+	cd cmd/lockwatch-chaos && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -run '$(CHAOS_TOPOLOGIES)' .
 
 # redis-server is started by the tests themselves; RUNLEVEL=1 keeps the
 # package's install script from starting a system-wide instance (the same
@@ -160,20 +174,20 @@ model-late:
 	MODEL_ONLY='$(MODEL_LATE)' model/check.sh mutants
 
 # bench/ is a module of its own (it imports the libraries it compares
-# with), which ./... at the root does not enter.
+# with), like each of $(MODULES): ./... does not cross into another module.
 vet:
-	$(GO) vet ./...
+	$(call each,$(GO) vet ./...)
 	cd bench && $(GO) vet ./...
 
-# staticcheck and golangci-lint (.golangci.yml) over both modules, at the
+# staticcheck and golangci-lint (.golangci.yml) over every module, at the
 # versions pinned in tools/go.mod: a module of its own, so the library's
 # go.mod does not carry them. go tool builds each from the module cache on
 # first use (fetching the modules once on a fresh machine) and keeps the
 # binary in the build cache; nothing else needs installing.
 LINT_MODFILE := -modfile=$(CURDIR)/tools/go.mod
 lint: pint
-	$(GO) tool $(LINT_MODFILE) staticcheck ./...
-	$(GO) tool $(LINT_MODFILE) golangci-lint run ./...
+	$(call each,$(GO) tool $(LINT_MODFILE) staticcheck ./...)
+	$(call each,$(GO) tool $(LINT_MODFILE) golangci-lint run ./...)
 	cd bench && $(GO) tool $(LINT_MODFILE) staticcheck ./...
 	cd bench && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
 
@@ -213,8 +227,8 @@ JAEGER_MODFILE := -modfile=$(CURDIR)/tools/jaeger/go.mod
 e2e: deps
 	jaeger=$$($(GO) tool $(JAEGER_MODFILE) -n jaeger) && \
 	pint=$$($(GO) tool $(PINT_MODFILE) -n pint) && \
-	LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint LOCKWATCH_PINT_ARGS='$(PINT_ARGS)' $(GO) test -tags e2e -count=1 -timeout 10m -run '^TestWholeStack$$' ./examples/demo/
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -run '$(DEMO_E2E)' ./examples/demo/
+	cd examples && LOCKWATCH_REQUIRE_INTEGRATION=1 LOCKWATCH_JAEGER=$$jaeger LOCKWATCH_PINT=$$pint LOCKWATCH_PINT_ARGS='$(PINT_ARGS)' $(GO) test -tags e2e -count=1 -timeout 10m -run '^TestWholeStack$$' ./demo/
+	cd examples && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -run '$(DEMO_E2E)' ./demo/
 
 # Benchmarks against real redis-server processes (not part of make test).
 # benchmd runs the comparative benchmarks of bench/ and writes BENCHMARKS.md
@@ -237,4 +251,4 @@ DURATION ?= 10m
 SEED ?=
 TOPOLOGY ?= single
 chaos: deps
-	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run ./cmd/lockwatch-chaos -topology $(TOPOLOGY) -duration $(DURATION) $(if $(SEED),-seed $(SEED))
+	cd cmd/lockwatch-chaos && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) run . -topology $(TOPOLOGY) -duration $(DURATION) $(if $(SEED),-seed $(SEED))
