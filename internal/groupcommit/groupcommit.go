@@ -13,35 +13,16 @@ import (
 	"github.com/lockwatch/lockwatch/internal/script"
 )
 
-// Lane sends the acquires and releases of one Locker (on Cluster: of
-// one master) in shared pipelines, so that many requests locking at once
-// cost Redis (and the client) a few round trips rather than one each, while
-// a lone request pays nothing for it:
-//
-//   - fewer than MaxInFlight pipelines in flight: the caller sends its own
-//     call at once, on its own goroutine (no hand-off, no timer, no added
-//     latency);
-//   - otherwise the call queues; when a pipeline's replies are in, the
-//     queued calls (up to maxBatch, see NewLanes) leave together in the
-//     next pipeline, sent by the first queued caller (who is waiting
-//     anyway), so there is no goroutine of its own.
-//
-// MaxInFlight is 2, not 1: a request's acquire must not wait behind the
-// background release of the request before it (Lease.ReleaseAsync), and
-// while one pipeline is on the wire the next one fills.
-//
-// This is group commit as databases do it for their log: the batch size
-// adapts to the load, because the batch is whatever arrived during one round
-// trip. Renewals do not go through it: the scheduler already batches them,
-// and a stalled acquire must never delay a renewal.
+// Lane sends the acquires and releases of one Locker (on Cluster: of one
+// master) in shared pipelines, as the package doc says.
 //
 // No call gets less time than it asked for: a pipeline's deadline is the
 // latest of its calls' deadlines (a caller with a near deadline must not
 // turn its neighbours' calls unknown). Each caller waits only until its own
 // deadline or its context's end: a call still queued then is withdrawn
 // (never sent), one in another caller's pipeline is abandoned
-// (lease.ErrUnknown for an acquire). The caller sending a pipeline waits
-// for it, up to the pipeline's deadline.
+// (lease.ErrUnknown for an acquire). The caller sending a pipeline waits for
+// it, up to the pipeline's deadline.
 type Lane struct {
 	client    redis.UniversalClient
 	deadlines *deadlines
@@ -51,7 +32,10 @@ type Lane struct {
 	queue     []*Call // waiting for the next pipeline
 }
 
-// MaxInFlight is how many pipelines a Lane has in flight at most.
+// MaxInFlight is how many pipelines a Lane has in flight at most: 2, not 1,
+// so that a request's acquire does not wait behind the background release of
+// the request before it (Lease.ReleaseAsync), and the next pipeline fills
+// while one is on the wire.
 const MaxInFlight = 2
 
 // inlineSlack is how far past its own deadline the caller that sends a
