@@ -19,11 +19,11 @@
 // Locker's Telemetry was made with telemetry.WithRawKeys.
 //
 // It is one process's view of its own leases, by its own monotonic clock,
-// not Redis's: a lease this process still shows as held may already be
-// gone from Redis (it then loses it at its next renewal), and the page knows
+// not Redis's: a lease this process still shows as held may already be gone
+// from Redis (it then loses it at its next renewal), and the page knows
 // nothing of the leases other replicas hold. For what Redis holds for a key
-// (its holder, TTL, newest fence), ask Redis: lockwatch inspect --key KEY, or
-// lease.Locker.Inspect.
+// (its holder, TTL, newest fence), ask Redis: lockwatch inspect --key KEY,
+// or lease.Locker.Inspect.
 //
 // The HTML page refreshes itself every 2 seconds (a meta refresh: the page
 // runs no script). It is self-contained, with inline CSS and no external
