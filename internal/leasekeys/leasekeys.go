@@ -1,22 +1,25 @@
-// Package leasekeys derives the Redis keys of a lease. A caller key is
-// request input and untrusted: it may be long, binary, or contain the
-// braces that choose a Redis Cluster slot. So the key never appears in
-// Redis as is. The Redis keys of a lease are
+// Package leasekeys is a lease's layout in Redis, named once for the Go
+// code and the Lua scripts: the names of its keys and its release channel
+// (Of), and the format of its fence record (Record, the reference for
+// lease/scripts/record.lua).
+//
+// A caller key is request input and untrusted: it may be long, binary, or
+// contain the braces that choose a Redis Cluster slot. So the key never
+// appears in Redis as is. The names of a lease are
 //
 //	<namespace>:{<h>}:l   the lock (owner token, TTL)
-//	<namespace>:{<h>}:f   the fence record (last token minted, then the
-//	                      owner tokens of the attempts that ended, barred:
-//	                      "<fence>/<owner>...~<owner>...", scripts/record.lua)
+//	<namespace>:{<h>}:f   the fence record (Record)
 //	<namespace>:{<h>}:w   the wait mark: set while an Acquire may wait, so
-//	                      that the release publishes on <namespace>:{<h>}:r
-//	                      (wakeups)
+//	                      that a release publishes
+//	<namespace>:{<h>}:r   the release channel it publishes on
 //
-// where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex. The
-// hash tag {h} puts them in one slot (the scripts touch both atomically), the
-// namespace has no braces (validated), so the caller cannot pick the slot, and
-// every key costs the same few bytes however long the input. The 0x00
-// separator cannot occur in a namespace, so (namespace, key) pairs never
-// collide. A SHA-256 per acquire costs well under a microsecond.
+// where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex.
+// The hash tag {h} puts the keys in one slot (the scripts touch them
+// atomically), the namespace has no braces (validated), so the caller
+// cannot pick the slot, and every key costs the same few bytes however long
+// the input. The 0x00 separator cannot occur in a namespace, so (namespace,
+// key) pairs never collide. A SHA-256 per acquire costs well under a
+// microsecond.
 package leasekeys
 
 import (
@@ -29,22 +32,38 @@ import (
 // validates it): Derive's buffers are sized for it.
 const MaxNamespace = 64
 
-// Derive returns the lock key, the fence key and the wait mark of key in
-// namespace, all in one allocation.
-func Derive(namespace, key string) (lock, fence, mark string) {
+// Keys are the Redis names of one lease. The scripts get them as KEYS
+// (the channel, not a key, as ARGV): no script derives one from another.
+type Keys struct {
+	Lock    string // the owner token, expiring after the TTL
+	Fence   string // the fence record (Record)
+	Wait    string // the wait mark: set while an Acquire may wait
+	Channel string // where a release publishes while the wait mark is set
+}
+
+// Of returns the names of key's lease in namespace, all in one allocation.
+func Of(namespace, key string) Keys {
 	var small [256]byte // keys up to this size are hashed without an allocation
 	in := append(append(append(small[:0], namespace...), 0), key...)
 	sum := sha256.Sum256(in)
-	// One string holds the three keys: "<ns>:{h}:l<ns>:{h}:f<ns>:{h}:w".
-	var buf [3 * (MaxNamespace + 2 + 32 + 3)]byte
+	// One string holds the four names: "<ns>:{h}:l<ns>:{h}:f<ns>:{h}:w<ns>:{h}:r".
+	var buf [4 * (MaxNamespace + 2 + 32 + 3)]byte
 	b := append(append(buf[:0], namespace...), ":{"...)
 	b = hex.AppendEncode(b, sum[:16])
 	b = append(b, "}:l"...)
 	n := len(b)
-	b = append(append(b, b[:n-1]...), 'f')
-	b = append(append(b, b[:n-1]...), 'w')
+	for _, suffix := range []byte{'f', 'w', 'r'} {
+		b = append(append(b, b[:n-1]...), suffix)
+	}
 	all := string(b)
-	return all[:n], all[n : 2*n], all[2*n:]
+	return Keys{Lock: all[:n], Fence: all[n : 2*n], Wait: all[2*n : 3*n], Channel: all[3*n:]}
+}
+
+// Derive returns the lock key, the fence key and the wait mark of key in
+// namespace (Of's first three names).
+func Derive(namespace, key string) (lock, fence, mark string) {
+	k := Of(namespace, key)
+	return k.Lock, k.Fence, k.Wait
 }
 
 // HashTag returns the hash of a derived key (the part between the braces):
