@@ -34,9 +34,9 @@
 // RedisStore keeps a value and its key's mark in one Redis hash and checks
 // and writes them in one Lua script, on a single node or Redis Cluster. A
 // mark is only as durable as the Redis that holds it: one that restarts
-// empty forgets every mark and accepts the next late write, however old
-// its token. RedisStore.Check refuses, at start-up, a Redis that keeps
-// neither an append-only file nor snapshots (or may evict a mark), and
+// empty forgets every mark and accepts the next late write, however old its
+// token. RedisStore.Check refuses, at start-up, a Redis that keeps neither
+// an append-only file nor snapshots (or may evict a mark); RELIABILITY.md
 // says what a crash still takes back with each setting. The leases' Redis
 // may keep nothing; the store's may not.
 //
@@ -84,11 +84,9 @@
 // one, a number from elsewhere) moved ahead of every fence minted for its
 // key refuses all of the key's holders as stale until minting passes it;
 // fences follow Redis TIME in microseconds, so that may be months.
-// RedisStore.Repair sets such a mark back to the newest fence minted, in
-// one script, and counts it in lockwatch.fence.repairs; lockwatch fence
-// shows the mark beside the fences minted and, with --force, repairs it. A
-// fenced SQL table is repaired in the database with one statement, in the
-// names of its TableConfig and with the minted fence:
-//
-//	UPDATE <Table> SET <FenceColumn> = <minted> WHERE <KeyColumn> = <key> AND <FenceColumn> > <minted>
+// RedisStore.Repair sets such a mark back, in one script, to the newest
+// fence minted or the store's clock plus MaxSkew, whichever is later, and
+// counts it in lockwatch.fence.repairs; lockwatch fence shows the mark
+// beside the fences minted and, with --force, repairs it. A fenced SQL table
+// is repaired in the database with one statement, which Repair's doc gives.
 package fence

@@ -12,28 +12,15 @@ import "strings"
 //	INSERT INTO `t` (`key`, `c1`, ..., `fence`) SELECT ?, ?, ..., ? FROM DUAL WHERE <bound>
 //	ON DUPLICATE KEY UPDATE `c1` = IF(`fence` < ?, ?, `c1`), ..., `fence` = IF(`fence` < ?, ?, `fence`)
 //
-// where <bound> is the clock bound of an unsigned token (TableConfig.MaxSkew):
-// (? IS NULL OR token <= SYSDATE(6) in microseconds + ?). INSERT ... SELECT
-// is logged as unsafe for statement-based replication; use row-based (the
-// default since MySQL 5.7.7 and MariaDB 10.2.4).
-//
-// so the check is the UPDATE's WHERE clause, or is inside each assignment
-// of the upsert, with the mark assigned last. Both are locking reads in
-// InnoDB at every isolation level: they compare with the row's latest
-// committed mark, so of two writes with one token exactly one matches. A
-// write that waits for a row lock may get a deadlock error (1213), which
-// the caller retries like a serialization failure.
-//
-// Two assumptions beyond TableConfig's:
-//   - KeyColumn is the table's primary key and the table has no other
-//     unique index: ON DUPLICATE KEY UPDATE acts on a conflict with any
-//     unique index, and would then update the row that conflicts on it.
-//   - The connection reports changed rows as affected rows, MySQL's default
-//     (go-sql-driver/mysql without clientFoundRows). With clientFoundRows
-//     a stale upsert reports 1, like an insert, and Upsert would return nil
-//     for a write that wrote nothing.
-//
-// The Table is safe for concurrent use.
+// where <bound> is the clock bound (SECURITY.md, "The clock bound, per
+// store"). Both are locking reads in InnoDB at every isolation level, so of
+// two writes with one token exactly one matches; one that waits for a row
+// lock may get a deadlock error (1213), which the caller retries. INSERT ...
+// SELECT needs row-based replication (the default since MySQL 5.7.7 and
+// MariaDB 10.2.4). KeyColumn must be the table's only unique index (ON
+// DUPLICATE KEY UPDATE acts on a conflict with any), and the connection must
+// report changed rows, MySQL's default: with clientFoundRows a stale upsert
+// would return nil. The Table is safe for concurrent use.
 func NewMySQLTable(cfg TableConfig) (Table, error) {
 	t, err := newSQLTable(mysql, cfg)
 	if err != nil {
@@ -42,39 +29,19 @@ func NewMySQLTable(cfg TableConfig) (Table, error) {
 	return t, nil
 }
 
-// mysql is the dialect of MySQL and MariaDB. NewMySQLTable says what its
-// statements guarantee; this says why.
+// mysql is the dialect of MySQL and MariaDB. The upsert has no WHERE clause:
+// each assignment compares, IF(mark < token, new value, old value), so a
+// stale upsert changes nothing. MySQL assigns left to right, each assignment
+// seeing those before it, so the mark goes last and every comparison reads
+// the mark from before the write (MariaDB's SIMULTANEOUS_ASSIGNMENT mode
+// gives the same result). It reports 1 affected row for an insert, 2 for an
+// update and 0 for a stale write, hence the clientFoundRows assumption.
 //
-// As for PostgreSQL the check is part of the statement that writes. An
-// UPDATE and an INSERT ... ON DUPLICATE KEY UPDATE are locking reads in
-// InnoDB at every isolation level: they lock the row by its key, waiting
-// for a transaction that holds it, and compare with the latest committed
-// mark, not with the transaction's snapshot. So no write lands on a row
-// whose mark it has not compared with, and there is no serialization
-// failure to retry.
-//
-// The upsert has no WHERE clause: each assignment compares the token with
-// the mark itself, IF(mark < token, new value, old value), so a stale
-// upsert assigns every column its current value and changes nothing. MySQL
-// evaluates the assignments of one statement left to right, each seeing the
-// columns already assigned, so the mark is assigned last: every comparison
-// reads the mark from before the write (and the result is the same under
-// MariaDB's SIMULTANEOUS_ASSIGNMENT mode). The upsert reports 1 affected
-// row for an insert, 2 for an update and 0 for a stale write that changed
-// nothing; an UPDATE that matches changes the mark, so it counts either
-// way. Hence the clientFoundRows assumption, which only the upsert needs.
-//
-// After a write that matched no row, the mark is read with LOCK IN SHARE
-// MODE, a locking read: in a REPEATABLE READ transaction a plain SELECT
-// would read the transaction's snapshot, which can predate the mark the
-// write compared with, and answer ErrNotFound for a stale write. In a
-// transaction the shared lock is held until it ends.
-//
-// database/sql sends a statement once (see postgres): go-sql-driver returns
-// driver.ErrBadConn only when no byte of the statement was written.
-//
-// Identifiers are in backticks; MySQL and MariaDB refuse names longer than
-// 64 characters (bytes, for the ASCII names TableConfig allows).
+// A write that matched no row reads the mark with LOCK IN SHARE MODE: a
+// plain SELECT in a REPEATABLE READ transaction would read its snapshot,
+// which can predate the mark the write compared with, and answer ErrNotFound
+// for a stale write; in a transaction the shared lock is held until it ends.
+// go-sql-driver sends a statement once (see postgres).
 var mysql = &dialect{
 	quote:         "`",
 	maxIdentifier: 64,
@@ -102,8 +69,7 @@ const mysqlNow = "CAST(UNIX_TIMESTAMP(SYSDATE(6)) * 1000000 AS SIGNED)"
 const mysqlBound = "(? IS NULL OR ? <= " + mysqlNow + " + ?)"
 
 func mysqlStatements(table, key, fence string, cols []string) (update, upsert, mark string) {
-	// UPDATE t SET c1 = ?, ..., fence = ? WHERE key = ? AND fence < ?
-	// (the WHERE clause is evaluated before any assignment)
+	// The WHERE clause is evaluated before any assignment.
 	var u strings.Builder
 	u.WriteString("UPDATE " + table + " SET ")
 	for _, c := range cols {
@@ -111,11 +77,8 @@ func mysqlStatements(table, key, fence string, cols []string) (update, upsert, m
 	}
 	u.WriteString(fence + " = ? WHERE " + key + " = ? AND " + fence + " < ? AND " + mysqlBound)
 
-	// INSERT INTO t (key, c1, ..., fence) VALUES (?, ..., ?)
-	// ON DUPLICATE KEY UPDATE c1 = IF(fence < ?, ?, c1), ..., fence = IF(fence < ?, ?, fence)
-	// The token and values are parameters again rather than VALUES(c),
-	// which MySQL 8.0.20 deprecated and whose replacement, a row alias,
-	// MariaDB does not have.
+	// The token and values are parameters again, not VALUES(c): MySQL
+	// 8.0.20 deprecated it for a row alias, which MariaDB does not have.
 	var p strings.Builder
 	p.WriteString("INSERT INTO " + table + " (" + key)
 	for _, c := range cols {

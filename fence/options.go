@@ -18,8 +18,6 @@ type optionFunc func(*storeConfig)
 
 func (f optionFunc) apply(c *storeConfig) { f(c) }
 
-// defaultNamespace is the prefix of a RedisStore's keys when WithNamespace
-// is not given.
 const defaultNamespace = "lockwatch:fence"
 
 type storeConfig struct {
@@ -68,23 +66,20 @@ func WithSecrets(s *Secrets) Option {
 	})
 }
 
-// WithPlainTokens admits plain tokens (a bare number, as clients of
-// earlier versions send) beside scoped ones. A plain token names no key,
-// so nothing stops one minted for another key; it is held to the clock
-// bound (WithMaxSkew) like any unsigned token. Default: refused
-// (ErrUnscoped). It excludes WithSecrets (NewRedisStore panics on both): a
-// plain number cannot carry a signature. For the migration of clients that cannot send the wire
-// form yet: SECURITY.md.
+// WithPlainTokens admits plain tokens (a bare number, as clients of earlier
+// versions send) beside scoped ones, held to the clock bound like any
+// unsigned token. Default: refused (ErrUnscoped). It excludes WithSecrets
+// (NewRedisStore panics on both). For migrating clients: SECURITY.md,
+// "Migrating from plain tokens".
 func WithPlainTokens() Option {
 	return optionFunc(func(c *storeConfig) { c.policy.plain = true })
 }
 
-// WithMaxSkew sets how far ahead of the store's clock (its Redis's TIME)
-// an unsigned token's fence may be, since fences follow the leases' Redis
-// TIME: an unsigned token further ahead is refused (ErrAhead). It is the
-// most the two servers' clocks may disagree, and the longest a forged
-// token admitted within it can make legitimate holders wait. Default 10 s;
-// it must be positive. Signed tokens are not bounded.
+// WithMaxSkew sets how far ahead of the store's clock (its Redis's TIME) an
+// unsigned token's fence may be: one further ahead is refused (ErrAhead). It
+// is the most the leases' and the store's clocks may disagree, and the
+// longest a forged token admitted within it can make legitimate holders
+// wait. Default 10 s; it must be positive. Signed tokens are not bounded.
 func WithMaxSkew(d time.Duration) Option {
 	return optionFunc(func(c *storeConfig) { c.policy.maxSkew = d })
 }

@@ -16,51 +16,19 @@ var ErrNotDurable = errors.New("fence: the store's Redis can forget its marks")
 
 // Check asks every Redis master the store writes to whether it keeps the
 // store's marks, so that a service stops at start-up with a clear error
-// rather than meet a late write that the fence accepts after the first
-// restart of its Redis. The lock keys may live on a Redis without
-// persistence (a lease's fencing tokens stay increasing across a restart);
-// the marks that the tokens are compared with may not. A server fails with
-// ErrNotDurable when
-//
-//   - it keeps neither an append-only file (INFO persistence: aof_enabled
-//     is 0) nor RDB snapshots (CONFIG GET save is empty): a restart erases
-//     every mark;
-//   - its maxmemory-policy is allkeys-*: at maxmemory it may evict a mark.
-//     (The volatile-* policies evict keys with a TTL only, and marks have
-//     none.)
-//
+// rather than accept a late write after its Redis restarts empty. A server
+// fails with ErrNotDurable when it keeps neither an append-only file (INFO
+// persistence: aof_enabled is 0) nor RDB snapshots (CONFIG GET save is
+// empty), or when its maxmemory-policy is allkeys-*, which may evict a mark
+// (the volatile-* policies evict only keys with a TTL, and marks have none).
 // Without an append-only file Check needs CONFIG GET save, which managed
-// services often refuse; it then fails with that error, which is not
-// ErrNotDurable: it could not tell, and the caller decides.
+// services often refuse: it then returns that error, not ErrNotDurable, and
+// the caller decides.
 //
-// Persistence narrows what a crash takes back; it does not end it. A
-// store's key holds its value and its mark together, written by one
-// script, so a crash takes both back to the last write the server kept,
-// never one without the other. What it kept:
-//
-//   - appendonly yes with appendfsync always: every acknowledged write,
-//     also on a crash of the host (each is flushed to disk before the
-//     reply).
-//   - appendonly yes with appendfsync everysec (Redis's default for the
-//     file): every acknowledged write on a crash of Redis alone (the file
-//     is written before the reply and the system keeps it); on a crash of
-//     the host, up to about the last second of writes (two when the disk
-//     is slow) is lost. A mark then goes back to its value of before that
-//     second, and a write whose token lies between that mark and the lost
-//     one is accepted, though a newer write had been accepted and
-//     acknowledged: a late writer of that second that comes back after the
-//     restart writes over nothing. With Admit the service behind the guard
-//     kept what it wrote, so such a request is admitted after a newer one
-//     wrote: a stale write.
-//   - RDB snapshots only: everything since the last snapshot on any crash
-//     (a clean shutdown saves), minutes by the save schedule.
-//
-// A failover to a replica that missed the last writes takes them back the
-// same way. Where no acknowledged mark may ever go back, use appendfsync
-// always, or a Table, whose marks are as durable as its rows.
-//
-// Check reads INFO and CONFIG GET save and writes nothing. On Cluster it
-// asks every master, on a Ring every shard.
+// Check reads INFO and CONFIG GET save and writes nothing; on Cluster it
+// asks every master, on a Ring every shard. What a crash still takes back
+// with each setting is in RELIABILITY.md, "What a fence store's Redis
+// keeps".
 func (s *RedisStore) Check(ctx context.Context) error {
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:

@@ -23,14 +23,8 @@ type policy struct {
 
 // The defaults of the stores' options.
 const (
-	// DefaultLockNamespace is lease.WithNamespace's default.
-	defaultLockNamespace = "lockwatch"
-	// defaultMaxSkew: clocks kept by NTP agree within milliseconds; ten
-	// seconds also cover a failover of the leases' Redis to a replica
-	// whose clock is behind (fences then run ahead of its TIME by the
-	// difference). It is also how long a forger's mark can delay the
-	// legitimate holders of a resource without secrets.
-	defaultMaxSkew = 10 * time.Second
+	defaultLockNamespace = "lockwatch"      // lease.WithNamespace's default
+	defaultMaxSkew       = 10 * time.Second // why 10 s: SECURITY.md, "The clock bound, per store"
 )
 
 func newPolicy() policy {
@@ -42,10 +36,7 @@ func (p *policy) validate() error {
 	case p.maxSkew <= 0:
 		return fmt.Errorf("max skew must be positive, got %v", p.maxSkew)
 	case p.plain && p.secrets != nil:
-		// A plain number carries no signature: admitting it would give up
-		// what the secrets guarantee, that only a Locker's tokens move a
-		// mark. Plain tokens are for a migration, which ends before
-		// secrets begin.
+		// Plain tokens are for a migration, which ends before secrets begin.
 		return errors.New("plain tokens and secrets exclude each other: a plain number cannot be signed")
 	}
 	return validName("lock namespace", p.lockNamespace)

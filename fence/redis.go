@@ -14,21 +14,17 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
-// RedisStore is a fenced key-value store in Redis: each key holds a value,
-// the key's high-water mark (the newest token it accepted) and the id of the
-// write that set it, and a write checks its token against the mark and
-// replaces all three in one Lua script, so no write can slip between the
-// check and the update. Each key is one Redis
-// hash, so every operation touches a single key and works unchanged on a
-// single node, with Sentinel, and on Cluster.
+// RedisStore is a fenced key-value store in Redis. Each key is one Redis
+// hash holding a value, the key's high-water mark (the newest token it
+// accepted) and the id of the write that set it; a write checks its token
+// against the mark and replaces all three in one Lua script, so no write can
+// slip between the check and the update. Every operation touches a single
+// key, so the store works on a single node, with Sentinel and on Cluster.
 //
 // Marks never expire: a mark that disappeared would let the oldest token
-// write again. A key's record is removed only by deleting it in Redis, which
-// resets its fence; do that only for keys no lease will write again. For
-// the same reason the store's Redis must keep its data across a restart
-// and never evict it, which the leases' Redis need not: run the store on a
-// Redis with appendonly yes (the leases may share it), and call Check at
-// start-up.
+// write again. Delete a key's record in Redis, which resets its fence, only
+// for keys no lease will write again, and keep the store on a Redis that
+// keeps its data (Check; the package doc says why).
 //
 // A RedisStore is safe for concurrent use.
 type RedisStore struct {
@@ -43,17 +39,13 @@ type RedisStore struct {
 // the store protects (a table, a service) in its keys and as the resource
 // attribute of its metrics, so it must come from a small fixed set: never a
 // per-request value. resource and the namespace (WithNamespace) must be 1 to
-// 64 bytes of printable ASCII without spaces or braces.
-//
-// The key a store is called with is the lock key whose leases write it
-// (within the lease namespace of WithLockNamespace): a token minted for any
-// other key is refused (ErrForeign), as are forged ones (WithSecrets,
-// WithMaxSkew) and plain numbers (WithPlainTokens), before the mark is
-// compared and without moving it. Token lists the checks.
+// 64 bytes of printable ASCII without spaces or braces. The key each method
+// takes is the lock key whose leases write it: the store refuses a token it
+// cannot trust for that key (Token, SECURITY.md) before comparing, without
+// moving the mark.
 //
 // It panics on a nil client or an invalid resource, namespace, lock
-// namespace or skew: those are programming errors, which no retry at run
-// time could fix.
+// namespace or skew: programming errors, which no retry could fix.
 func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option) *RedisStore {
 	if client == nil {
 		panic("fence: NewRedisStore: nil client")
@@ -71,56 +63,36 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", policy: c.policy, tel: recorder(c.tel)}
 }
 
-// Write stores value under key if token is greater than the key's
-// high-water mark, and makes token the mark, in one atomic step. Strict: the
-// same token is never accepted twice, so a request replayed under a lease's
-// token cannot overwrite what a later write of that lease stored.
+// Write stores value under key if token is greater than the key's high-water
+// mark, and makes token the mark, in one atomic step. Strict: the same token
+// is never accepted twice, so a request replayed under a lease's token
+// cannot overwrite what a later write of that lease stored.
 //
 // A token at or below the mark is a *StaleError (errors.Is ErrStale) with
-// the mark as HighWater, and nothing is written. A token the store cannot
-// trust for key is ErrForeign, ErrForged, ErrAhead or ErrUnscoped, and
-// nothing is written; one whose fence is not positive is ErrMalformed, and
-// Redis is not called. ErrAhead alone is not final: the clock it compares
-// with moves on, so a copy of the same write that go-redis re-sent, or
-// that a stalled connection delivers late, may be applied once the clock
-// has passed the token. Like a Redis error it does not say that nothing
-// was written; Read tells.
+// the mark as HighWater; one the store cannot trust for key is ErrForeign,
+// ErrForged, ErrAhead or ErrUnscoped; neither writes anything. A fence that
+// is not positive is ErrMalformed, and Redis is not called. ErrAhead alone
+// is not final (SECURITY.md, "The clock bound, per store"): like a Redis
+// error it does not say that nothing was written; Read tells.
 //
-// go-redis re-sends a command after a network error or a read timeout (up to
-// the client's MaxRetries), and the first copy may have run with only its
-// reply lost; the copy then finds the mark equal to its token. So that this
-// is not taken for a stale write (and counted as a rejection, which pages),
-// each Write call sends a random write id that the script stores with the
-// mark: a copy that finds its own token and id there is the same write,
-// already applied, and Write returns nil, one accepted check. Any other
-// write with that token is still stale.
-//
-// Any other error is Redis failing (wrapped as "write <resource>: ...";
-// only the fence's own errors start with "fence:"), and the write may or
-// may not have taken effect. Calling Write again is a new write, with a new id: it cannot write
-// twice, and if the first took effect it is a *StaleError whose HighWater
-// equals the token. Read tells which value is stored. The same holds for a
-// copy go-redis re-sends only after a newer token was accepted: the value
-// was written and has been replaced, and the copy is stale.
+// go-redis re-sends a command whose reply was lost, so each call carries a
+// random write id that the script stores with the mark: a copy that finds
+// its own token and id there was already applied, and Write returns nil, one
+// accepted check, not a stale write that pages. Any other error is Redis
+// failing (wrapped as "write <resource>: ..."), and the write may or may not
+// have taken effect: calling Write again is a new write, stale if the first
+// took effect. Read tells which value is stored.
 func (s *RedisStore) Write(ctx context.Context, key string, token Token, value []byte) error {
 	return s.run(ctx, writeOp, key, token, value, newWriteID())
 }
 
-// newWriteID returns the id of one Write call: 128 random bits, so no two
-// calls share one, and it is made before the script runs, so every copy of
-// the call that go-redis sends carries it.
+// newWriteID returns one Write call's id: 128 random bits, made before the
+// script runs, so that every copy go-redis sends carries it.
 func newWriteID() string { return rand.Text() }
 
-// Admit advances key's high-water mark to token if token is at least the
-// mark, and rejects a token below it with a *StaleError (errors.Is
-// ErrStale). An equal token is admitted, since one lease may send several
-// requests: Admit is for guards in front of a service that serializes the
-// writes it lets through, not for writes that may be replayed (use Write).
-//
-// Admit and Write on the same key share its mark: after Admit(k, 7),
-// Write(k, 7, v) is stale. A token refused as Write's are is refused here
-// alike, without moving the mark. Any other error is Redis failing, and the
-// mark may or may not have moved; nothing should then be let through.
+// Admit implements Admitter; a write that may be replayed goes through
+// Write, which is strict. Admit and Write on one key share its mark: after
+// Admit(k, 7), Write(k, 7, v) is stale.
 func (s *RedisStore) Admit(ctx context.Context, key string, token Token) error {
 	return s.run(ctx, admitOp, key, token)
 }

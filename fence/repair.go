@@ -21,48 +21,21 @@ var (
 	repairScript = redis.NewScript(tokensSrc + repairSrc)
 )
 
-// Repair sets key's high-water mark back when a token that no lease carried
-// moved it ahead of every lease: to target = max(floor, the store's Redis
-// TIME in microseconds + its MaxSkew), in one step, and only if the mark is still seen
-// (the mark the caller inspected) and above target. It returns the mark
-// after the call and whether it was set back: when it was not, mark is the
-// key's current one (0 for none), still seen if it was not above target,
-// another if it moved since it was inspected (inspect again).
+// Repair sets key's high-water mark back to target = max(floor, the store's
+// Redis TIME in microseconds + MaxSkew), in one step, if the mark is still
+// seen (the caller inspected it with Mark) and above target: the repair of a
+// mark that a token no lease carried moved ahead of every lease (the package
+// doc, "Repair"; why it is safe: RELIABILITY.md, "The model"). floor is the
+// newest fence minted for the key. It returns the mark after the call and
+// whether it was set back; if not, mark is the key's current one (0 for
+// none): seen, or another that moved since (inspect again). A repair is
+// counted in lockwatch.fence.repairs and logged at Warn; the value stays.
+// seen and floor must be positive (ErrMalformed, before Redis is called); a
+// stored mark that is not a fence is an error starting "fence:"; any other
+// error is Redis failing, and Mark tells whether the mark was set back.
 //
-// It is an operator's repair, not part of writing (lockwatch fence --force
-// reads seen with Mark and floor from the lease's fence record, and calls
-// it). A mark above every fence minted for its key was set by a token that
-// no lease carried: a plain or forged one admitted before the checks of
-// Token existed, or under too large a skew. It bricks the key: every
-// holder's write is refused as stale until minting passes it, and fences
-// follow Redis TIME in microseconds, so a mark far ahead is months or
-// years of refusals.
-//
-// Why (model/lease.pml's operator, scenarios REPAIR and RLOSS): every
-// fence minted before the repair is at most target, since fences are
-// max(last + 1, TIME) on the leases' Redis, whose clock is at most MaxSkew
-// ahead of the store's (the clock bound's assumption), and floor was read
-// after them; so no lease minted before the repair can write after a newer
-// one, even when the fence record was lost. A mark that moved since it was
-// inspected is left alone, and floor is the fence record's: both guard
-// what the model assumes away (a lease's write accepted meanwhile when
-// clocks disagree by more, fences ahead of TIME after a failover). The holders of fences up to target stay refused (Write is strict),
-// and so are leases acquired within MaxSkew after the repair; the next
-// lease after that mints above target.
-//
-// A repair that set the mark back is counted in lockwatch.fence.repairs
-// and logged at Warn with the mark before (one that changed nothing is
-// neither): see WithTelemetry. The value stays as it is: the next accepted
-// write replaces it.
-//
-// seen and floor must be positive (ErrMalformed otherwise, and Redis is
-// not called). A stored mark that is not a canonical fence is an error
-// starting "fence:", and nothing changes. Any other error is Redis
-// failing, and the mark may or may not have been set back: Mark tells.
-//
-// The SQL tables have no Repair: there the repair is one statement, run in
-// the database, with the TableConfig's names (PostgreSQL; MySQL reads its
-// clock as the tables' bound does, SYSDATE(6)):
+// The SQL tables have no Repair: there it is one statement, run in the
+// database (PostgreSQL; MySQL reads SYSDATE(6), as the tables' bound does):
 //
 //	UPDATE <Table> SET <FenceColumn> = GREATEST(<floor>, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint + <skew µs>)
 //	 WHERE <KeyColumn> = <key> AND <FenceColumn> = <seen>
@@ -94,7 +67,7 @@ func (s *RedisStore) Repair(ctx context.Context, key string, seen, floor int64) 
 const (
 	repairNothing = 0 // the mark is seen, not above the target
 	repairDone    = 1 // set back to the target
-	repairMoved   = 2 // the mark is no longer seen
+	repairMoved   = 2 // the mark moved: it is not seen
 )
 
 // parseRepairReply reads {status, mark} from repair.lua ('0': no mark).
@@ -115,10 +88,9 @@ func parseRepairReply(reply []any) (status, mark int64, err error) {
 	return 0, 0, fmt.Errorf("unexpected reply %v", reply)
 }
 
-// Mark returns key's high-water mark: the number of the newest token the
-// key accepted, 0 when it has none. It only reads, like Read, and reads no
-// value: it is what an operator compares with the fences minted for the
-// key (lockwatch fence).
+// Mark returns key's high-water mark, 0 when it has none: what an operator
+// compares with the fences minted for the key (lockwatch fence). It only
+// reads, like Read, and reads no value.
 func (s *RedisStore) Mark(ctx context.Context, key string) (int64, error) {
 	m, err := s.client.HGet(ctx, s.redisKey(key), "fence").Result()
 	switch {

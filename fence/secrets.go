@@ -12,19 +12,11 @@ import (
 	"strings"
 )
 
-// Secrets are the shared secrets that sign tokens (the Lockers') and
-// verify them (the resources'): with them a resource refuses every token a
-// Locker holding one of the secrets did not mint (ErrForged), whatever its
-// number or scope. Every secret has an id, carried in the token (kid), so
-// that secrets rotate without downtime (SECURITY.md, "Secrets"):
-//
-//  1. give every resource and Locker the new secret beside the old, the
-//     old still active: resources now accept both;
-//  2. make the new one active on the Lockers: new leases are signed with
-//     it;
-//  3. once every lease signed with the old secret has ended (the longest
-//     hold, lease.WithMaxHold), remove the old secret everywhere.
-//
+// Secrets are the shared secrets that sign tokens (the Lockers') and verify
+// them (the resources'): with them a resource refuses every token a Locker
+// holding one of the secrets did not mint (ErrForged), whatever its number
+// or scope. Every secret has an id, carried in the token (kid), so that
+// secrets rotate without downtime (SECURITY.md, "Secrets", gives the steps).
 // A signature is HMAC-SHA256, truncated to 128 bits, over the key id, the
 // scope and the fence. A Secrets is safe for concurrent use.
 type Secrets struct {
@@ -60,8 +52,8 @@ func NewSecrets(active string, keys map[string][]byte) (*Secrets, error) {
 	return s, nil
 }
 
-// ParseSecrets reads secrets in their text form, "id=BASE64,id=BASE64",
-// the first being the active one: the form of the LOCKWATCH_TOKEN_SECRETS
+// ParseSecrets reads secrets in their text form, "id=BASE64,id=BASE64", the
+// first being the active one: the form of the LOCKWATCH_TOKEN_SECRETS
 // environment variable that lockwatch run reads. Its errors name the item
 // that is wrong by its place, never by its text: a secret mistyped where an
 // id belongs must not reach a log.

@@ -19,26 +19,23 @@ var ErrNotFound = errors.New("fence: no such row")
 
 // Table makes fenced writes to the rows of one SQL table: the token check is
 // part of the statement that writes, never a read before it.
-// NewPostgresTable and NewMySQLTable return one, with the same results: nil
-// when written, a *StaleError (errors.Is ErrStale) when the token is at or
-// below the row's mark, ErrNotFound when Update finds no row, the refusals
-// of a token the table cannot trust for the row's lock key (ErrForeign,
-// ErrForged, ErrAhead, ErrUnscoped: see Token and TableConfig.LockKey),
-// which write nothing, and any other error the database's, wrapped as "update <table>: <the driver's error>"
-// (errors.As reaches the driver's type): only the fence's own errors start
-// with "fence:". Code that writes through a Table works on either database.
+// NewPostgresTable and NewMySQLTable return one, with the same results, so
+// code written against Table works on either database: nil when written; a
+// *StaleError (errors.Is ErrStale) when the token is at or below the row's
+// mark; ErrNotFound when Update finds no row; ErrForeign, ErrForged,
+// ErrAhead or ErrUnscoped for a token the table cannot trust for the row's
+// lock key (see Token and TableConfig.LockKey), which writes nothing; any
+// other error is the database's, wrapped as "update <table>: <the driver's
+// error>" (errors.As reaches the driver's type).
 type Table interface {
-	// Update sets the Columns of key's row to values and its mark to
-	// token, if token is greater than the row's mark, in one statement.
-	// Strict: a token the row accepted is never accepted again.
-	//
-	// A token at or below the mark is a *StaleError (errors.Is ErrStale)
-	// with the mark as HighWater, read by a second statement after the
-	// write matched no row. No row with the key is ErrNotFound (also when
-	// one appeared after the write found none, so that the answer
-	// describes the moment of the check). Values of the wrong number, or a
-	// token that is not positive (ErrMalformed), are errors before any
-	// statement runs. Any other error is the database's, wrapped.
+	// Update sets the Columns of key's row to values and its mark to token,
+	// if token is greater than the row's mark, in one statement. Strict: a
+	// token the row accepted is never accepted again. A stale token's
+	// HighWater is read by a second statement after the write matched no
+	// row. No row with the key is ErrNotFound, also when one appeared after
+	// the write found none (the answer describes the moment of the check).
+	// Values of the wrong number, or a token that is not positive
+	// (ErrMalformed), are errors before any statement runs.
 	Update(ctx context.Context, db DB, key any, token Token, values ...any) error
 	// Upsert inserts key's row with values and token as its mark, or, if
 	// the row exists, sets its Columns to values and its mark to token when
@@ -85,18 +82,14 @@ type TableConfig struct {
 	// "lockwatch"), the secrets that sign tokens (default none), whether
 	// plain numbers are admitted (default no), and how far ahead of the
 	// database's clock an unsigned token's fence may be (default 10 s).
-	// The clock bound is part of the statement that writes, read from the
-	// database's clock (PostgreSQL clock_timestamp(), MySQL SYSDATE(6)).
 	LockNamespace string
 	Secrets       *Secrets
 	PlainTokens   bool
 	MaxSkew       time.Duration
 	// Telemetry is where the table's fence checks are recorded, as
-	// WithTelemetry says for a RedisStore: every write with a valid token
-	// and the right number of values is one check, accepted or rejected; a
-	// database error or a missing row is traced on the fence.check span
-	// but not counted. Default (nil): telemetry.New(), which records to
-	// the global OpenTelemetry providers.
+	// WithTelemetry says for a RedisStore; a database error or a missing
+	// row is traced on the fence.check span but not counted. Default
+	// (nil): telemetry.New(), on the global OpenTelemetry providers.
 	Telemetry *telemetry.Telemetry
 }
 
@@ -107,18 +100,14 @@ type DB interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// dialect is what differs between the databases: how identifiers are
-// quoted and how long they may be, the three statements, and the order of
-// their arguments. Validation, the reading of results and the recording of
-// checks are sqlTable's, shared.
+// dialect is what differs between the databases: identifier quoting and
+// length, the three statements and the order of their arguments.
 type dialect struct {
 	quote         string // around an identifier
-	maxIdentifier int    // longer names are truncated or refused by the server
+	maxIdentifier int    // longer: refused, or truncated (PostgreSQL: two could become one)
 	// statements builds Update's and Upsert's statements and the query of
-	// a row's mark (one parameter: the key) from quoted identifiers. The
-	// writes hold the clock bound: they write only if the skew argument
-	// is NULL or the token is at most the database's clock in
-	// microseconds plus the skew.
+	// a row's mark (one parameter: the key) from quoted identifiers; the
+	// writes hold the clock bound (a NULL skew: none).
 	statements func(table, key, fence string, cols []string) (update, upsert, mark string)
 	// updateArgs and upsertArgs order a write's arguments for its
 	// statement; skew is nil (signed: no bound) or an int64.
@@ -127,13 +116,11 @@ type dialect struct {
 	now string
 }
 
-// identifier is what TableConfig accepts for a name: no quoting, escaping
-// or case folding to get wrong, and nothing that could change the statement.
+// identifier is what TableConfig accepts for a name: no quoting, escaping or
+// case folding to get wrong, and nothing that could change the statement.
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// sqlTable is the Table of both constructors: the dialect decides the
-// statements, everything else (validation, reading the results, recording
-// the checks) is shared. It is safe for concurrent use.
+// sqlTable is the Table of both constructors, the dialect aside.
 type sqlTable struct {
 	d        *dialect
 	table    string // as configured, for messages
@@ -255,9 +242,8 @@ func (t *sqlTable) Update(ctx context.Context, db DB, key any, token Token, valu
 		c.done(false, mark)
 		return &StaleError{Resource: t.resource, Token: token, HighWater: mark}
 	}
-	// Not stale: the bound refused it, or the row was not there when the
-	// UPDATE looked (marks only grow, so a mark below the token now means
-	// the row was inserted since).
+	// Not stale: the bound refused it, or the row was inserted since the
+	// UPDATE looked (marks only grow).
 	if err := t.ahead(ctx, db, c, skew, token); err != nil {
 		return err
 	}
@@ -265,10 +251,8 @@ func (t *sqlTable) Update(ctx context.Context, db DB, key any, token Token, valu
 	return fmt.Errorf("%w in %s", ErrNotFound, t.table)
 }
 
-// Upsert is Table.Upsert, by the dialect's upsert. Any affected row is a
-// write: PostgreSQL reports 1 for an insert or an update, MySQL 1 for an
-// insert and 2 for an update; both report 0 when nothing was written,
-// which only a stale token or the clock bound does.
+// Upsert is Table.Upsert. Any affected row is a write (MySQL reports 2 for
+// an update); none means a stale token or the clock bound.
 func (t *sqlTable) Upsert(ctx context.Context, db DB, key any, token Token, values ...any) error {
 	ctx, c, skew, err := t.start(ctx, "upsert", key, token, values)
 	if err != nil {
@@ -319,9 +303,9 @@ func (t *sqlTable) start(ctx context.Context, op string, key any, token Token, v
 }
 
 // ahead tells, after a bounded write matched nothing although its token is
-// above the mark, whether the bound refused it: the database's clock is
-// read again, and a token beyond it now was beyond it then (the clock only
-// grows). It ends the check when so and returns ErrAhead.
+// above the mark, whether the bound refused it: a token beyond the
+// database's clock read now was beyond it then. It ends the check when so
+// and returns ErrAhead.
 func (t *sqlTable) ahead(ctx context.Context, db DB, c check, skew any, token Token) error {
 	if skew == nil {
 		return nil
@@ -337,9 +321,8 @@ func (t *sqlTable) ahead(ctx context.Context, db DB, c check, skew any, token To
 		ErrAhead, token.Fence, t.policy.maxSkew, t.table))
 }
 
-// fail ends the check of a statement the database failed. The error is the
-// database's, or its driver's, wrapped with what was being done, without
-// the "fence:" of the fence's own errors: it says nothing of the token.
+// fail ends the check of a statement the database failed; its error says
+// nothing of the token, so it does not start with "fence:".
 func (t *sqlTable) fail(c check, op string, err error) error {
 	err = fmt.Errorf("%s %s: %w", op, t.table, err)
 	c.failed(err)

@@ -7,21 +7,13 @@ import (
 	"strconv"
 )
 
-// Token is a fencing token: the fence, strictly increasing per lock key,
-// and what lets a resource trust it: the lock key it was minted for
-// (Scope) and, when the Lockers have secrets, the signature of the Locker
-// that minted it. lease.Lease.Token returns one; String and Parse are its
-// wire form (SECURITY.md, "The token on the wire").
-//
-// A token's fence is only comparable with fences of the same lock key: a
-// resource that admitted another key's token would move its mark to a
-// number that key's leases never minted, and refuse them as stale until
-// minting caught up. A resource therefore refuses a token whose Scope is
-// not its key's (ErrForeign), an unsigned or badly signed one when it has
-// secrets (ErrForged), and, without secrets, one whose fence is further
-// ahead of its clock than any Locker can have minted (ErrAhead): the worst
-// a forger then achieves is a refusal, never a mark the resource cannot get
-// back from.
+// Token is a fencing token: the fence, strictly increasing per lock key, and
+// what lets a resource trust it: the lock key it was minted for (Scope) and,
+// when the Lockers have secrets, the signature of the Locker that minted it.
+// lease.Lease.Token returns one; String and Parse are its wire form
+// (SECURITY.md, "The token on the wire"). A resource refuses a token it
+// cannot trust for its key before comparing its fence (the package doc,
+// "Tokens a resource can trust").
 //
 // Token is comparable: two tokens are equal when all their fields are.
 type Token struct {
@@ -84,11 +76,10 @@ func (t Token) IsPlain() bool { return t.Scope == Scope{} }
 // plain token its bare decimal fence.
 func (t Token) String() string { return string(t.appendWire(nil)) }
 
-// parseFence reads a fence in its canonical form: decimal digits only, no
-// sign, no spaces, no leading zeros, between 1 and the int64 maximum.
-// Anything else is ErrMalformed, with the reason: a lenient parser would let
-// "+41", " 41" or "041" reach the comparison as something other than what
-// was sent.
+// parseFence reads a fence in its canonical form, decimal digits from 1 to
+// the int64 maximum without sign, spaces or leading zeros; anything else is
+// ErrMalformed, with the reason, so that "+41", " 41" or "041" never reach
+// the comparison as something other than what was sent.
 func parseFence(s string) (int64, error) {
 	switch {
 	case s == "":

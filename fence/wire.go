@@ -7,23 +7,16 @@ import (
 	"strings"
 )
 
-// The wire form, described for clients in SECURITY.md ("The token on the
-// wire"), is an RFC 9651 Structured Field Item:
+// The wire form (SECURITY.md, "The token on the wire") is an RFC 9651
+// Structured Field Item:
 //
 //	"1796123456789012";s=:q83vEjRWeJASNFZ4:                    unsigned
 //	"1796123456789012";s=:q83vEjRWeJASNFZ4:;kid=k1;mac=:...:    signed
 //
-// The fence is an sf-string, not an sf-integer: Structured Fields stop
-// integers at 15 digits and fences, microseconds since 1970, have 16. s is
-// the Scope (12 bytes), kid the secret's id (an sf-token), mac the 16-byte
-// signature, both byte sequences in base64 with padding. A bare decimal is
-// the plain token of earlier versions.
-//
-// Parse reads exactly this grammar and nothing else: parameters in any
-// order, spaces after ';', but no unknown or repeated parameter, no other
-// bare-item types, nothing after the item. RFC 9651 lets a parser ignore
-// unknown parameters; a token is a credential, so lockwatch refuses them
-// rather than accept a form it cannot check in full.
+// The fence is an sf-string because Structured Fields stop integers at 15
+// digits and fences have 16. Parse reads exactly this grammar and nothing
+// else: RFC 9651 lets a parser ignore unknown parameters, but a token is a
+// credential, so lockwatch refuses a form it cannot check in full.
 
 // maxWire bounds the wire form: a signed token is under 100 bytes. Parse
 // refuses longer input before reading it, so a huge header costs nothing.
