@@ -138,46 +138,17 @@ var _ Table = (*sqlTable)(nil)
 
 // newSQLTable validates cfg and builds the statements once.
 func newSQLTable(d *dialect, cfg TableConfig) (*sqlTable, error) {
-	table, err := d.quoteTable(cfg.Table)
+	table, key, fence, cols, err := d.quoteAll(cfg)
 	if err != nil {
 		return nil, err
 	}
-	key, err := d.quoteColumn("KeyColumn", cfg.KeyColumn)
+	p, err := tablePolicy(cfg)
 	if err != nil {
 		return nil, err
-	}
-	fence, err := d.quoteColumn("FenceColumn", cfg.FenceColumn)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.KeyColumn == cfg.FenceColumn {
-		return nil, fmt.Errorf("fence: TableConfig: KeyColumn and FenceColumn are both %q", cfg.KeyColumn)
-	}
-	seen := map[string]bool{cfg.KeyColumn: true, cfg.FenceColumn: true}
-	cols := make([]string, len(cfg.Columns))
-	for i, c := range cfg.Columns {
-		if cols[i], err = d.quoteColumn(fmt.Sprintf("Columns[%d]", i), c); err != nil {
-			return nil, err
-		}
-		if seen[c] {
-			return nil, fmt.Errorf("fence: TableConfig: Columns[%d] %q repeats a column (or KeyColumn or FenceColumn)", i, c)
-		}
-		seen[c] = true
 	}
 	resource := cfg.Resource
 	if resource == "" {
 		resource = cfg.Table
-	}
-	p := newPolicy()
-	p.secrets, p.plain = cfg.Secrets, cfg.PlainTokens
-	if cfg.LockNamespace != "" {
-		p.lockNamespace = cfg.LockNamespace
-	}
-	if cfg.MaxSkew != 0 {
-		p.maxSkew = cfg.MaxSkew
-	}
-	if err := p.validate(); err != nil {
-		return nil, fmt.Errorf("fence: TableConfig: %w", err)
 	}
 	lockKey := cfg.LockKey
 	if lockKey == nil {
@@ -196,6 +167,52 @@ func newSQLTable(d *dialect, cfg TableConfig) (*sqlTable, error) {
 		policy:   p,
 		tel:      recorder(cfg.Telemetry),
 	}, nil
+}
+
+// quoteAll quotes cfg's table and columns, each column named once.
+func (d *dialect) quoteAll(cfg TableConfig) (table, key, fence string, cols []string, err error) {
+	if table, err = d.quoteTable(cfg.Table); err != nil {
+		return
+	}
+	if key, err = d.quoteColumn("KeyColumn", cfg.KeyColumn); err != nil {
+		return
+	}
+	if fence, err = d.quoteColumn("FenceColumn", cfg.FenceColumn); err != nil {
+		return
+	}
+	if cfg.KeyColumn == cfg.FenceColumn {
+		err = fmt.Errorf("fence: TableConfig: KeyColumn and FenceColumn are both %q", cfg.KeyColumn)
+		return
+	}
+	seen := map[string]bool{cfg.KeyColumn: true, cfg.FenceColumn: true}
+	cols = make([]string, len(cfg.Columns))
+	for i, c := range cfg.Columns {
+		if cols[i], err = d.quoteColumn(fmt.Sprintf("Columns[%d]", i), c); err != nil {
+			return
+		}
+		if seen[c] {
+			err = fmt.Errorf("fence: TableConfig: Columns[%d] %q repeats a column (or KeyColumn or FenceColumn)", i, c)
+			return
+		}
+		seen[c] = true
+	}
+	return table, key, fence, cols, nil
+}
+
+// tablePolicy is the token policy cfg asks for.
+func tablePolicy(cfg TableConfig) (policy, error) {
+	p := newPolicy()
+	p.secrets, p.plain = cfg.Secrets, cfg.PlainTokens
+	if cfg.LockNamespace != "" {
+		p.lockNamespace = cfg.LockNamespace
+	}
+	if cfg.MaxSkew != 0 {
+		p.maxSkew = cfg.MaxSkew
+	}
+	if err := p.validate(); err != nil {
+		return policy{}, fmt.Errorf("fence: TableConfig: %w", err)
+	}
+	return p, nil
 }
 
 func (d *dialect) quoteColumn(field, name string) (string, error) {
