@@ -1,12 +1,6 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/groupcommit"
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/script"
-
 	"context"
 	"crypto/rand"
 	"errors"
@@ -18,11 +12,17 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // errLateReply makes an acquire unknown whose reply came after its deadline
 // (the acquire timeout or the caller's) or after the lease's cancel point:
-// it was taken, but is no longer safe to use.
+// it was taken, but too late to be safe to use.
 var errLateReply = errors.New("acquire reply arrived after its deadline or the lease's cancel point")
 
 // Acquire takes the lease on key, or fails:
@@ -66,10 +66,13 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	var l *Lease
 	if optErr == nil {
 		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
-		l, ev.Err = lk.acquire(ctx, actx, set, key, lockKey, fenceKey, mark, &ev)
+		a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, lockKey: lockKey, fenceKey: fenceKey, mark: mark}
+		l, ev.Result, ev.Err = a.run(&ev)
+		ev.Attempts = a.attempts
 	}
 	ev.Duration = clock.Now() - start
 	if l != nil {
+		ev.Fence = l.token.Fence
 		// A report that panics (in a logger's handler, say) must not leave
 		// a lease renewed until Close that nobody can release: the panic
 		// goes on, the lease ends.
@@ -87,105 +90,165 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 	return nil, ev.Err
 }
 
-// acquire runs the attempts of one Acquire: Redis calls go under actx (the
-// lease.acquire span), the lease's context derives from ctx.
-func (lk *Locker) acquire(ctx, actx context.Context, set *settings, key, lockKey, fenceKey, mark string, ev *acquireEvent) (*Lease, error) {
-	switch {
-	case key == "":
-		return nil, invalidf("empty key")
-	case lk.closed.Load():
-		return nil, ErrClosed
+// acquisition is one Acquire's attempts on one key. Redis calls go under
+// actx (the lease.acquire span); the lease's context derives from ctx.
+type acquisition struct {
+	lk        *Locker
+	ctx, actx context.Context
+	set       *settings
+	key       string
+	lockKey   string
+	fenceKey  string
+	mark      string
+	until     time.Duration // the end of the wait (WithWait)
+	wt        *waiter       // this Acquire's place in the key's wait line
+	attempts  int
+}
+
+// run makes attempts until one ends the Acquire: the lease, or the
+// outcome of the last attempt and the error the Acquire returns. ev
+// reports the wait, if any.
+func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
+	if err := a.admit(); err != nil {
+		return nil, obs.AcquireError, err
 	}
-	if err := context.Cause(ctx); err != nil {
-		return nil, err
-	}
-	if err := lk.pending.wait(ctx, lockKey); err != nil {
-		return nil, err
-	}
-	waitUntil := clock.Now() + set.wait
-	var contended *NotAcquiredError // the last answer, while waiting
-	var wt *waiter                  // this Acquire's place in the key's wait line
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && lk.closed.Load() {
-			ev.Result = obs.AcquireError
-			return nil, ErrClosed
+	defer a.leaveLine()
+	a.until = clock.Now() + a.set.wait
+	var last *NotAcquiredError // the last answer, while waiting
+	for n := 0; ; n++ {
+		if n > 0 && a.lk.closed.Load() {
+			return nil, obs.AcquireError, ErrClosed
 		}
-		ev.Attempts++
-		// Every attempt is its own claim, with an owner token of its own:
-		// an answered attempt is barred in Redis (acquire.lua), so a late
-		// copy of it can neither take the key nor be mistaken for the next
-		// attempt, whose validity counts from its own send.
-		waitArg := noWait
-		if set.wait > 0 {
-			waitArg = max(1, (waitUntil - clock.Now()).Milliseconds())
-		}
-		ghosts := lk.ghosts.of(lockKey)
-		acq := acquireCall(lockKey, fenceKey, mark, rand.Text(), set, waitArg, ghosts)
-		r := lk.attempt(actx, set, lockKey, acq)
-		if r.definite() {
-			lk.ghosts.barred(lockKey, ghosts)
-		}
+		acq, r := a.try()
+		out, err := a.classify(r, last)
 		switch {
-		case r.notSent && r.callerEnded && contended != nil:
-			// The caller's end came while the next attempt queued: as
-			// when it comes during a backoff sleep, the last answer
-			// stands. (An attempt that expired by the acquire timeout in
-			// the queue, Redis congested, is a failure below.)
-			return nil, errors.Join(contended, r.err)
-		case r.notSent:
-			ev.Result = obs.AcquireError
-			return nil, r.err
-		case r.refused != nil:
-			ev.Result = obs.AcquireError
-			return nil, r.refused
-		case r.err == nil && r.acquired && (r.late || r.sentAt+set.cancelAfter() <= clock.Now()):
-			r.err = errLateReply
-			fallthrough
-		case r.err != nil:
-			ev.Result = obs.AcquireUnknown
-			lk.resolveUnknown(actx, set, key, lockKey, acq, r.abandoned)
-			return nil, &unknownError{Key: key, Err: r.err}
-		case r.acquired:
-			l := lk.newLease(ctx, set, key, lockKey, acq, fence.Mint(set.namespace, key, r.fence, set.secrets), r.sentAt)
-			if !lk.sched.add(l) {
-				// Closed meanwhile: the lease never became active; free the key.
-				l.cancel(ErrClosed)
-				_, _ = lk.releaseKey(ctx, set, lockKey, l.release)
-				ev.Result = obs.AcquireError
-				return nil, ErrClosed
-			}
-			ev.Result, ev.Fence = obs.AcquireAcquired, r.fence
-			return l, nil
+		case out == obs.AcquireAcquired:
+			return a.take(acq, r)
+		case out == obs.AcquireUnknown:
+			a.lk.resolveUnknown(a.actx, a.set, a.lockKey, acq, r.abandoned)
+			return nil, out, &unknownError{Key: a.key, Err: err}
+		case err != nil: // an error, or contended and the caller gone
+			return nil, out, err
 		}
-		ev.Result = obs.AcquireContended
-		contended = &NotAcquiredError{Key: key, HolderTTL: r.holderTTL}
-		left := waitUntil - clock.Now()
-		if left <= 0 {
-			return nil, contended
+		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL}
+		if err := a.wait(n, last, ev); err != nil {
+			return nil, out, err
 		}
-		pause := min(left, backoff(set, attempt, r.holderTTL))
-		set.observeWaitStart(actx, ev)
+	}
+}
+
+// admit refuses an Acquire that cannot start, then waits for the Locker's
+// clean-ups and asynchronous releases of the key (pendingReleases).
+func (a *acquisition) admit() error {
+	switch {
+	case a.key == "":
+		return invalidf("empty key")
+	case a.lk.closed.Load():
+		return ErrClosed
+	}
+	if err := context.Cause(a.ctx); err != nil {
+		return err
+	}
+	return a.lk.pending.wait(a.ctx, a.lockKey)
+}
+
+// try makes one attempt, a claim with an owner token of its own: an
+// answered attempt is barred in Redis (acquire.lua), so a late copy of it
+// can neither take the key nor be mistaken for the next attempt, whose
+// validity counts from its own send. The Locker's ghosts of the key go
+// along, forgotten once Redis has answered.
+func (a *acquisition) try() (script.Call, attemptResult) {
+	a.attempts++
+	wait := noWait
+	if a.set.wait > 0 {
+		wait = max(1, (a.until - clock.Now()).Milliseconds())
+	}
+	lockKey := a.lockKey
+	ghosts := a.lk.ghosts.of(lockKey)
+	acq := acquireCall(a.lockKey, a.fenceKey, a.mark, rand.Text(), a.set, wait, ghosts)
+	r := a.lk.attempt(a.actx, a.set, lockKey, acq)
+	if r.definite() {
+		a.lk.ghosts.barred(lockKey, ghosts)
+	}
+	return acq, r
+}
+
+// classify says what an attempt came to, and the error it ends the
+// Acquire with: acquired, in time to use the lease; unknown, it may have
+// taken effect; error, nothing was taken. Contended ends the Acquire only
+// when the caller's end came while the attempt queued after an answer: as
+// in a backoff sleep, the last answer stands. (An attempt that expired by
+// the acquire timeout in the queue, Redis congested, is an error.)
+func (a *acquisition) classify(r attemptResult, last *NotAcquiredError) (obs.AcquireResult, error) {
+	switch {
+	case r.notSent && r.callerEnded && last != nil:
+		return obs.AcquireContended, errors.Join(last, r.err)
+	case r.notSent:
+		return obs.AcquireError, r.err
+	case r.refused != nil:
+		return obs.AcquireError, r.refused
+	case r.err != nil:
+		return obs.AcquireUnknown, r.err
+	case r.acquired && (r.late || r.sentAt+a.set.cancelAfter() <= clock.Now()):
+		return obs.AcquireUnknown, errLateReply
+	case r.acquired:
+		return obs.AcquireAcquired, nil
+	}
+	return obs.AcquireContended, nil
+}
+
+// take hands the lease the attempt took to the scheduler. A Locker closed
+// meanwhile never makes it active: the key is freed, the Acquire fails.
+func (a *acquisition) take(acq script.Call, r attemptResult) (*Lease, obs.AcquireResult, error) {
+	l := a.newLease(acq, r)
+	if !a.lk.sched.add(l) {
+		l.cancel(ErrClosed)
+		_, _ = a.lk.releaseKey(a.ctx, a.set, a.lockKey, l.release)
+		return nil, obs.AcquireError, ErrClosed
+	}
+	return l, obs.AcquireAcquired, nil
+}
+
+// wait sleeps before the next attempt after n contended ones: a
+// full-jitter backoff capped by the holder's TTL and the wait's end, cut
+// short by a release of the key (wakeup). It returns the error the
+// Acquire ends with instead: last alone once the wait's bound has passed,
+// joined with ctx's cause when ctx ends.
+func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) error {
+	left := a.until - clock.Now()
+	if left <= 0 {
+		return last
+	}
+	pause := min(left, backoff(a.set, n, last.HolderTTL))
+	a.set.observeWaitStart(a.actx, ev)
+	if err := sleep(a.ctx, pause, a.wakeup()); err != nil {
+		return errors.Join(last, err)
+	}
+	return nil
+}
+
+// wakeup is what ends a sleep early: a release of the key, once the
+// Acquire has joined the key's wait line; until Redis confirms the line's
+// subscription, the confirmation instead (a release in between was
+// published to nobody). Nil while wake-ups are off.
+func (a *acquisition) wakeup() <-chan struct{} {
+	if a.wt == nil {
+		wt, subscribed := a.lk.wake.join(a.ctx, releaseChannel(a.lockKey))
 		if wt == nil {
-			var subscribed bool
-			if wt, subscribed = lk.wake.join(ctx, releaseChannel(lockKey)); wt != nil {
-				defer lk.wake.leave(wt)
-			}
-			if wt != nil && !subscribed {
-				// A release between the answer and the subscription is
-				// published to nobody: once Redis confirms it, try again.
-				if err := sleep(ctx, pause, wt.line.confirmed); err != nil {
-					return nil, errors.Join(contended, err)
-				}
-				continue
-			}
+			return nil
 		}
-		var woken <-chan struct{}
-		if wt != nil {
-			woken = wt.wake
+		a.wt = wt
+		if !subscribed {
+			return wt.line.confirmed
 		}
-		if err := sleep(ctx, pause, woken); err != nil {
-			return nil, errors.Join(contended, err)
-		}
+	}
+	return a.wt.wake
+}
+
+// leaveLine leaves the key's wait line, if the Acquire joined it.
+func (a *acquisition) leaveLine() {
+	if a.wt != nil {
+		a.lk.wake.leave(a.wt)
 	}
 }
 
@@ -312,16 +375,18 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }
 
-// newLease makes the lease an acquire took. Its renewal and release calls
+// newLease makes the lease the attempt took. Its renewal and release calls
 // take the acquire's KEYS and its first three ARGV (owner token, TTL,
 // retention); the renewal adds the lease's fence (renew.lua).
-func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey string, acq script.Call, token fence.Token, sentAt time.Duration) *Lease {
+func (a *acquisition) newLease(acq script.Call, r attemptResult) *Lease {
+	set, sentAt := a.set, r.sentAt
+	token := fence.Mint(set.namespace, a.key, r.fence, set.secrets)
 	args := acq.Args()[3 : ownerArg+3]
 	l := &Lease{
-		locker:      lk,
+		locker:      a.lk,
 		set:         set,
-		key:         key,
-		lockKey:     lockKey,
+		key:         a.key,
+		lockKey:     a.lockKey,
 		renew:       renewScript.Call(3, append(slices.Clip(args), strconv.FormatInt(token.Fence, 10))...),
 		release:     releaseScript.Call(3, args...),
 		token:       token,
@@ -330,7 +395,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 		renewIdx:    -1,
 		deadlineIdx: -1,
 	}
-	l.ctx, l.cancel = leaseContext(ctx, l)
+	l.ctx, l.cancel = leaseContext(a.ctx, l)
 	cancelAt := sentAt + set.cancelAfter()
 	if set.maxHold > 0 {
 		l.maxHoldAt = sentAt + set.maxHold
@@ -349,7 +414,7 @@ func (lk *Locker) newLease(ctx context.Context, set *settings, key, lockKey stri
 // acquire abandoned in flight is waited for first. An Acquire of the same
 // key through this Locker waits for the clean-up (pendingReleases), instead
 // of finding the unknown acquire's lock and answering contended for a TTL.
-func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, key, lockKey string, acq script.Call, abandoned *groupcommit.Call) {
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, lockKey string, acq script.Call, abandoned *groupcommit.Call) {
 	resolve := acq.With(releaseScript)
 	lk.pending.add(lockKey)
 	lk.background(func() {
