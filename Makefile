@@ -20,7 +20,7 @@ export GOWORK := off
 # the last one when any failed, so one run reports every module's failures.
 each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$fail
 
-.PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late
+.PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
 
 # The short chaos runs on Sentinel and Cluster (about three minutes on
 # this 2-core machine, more than make test's budget leaves) run in
@@ -34,9 +34,24 @@ CHAOS_TOPOLOGIES := TestChaos/(sentinel|cluster)$$
 # pattern at the top-level |, so each alternative names its own test.)
 DEMO_E2E := ^TestEndToEndWithPrometheus$$
 
-test: deps fmt-check vet lint model-quick
+# make test runs every module's tests in one go test, in the workspace
+# (GOWORK set back to go.work), so that the packages of all modules share
+# the run two at a time as they did in one module: one module after
+# another would leave a core idle behind each module's longest package.
+# workspace-check makes that the same as testing each module alone: the
+# workspace must select, for every package a module's tests build, the
+# version that module's own go.mod selects.
+TEST_PATTERNS := $(foreach m,$(MODULES),$(if $(filter .,$(m)),./...,./$(m)/...))
+DEPS_FORMAT := {{with .Module}}{{.Path}} {{.Version}}{{end}}
+
+test: deps fmt-check vet lint model-quick workspace-check
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
-	$(call each,LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' ./...)
+	GOWORK=$(CURDIR)/go.work LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' $(TEST_PATTERNS)
+
+workspace-check:
+	$(call each,diff <($(GO) list -deps -test -f '$(DEPS_FORMAT)' ./... | grep -v '^github.com/lockwatch/' | sort -u) \
+		<(GOWORK=$(CURDIR)/go.work $(GO) list -deps -test -f '$(DEPS_FORMAT)' ./... | grep -v '^github.com/lockwatch/' | sort -u) \
+		|| { echo "workspace-check: the workspace selects other versions than $$m/go.mod (above); align them"; false; })
 
 chaos-topologies: deps
 	cd cmd/lockwatch-chaos && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -run '$(CHAOS_TOPOLOGIES)' .
