@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/groupcommit"
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/script"
 )
@@ -59,14 +58,14 @@ func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lea
 			set = lk.set // report under the Locker's name
 		}
 	}
-	lockKey, fenceKey, mark := leaseKeys(set.namespace, key)
-	actx, span := set.rec.StartAcquire(ctx, set.name, obs.Key{Raw: key, Hash: hashTag(lockKey)})
+	keys := keysOf(set.namespace, key)
+	actx, span := set.rec.StartAcquire(ctx, set.name, obs.Key{Raw: key, Hash: hashTag(keys.Lock)})
 	start := clock.Now()
 	ev := acquireEvent{Result: obs.AcquireError, Err: optErr}
 	var l *Lease
 	if optErr == nil {
 		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
-		a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, lockKey: lockKey, fenceKey: fenceKey, mark: mark}
+		a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, keys: keys}
 		l, ev.Result, ev.Err = a.run(&ev)
 		ev.Attempts = a.attempts
 	}
@@ -97,9 +96,7 @@ type acquisition struct {
 	ctx, actx context.Context
 	set       *settings
 	key       string
-	lockKey   string
-	fenceKey  string
-	mark      string
+	keys      leasekeys.Keys
 	until     time.Duration // the end of the wait (WithWait)
 	wt        *waiter       // this Acquire's place in the key's wait line
 	attempts  int
@@ -125,7 +122,7 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 		case out == obs.AcquireAcquired:
 			return a.take(acq, r)
 		case out == obs.AcquireUnknown:
-			a.lk.resolveUnknown(a.actx, a.set, a.lockKey, acq, r.abandoned)
+			a.lk.resolveUnknown(a.actx, a.set, acq, r.abandoned)
 			return nil, out, &unknownError{Key: a.key, Err: err}
 		case err != nil: // an error, or contended and the caller gone
 			return nil, out, err
@@ -149,7 +146,7 @@ func (a *acquisition) admit() error {
 	if err := context.Cause(a.ctx); err != nil {
 		return err
 	}
-	return a.lk.pending.wait(a.ctx, a.lockKey)
+	return a.lk.pending.wait(a.ctx, a.keys.Lock)
 }
 
 // try makes one attempt, a claim with an owner token of its own: an
@@ -157,16 +154,16 @@ func (a *acquisition) admit() error {
 // can neither take the key nor be mistaken for the next attempt, whose
 // validity counts from its own send. The Locker's ghosts of the key go
 // along, forgotten once Redis has answered.
-func (a *acquisition) try() (script.Call, attemptResult) {
+func (a *acquisition) try() (acquireArgs, attemptResult) {
 	a.attempts++
 	wait := noWait
 	if a.set.wait > 0 {
 		wait = max(1, (a.until - clock.Now()).Milliseconds())
 	}
-	lockKey := a.lockKey
+	lockKey := a.keys.Lock
 	ghosts := a.lk.ghosts.of(lockKey)
-	acq := acquireCall(a.lockKey, a.fenceKey, a.mark, rand.Text(), a.set, wait, ghosts)
-	r := a.lk.attempt(a.actx, a.set, lockKey, acq)
+	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, wait: wait, ghosts: ghosts}
+	r := a.lk.attempt(a.actx, a.set, lockKey, acq.call())
 	if r.definite() {
 		a.lk.ghosts.barred(lockKey, ghosts)
 	}
@@ -199,11 +196,11 @@ func (a *acquisition) classify(r attemptResult, last *NotAcquiredError) (obs.Acq
 
 // take hands the lease the attempt took to the scheduler. A Locker closed
 // meanwhile never makes it active: the key is freed, the Acquire fails.
-func (a *acquisition) take(acq script.Call, r attemptResult) (*Lease, obs.AcquireResult, error) {
+func (a *acquisition) take(acq acquireArgs, r attemptResult) (*Lease, obs.AcquireResult, error) {
 	l := a.newLease(acq, r)
 	if !a.lk.sched.add(l) {
 		l.cancel(ErrClosed)
-		_, _ = a.lk.releaseKey(a.ctx, a.set, a.lockKey, l.release)
+		_, _ = a.lk.releaseKey(a.ctx, a.set, a.keys.Lock, l.release)
 		return nil, obs.AcquireError, ErrClosed
 	}
 	return l, obs.AcquireAcquired, nil
@@ -233,7 +230,7 @@ func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) erro
 // published to nobody). Nil while wake-ups are off.
 func (a *acquisition) wakeup() <-chan struct{} {
 	if a.wt == nil {
-		wt, subscribed := a.lk.wake.join(a.ctx, releaseChannel(a.lockKey))
+		wt, subscribed := a.lk.wake.join(a.ctx, a.keys.Channel)
 		if wt == nil {
 			return nil
 		}
@@ -254,25 +251,6 @@ func (a *acquisition) leaveLine() {
 
 // noWait is the wait argument of an Acquire that does not wait, boxed once.
 var noWait any = int64(0)
-
-// acquireCall is one attempt's acquire script call (acquire.lua): its
-// KEYS, and the ARGV that renew.lua and release.lua share with it (owner
-// token, TTL, retention), then the wait and the Locker's ghosts of the key.
-func acquireCall(lockKey, fenceKey, mark, owner string, set *settings, wait any, ghosts []string) script.Call {
-	if len(ghosts) == 0 {
-		return acquireScript.Call(3, lockKey, fenceKey, mark, owner, set.ttlArg, set.retentionArg, wait)
-	}
-	args := make([]any, 0, 7+len(ghosts))
-	args = append(args, lockKey, fenceKey, mark, owner, set.ttlArg, set.retentionArg, wait)
-	for _, g := range ghosts {
-		args = append(args, g)
-	}
-	return acquireScript.Call(3, args...)
-}
-
-// ownerArg is the position of the owner token in an acquire, renewal or
-// release call's argument list (EVALSHA sha 3 lock fence mark owner ...).
-const ownerArg = 6
 
 // attemptResult is one acquire round trip: acquired with a fence, contended
 // with the holder's TTL, or an error. notSent marks an error before anything
@@ -375,20 +353,19 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }
 
-// newLease makes the lease the attempt took. Its renewal and release calls
-// take the acquire's KEYS and its first three ARGV (owner token, TTL,
-// retention); the renewal adds the lease's fence (renew.lua).
-func (a *acquisition) newLease(acq script.Call, r attemptResult) *Lease {
+// newLease makes the lease the attempt took, with the renewal and the
+// release of its owner token.
+func (a *acquisition) newLease(acq acquireArgs, r attemptResult) *Lease {
 	set, sentAt := a.set, r.sentAt
 	token := fence.Mint(set.namespace, a.key, r.fence, set.secrets)
-	args := acq.Args()[3 : ownerArg+3]
 	l := &Lease{
 		locker:      a.lk,
 		set:         set,
 		key:         a.key,
-		lockKey:     a.lockKey,
-		renew:       renewScript.Call(3, append(slices.Clip(args), strconv.FormatInt(token.Fence, 10))...),
-		release:     releaseScript.Call(3, args...),
+		lockKey:     a.keys.Lock,
+		owner:       acq.owner,
+		renew:       acq.renewal(token.Fence).call(),
+		release:     acq.release().call(),
 		token:       token,
 		sentAt:      sentAt,
 		renewAt:     sentAt + set.renewEvery,
@@ -414,8 +391,8 @@ func (a *acquisition) newLease(acq script.Call, r attemptResult) *Lease {
 // acquire abandoned in flight is waited for first. An Acquire of the same
 // key through this Locker waits for the clean-up (pendingReleases), instead
 // of finding the unknown acquire's lock and answering contended for a TTL.
-func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, lockKey string, acq script.Call, abandoned *groupcommit.Call) {
-	resolve := acq.With(releaseScript)
+func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, acq acquireArgs, abandoned *groupcommit.Call) {
+	lockKey, resolve := acq.keys.Lock, acq.release().call()
 	lk.pending.add(lockKey)
 	lk.background(func() {
 		defer lk.pending.done(lockKey)
@@ -427,7 +404,7 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, lockKey str
 		switch {
 		case err != nil:
 			ev.Result, ev.Err = obs.ResolutionUnresolved, err
-			lk.ghosts.add(lockKey, resolve.Args()[ownerArg].(string), set.ttl)
+			lk.ghosts.add(lockKey, acq.owner, set.ttl)
 		case n == 1:
 			ev.Result = obs.ResolutionReleased
 		}

@@ -57,14 +57,14 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
 	}
-	lockKey, fenceKey := redisKeys(lk.set.namespace, key)
+	keys := keysOf(lk.set.namespace, key)
 	ctx, cancel := context.WithTimeout(ctx, lk.set.acquireTimeout)
 	defer cancel()
-	vals, err := reply(script.RunOne(ctx, lk.client, inspectScript.Call(2, lockKey, fenceKey)), 4)
+	vals, err := reply(script.RunOne(ctx, lk.client, inspectArgs{keys: keys}.call()), 4)
 	if err != nil {
 		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", shortKey(key), err)
 	}
-	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
+	info := KeyInfo{Key: key, KeyHash: hashTag(keys.Lock), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
 	info.Held = info.Holder != ""
 	switch pttl := toInt(vals[1]); {
 	case pttl >= 0:
@@ -117,9 +117,10 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 	case !validHolder(holder):
 		return KeyInfo{}, invalidf("holder %q is not a holder hash (%d lower-case hex digits, as Inspect gives)", holder, holderHashLen)
 	}
-	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, key)
+	keys := keysOf(lk.set.namespace, key)
+	lockKey := keys.Lock
 	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey)}
-	vals, err := lk.force(ctx, lockKey, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, holder))
+	vals, err := lk.force(ctx, lockKey, forceArgs{keys: keys, retention: lk.set.retentionArg, holder: holder}.call())
 	result := obs.ReleaseUnknown
 	if vals != nil {
 		info.Holder, info.Fence = holderHash(vals[1]), toInt(vals[2])

@@ -130,8 +130,8 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, seen.Holder, again.Holder)
 
 	// A late copy of the holder's acquire cannot take the key back.
-	lockKey, fenceKey, _ := leaseKeys(holder.set.namespace, "stuck")
-	late := holder.attempt(ctx, holder.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, ownerOf(l), holder.set.ttlArg, holder.set.retentionArg))
+	lockKey, _ := redisKeys(holder.set.namespace, "stuck")
+	late := holder.attempt(ctx, holder.set, lockKey, attemptOf(holder.set, "stuck", ownerOf(l)).call())
 	require.NoError(t, late.err)
 	assert.False(t, late.acquired, "the forced-out token is barred")
 
@@ -172,9 +172,9 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	l, err := lk.Acquire(ctx, "free")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, "free")
 	for _, short := range []string{"", tokenHash(ownerOf(l))[:6]} {
-		vals, err := reply(script.RunOne(ctx, c, forceScript.Call(3, lockKey, fenceKey, mark, lk.set.retentionArg, short)), 3)
+		force := forceArgs{keys: keysOf(lk.set.namespace, "free"), retention: lk.set.retentionArg, holder: short}
+		vals, err := reply(script.RunOne(ctx, c, force.call()), 3)
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, vals[0], "the script released the key for holder %q", short)
 	}

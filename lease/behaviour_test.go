@@ -115,16 +115,16 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	lockKey, fenceKey := redisKeys(lk.set.namespace, "retry")
 	// Two sends with one owner token, as when go-redis retries a script
 	// whose reply was lost: the same fence, one lock.
-	first := lk.attempt(ctx, lk.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
+	first := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "retry", "owner-a").call())
 	require.NoError(t, first.err)
 	require.True(t, first.acquired)
-	again := lk.attempt(ctx, lk.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
+	again := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "retry", "owner-a").call())
 	require.NoError(t, again.err)
 	assert.True(t, again.acquired)
 	assert.Equal(t, first.fence, again.fence)
 	assert.Equal(t, "owner-a", c.Get(ctx, lockKey).Val())
 
-	other := lk.attempt(ctx, lk.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, "owner-b", lk.set.ttlArg, lk.set.retentionArg))
+	other := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "retry", "owner-b").call())
 	require.NoError(t, other.err)
 	assert.False(t, other.acquired)
 	fence, err := recordFence(ctx, c, fenceKey)
@@ -144,13 +144,13 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	lockKey, fenceKey := redisKeys(set.namespace, "late")
 	acquire := func(owner string) attemptResult {
 		t.Helper()
-		r := lk.attempt(ctx, set, lockKey, acquireScript.Call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
+		r := lk.attempt(ctx, set, lockKey, attemptOf(set, "late", owner).call())
 		require.NoError(t, r.err)
 		return r
 	}
 	resolve := func(owner string) int64 {
 		t.Helper()
-		n, err := lk.releaseKey(ctx, set, lockKey, releaseScript.Call(2, lockKey, fenceKey, owner, set.ttlArg, set.retentionArg))
+		n, err := lk.releaseKey(ctx, set, lockKey, attemptOf(set, "late", owner).release().call())
 		require.NoError(t, err)
 		return n
 	}
@@ -218,7 +218,7 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	// record still tells a lock that has none.
 	freshLock, freshFence := redisKeys(set.namespace, "late-fresh")
 	tok := rand.Text()
-	n, err := lk.releaseKey(ctx, set, freshLock, releaseScript.Call(2, freshLock, freshFence, tok, set.ttlArg, set.retentionArg))
+	n, err := lk.releaseKey(ctx, set, freshLock, attemptOf(set, "late-fresh", tok).release().call())
 	require.NoError(t, err)
 	assert.Zero(t, n)
 	assert.Equal(t, "/"+tok, c.Get(ctx, freshFence).Val())
@@ -234,13 +234,13 @@ func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
 	// A short TTL, and a round trip allowed to take longer than TTL/5 on a
 	// loaded machine.
 	lk := newLocker(t, c, WithTTL(50*time.Millisecond), WithAcquireTimeout(5*time.Second))
-	lockKey, fenceKey := redisKeys(lk.set.namespace, "expiry")
-	first := lk.attempt(ctx, lk.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, "owner-a", lk.set.ttlArg, lk.set.retentionArg))
+	lockKey, _ := redisKeys(lk.set.namespace, "expiry")
+	first := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "expiry", "owner-a").call())
 	require.NoError(t, first.err)
 	require.True(t, first.acquired)
 	require.Eventually(t, func() bool { return c.Exists(ctx, lockKey).Val() == 0 },
 		5*time.Second, 5*time.Millisecond, "lock key never expired")
-	second := lk.attempt(ctx, lk.set, lockKey, acquireScript.Call(2, lockKey, fenceKey, "owner-b", lk.set.ttlArg, lk.set.retentionArg))
+	second := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "expiry", "owner-b").call())
 	require.NoError(t, second.err)
 	require.True(t, second.acquired)
 	assert.Greater(t, second.fence, first.fence)

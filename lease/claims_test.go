@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/script"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
@@ -63,7 +62,7 @@ func (a *acquireTap) args(n int) []any {
 // reply; the test returns it so it can say what the copy did.
 func deliverAgain(ctx context.Context, t *testing.T, c redis.UniversalClient, args []any) []any {
 	t.Helper()
-	reply, err := script.RunOne(ctx, c, acquireScript.Call(args[2].(int), args[3:]...)).Slice()
+	reply, err := c.Do(ctx, args...).Slice()
 	require.NoError(t, err)
 	return reply
 }

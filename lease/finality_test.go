@@ -233,12 +233,13 @@ func TestARefusedAcquireWithGhostsWritesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	lk := newLocker(t, c)
-	lockKey, fenceKey, mark := leaseKeys(lk.set.namespace, "k")
+	acq := attemptOf(lk.set, "k", "NEW")
+	acq.ghosts = []string{"GHOST"}
+	lockKey, fenceKey := acq.keys.Lock, acq.keys.Fence
 	const exhausted = "9007199254740991"
 	require.NoError(t, c.Set(ctx, fenceKey, exhausted, 0).Err())
 	require.NoError(t, c.Set(ctx, lockKey, "GHOST", time.Minute).Err())
-	acq := acquireCall(lockKey, fenceKey, mark, "NEW", lk.set, noWait, []string{"GHOST"})
-	r := lk.attempt(ctx, lk.set, lockKey, acq)
+	r := lk.attempt(ctx, lk.set, lockKey, acq.call())
 	require.Error(t, r.refused)
 	assert.False(t, r.definite())
 	assert.Equal(t, "GHOST", c.Get(ctx, lockKey).Val(), "the refused acquire deleted the ghost's lock")

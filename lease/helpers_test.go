@@ -226,10 +226,9 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 	return last
 }
 
-// ownerOf and fenceKeyOf read a lease's owner token and fence key from its
-// renewal call (EVALSHA sha 2 lock fence owner ttl retention).
-func ownerOf(l *Lease) string    { return l.owner() }
-func fenceKeyOf(l *Lease) string { return l.renew.Args()[4].(string) }
+// ownerOf and fenceKeyOf return a lease's owner token and fence key.
+func ownerOf(l *Lease) string    { return l.owner }
+func fenceKeyOf(l *Lease) string { return keysOf(l.set.namespace, l.key).Fence }
 
 // recordFence reads the fence of a key's fence record
 // ("<fence>/<ended>+<ended>...~<contended>...", scripts/record.lua).

@@ -7,10 +7,13 @@ import "github.com/lockwatch/lockwatch/internal/leasekeys"
 
 const maxNamespace = leasekeys.MaxNamespace
 
+// keysOf returns the Redis names of key's lease in namespace.
+func keysOf(namespace, key string) leasekeys.Keys { return leasekeys.Of(namespace, key) }
+
 // redisKeys returns a lease's lock and fence keys.
 func redisKeys(namespace, key string) (lock, fence string) {
-	lock, fence, _ = leasekeys.Derive(namespace, key)
-	return lock, fence
+	k := leasekeys.Of(namespace, key)
+	return k.Lock, k.Fence
 }
 
 func leaseKeys(namespace, key string) (lock, fence, mark string) {

@@ -9,19 +9,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfw])$`)
+var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfwr])$`)
 
 func TestRedisKeysShape(t *testing.T) {
-	lock, fence, mark := leaseKeys("lockwatch", "{user}:42")
-	for _, k := range []string{lock, fence, mark} {
-		assert.Regexp(t, derivedKey, k)
+	k := keysOf("lockwatch", "{user}:42")
+	lock := k.Lock
+	for name, suffix := range map[string]string{k.Lock: ":l", k.Fence: ":f", k.Wait: ":w", k.Channel: ":r"} {
+		assert.Regexp(t, derivedKey, name)
+		assert.True(t, strings.HasSuffix(name, suffix), "%s ends in %s", name, suffix)
+		assert.Equal(t, lock[:len(lock)-1], name[:len(name)-1], "one hash tag for the four names")
 	}
-	assert.True(t, strings.HasSuffix(lock, ":l"))
-	assert.True(t, strings.HasSuffix(fence, ":f"))
-	assert.True(t, strings.HasSuffix(mark, ":w"))
-	assert.Equal(t, lock[:len(lock)-1], fence[:len(fence)-1], "one hash tag for the three keys")
-	assert.Equal(t, lock[:len(lock)-1], mark[:len(mark)-1])
-	assert.Equal(t, lock[:len(lock)-1]+"r", releaseChannel(lock), "and the release channel")
 	assert.NotContains(t, lock, "user", "the caller key never appears in Redis")
 
 	a, _ := redisKeys("a", "b:c")

@@ -25,7 +25,8 @@ type Lease struct {
 	set       *settings
 	key       string
 	lockKey   string
-	renew     script.Call // built once: the renewal and the release send these (they hold the owner token)
+	owner     string      // the owner token
+	renew     script.Call // built once: the renewal and the release send these
 	release   script.Call
 	token     fence.Token
 	sentAt    time.Duration // when the acquire that took it was sent
@@ -104,10 +105,6 @@ func (l *Lease) Err() error {
 	}
 	return nil
 }
-
-// owner is the lease's owner token: ARGV[1] of its scripts, after the
-// command, the SHA, the key count and the three keys.
-func (l *Lease) owner() string { return l.renew.Args()[ownerArg].(string) }
 
 // deadlineReason says why a lease reached its cancel point at t: its max
 // hold, or a renewal that was not confirmed in time.

@@ -90,7 +90,7 @@ func (l *Lease) deleteKey(ctx context.Context, ev obs.Release) error {
 	switch {
 	case err != nil:
 		ev.Result, err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
-		l.locker.ghosts.add(l.lockKey, l.owner(), l.set.ttl)
+		l.locker.ghosts.add(l.lockKey, l.owner, l.set.ttl)
 	case n == 1:
 		ev.Result = obs.ReleaseReleased
 	default:

@@ -2,13 +2,16 @@ package lease
 
 import (
 	_ "embed"
+	"strconv"
 
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/script"
 )
 
-// One Lua script per operation, run through internal/script. The scripts
-// that read or write the fence record start with record.lua, so the
-// record's format is parsed and written in one place.
+// One Lua script per operation, run through internal/script, each behind
+// record.lua (the fence record's functions). One type per script builds
+// its call: its fields are the script's KEYS and ARGV, in the order of the
+// script's header.
 var (
 	//go:embed scripts/record.lua
 	recordSrc string
@@ -29,3 +32,81 @@ var (
 	inspectScript = script.New(recordSrc + inspectSrc)
 	forceScript   = script.New(recordSrc + forceSrc)
 )
+
+// acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention
+// and wait are milliseconds, boxed once where they can be.
+type acquireArgs struct {
+	keys           leasekeys.Keys // Lock, Fence, Wait
+	owner          string         // the attempt's own owner token
+	ttl, retention any
+	wait           any      // how long the Acquire may still wait; 0 for none
+	ghosts         []string // the Locker's ghosts of the key (ghosts.go)
+}
+
+func (a acquireArgs) call() script.Call {
+	k := a.keys
+	if len(a.ghosts) == 0 {
+		return acquireScript.Call(3, k.Lock, k.Fence, k.Wait, a.owner, a.ttl, a.retention, a.wait)
+	}
+	args := make([]any, 0, 7+len(a.ghosts))
+	args = append(args, k.Lock, k.Fence, k.Wait, a.owner, a.ttl, a.retention, a.wait)
+	for _, g := range a.ghosts {
+		args = append(args, g)
+	}
+	return acquireScript.Call(3, args...)
+}
+
+// release is the end of the attempt: its release, or its clean-up.
+func (a acquireArgs) release() releaseArgs {
+	return releaseArgs{keys: a.keys, owner: a.owner, retention: a.retention}
+}
+
+// renewal is the renewal of the lease the attempt took.
+func (a acquireArgs) renewal(fence int64) renewArgs {
+	return renewArgs{keys: a.keys, owner: a.owner, ttl: a.ttl, retention: a.retention, fence: fence}
+}
+
+// renewArgs is a lease's renewal (renew.lua).
+type renewArgs struct {
+	keys           leasekeys.Keys // Lock, Fence
+	owner          string
+	ttl, retention any
+	fence          int64
+}
+
+func (a renewArgs) call() script.Call {
+	return renewScript.Call(2, a.keys.Lock, a.keys.Fence, a.owner, a.ttl, a.retention, strconv.FormatInt(a.fence, 10))
+}
+
+// releaseArgs is the end of an attempt (release.lua).
+type releaseArgs struct {
+	keys      leasekeys.Keys // Lock, Fence, Wait; Channel, not a key, as ARGV
+	owner     string
+	retention any
+}
+
+func (a releaseArgs) call() script.Call {
+	k := a.keys
+	return releaseScript.Call(3, k.Lock, k.Fence, k.Wait, a.owner, a.retention, k.Channel)
+}
+
+// forceArgs is an administrator's force release (force.lua).
+type forceArgs struct {
+	keys      leasekeys.Keys // Lock, Fence, Wait; Channel as ARGV
+	retention any
+	holder    string // the holder's hash, as Inspect gives it
+}
+
+func (a forceArgs) call() script.Call {
+	k := a.keys
+	return forceScript.Call(3, k.Lock, k.Fence, k.Wait, a.retention, a.holder, k.Channel)
+}
+
+// inspectArgs is a read of a key (inspect.lua).
+type inspectArgs struct {
+	keys leasekeys.Keys // Lock, Fence
+}
+
+func (a inspectArgs) call() script.Call {
+	return inspectScript.Call(2, a.keys.Lock, a.keys.Fence)
+}

@@ -121,7 +121,7 @@ func (g *lossLog) list() []LeaseInfo {
 
 // info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner()), State: state, TTL: l.set.ttl,
+	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner), State: state, TTL: l.set.ttl,
 		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key

@@ -12,19 +12,18 @@ import (
 // of its backoff: the time from a release to the next holder is one
 // notification and one acquire, not a poll.
 //
-// The release script publishes on the key's release channel (releaseChannel:
-// its lock key with the suffix r for l, in the same hash slot) when it
-// deletes a lock someone may wait for (its wait mark, see leaseKeys: a
-// release nobody waits for sends nothing, which matters on Cluster, where a
-// PUBLISH goes to every node). One Pub/Sub connection
-// per Locker (shared with the Lockers derived from it), opened with the
-// first wait, subscribes to the channels its waiters wait on, and
-// unsubscribes from a channel when its last waiter leaves. Wake-ups need a
-// *redis.Client (single node, Sentinel) or *redis.ClusterClient, and, under
-// a Redis ACL that restricts channels, the channels of the namespace
-// (&<namespace>:*); otherwise waiters poll. Pub/Sub ignores the database
-// number: two deployments on one server with the same namespace wake each
-// other's waiters, at the cost of an attempt.
+// The release script publishes on the key's release channel
+// (leasekeys.Keys) when it deletes a lock someone may wait for (its wait
+// mark is set: a release nobody waits for sends nothing, which matters on
+// Cluster, where a PUBLISH goes to every node). One Pub/Sub connection per
+// Locker (shared with the Lockers derived from it), opened with the first
+// wait, subscribes to the channels its waiters wait on, and unsubscribes
+// from a channel when its last waiter leaves. Wake-ups need a *redis.Client
+// (single node, Sentinel) or *redis.ClusterClient, and, under a Redis ACL
+// that restricts channels, the channels of the namespace (&<namespace>:*);
+// otherwise waiters poll. Pub/Sub ignores the database number: two
+// deployments on one server with the same namespace wake each other's
+// waiters, at the cost of an attempt.
 //
 // Subscribing never holds up a waiter: a goroutine of the connection's
 // sends the SUBSCRIBE and UNSUBSCRIBE commands in the order they were
@@ -79,10 +78,6 @@ func newWakeups(client redis.UniversalClient) *wakeups {
 	}
 	return w
 }
-
-// releaseChannel is the Pub/Sub channel a lock key's releases are published
-// on (scripts/release.lua derives it the same way).
-func releaseChannel(lockKey string) string { return lockKey[:len(lockKey)-1] + "r" }
 
 // join adds a waiter for channel, subscribing to it if it is the channel's
 // first; subscribed tells that Redis had confirmed the subscription

@@ -267,8 +267,7 @@ func TestCloseEndsAWaitAtOnce(t *testing.T) {
 // subscription.
 func waitForWaiters(t *testing.T, lk *Locker, key string, n int) {
 	t.Helper()
-	lockKey, _ := redisKeys(lk.set.namespace, key)
-	channel := releaseChannel(lockKey)
+	channel := keysOf(lk.set.namespace, key).Channel
 	require.Eventually(t, func() bool {
 		lk.wake.mu.Lock()
 		defer lk.wake.mu.Unlock()

@@ -1616,7 +1616,7 @@ end:
  * commit.go; a lease ends with Release or ReleaseAsync, release.go) ==== */
 
 /* One attempt: an owner token of its own, the Locker's ghosts of the key,
- * and whether the caller may wait (acquireCall). */
+ * and whether the caller may wait (acquireArgs). */
 inline send_acquire(c, newcall) {
 #ifdef REUSE_OWNER_TOKEN
 	/* issue 13, defect 2: WithWait reused the first attempt's owner token

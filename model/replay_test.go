@@ -7,12 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 )
 
 // The arguments the replay passes where the model has none: long enough
@@ -31,10 +32,8 @@ type replay struct {
 	c      *redis.Client
 	sub    *redis.PubSub // the key's release channel
 	s      scripts
-	lock   string // the lock key (ends in l: the channel is the same with r)
-	fence  string
-	mark   string
-	res    string // the resource's fenced key (write.lua)
+	keys   leasekeys.Keys // the lease's, as lockwatch names them
+	res    string         // the resource's fenced key (write.lua)
 	owners map[int]string
 	tokens map[string]int
 	fences map[int]int64 // model fence → the one Redis minted
@@ -44,10 +43,10 @@ type replay struct {
 func newReplay(ctx context.Context, c *redis.Client, s scripts, prefix string) (*replay, error) {
 	r := &replay{
 		ctx: ctx, c: c, s: s,
-		lock: prefix + ":{k}:l", fence: prefix + ":{k}:f", mark: prefix + ":{k}:w", res: prefix + ":res",
+		keys: leasekeys.Of(prefix, "k"), res: prefix + ":res",
 		owners: map[int]string{}, tokens: map[string]int{}, fences: map[int]int64{}, count: map[string]int{},
 	}
-	r.sub = c.Subscribe(ctx, prefix+":{k}:r")
+	r.sub = c.Subscribe(ctx, r.keys.Channel)
 	if _, err := r.sub.Receive(ctx); err != nil { // the subscription's confirmation
 		_ = r.sub.Close()
 		return nil, err
@@ -68,7 +67,10 @@ func (r *replay) owner(t int) string {
 	return o
 }
 
-func (r *replay) keys() []string { return []string{r.lock, r.fence, r.mark} }
+// lockKeys are the KEYS of acquire.lua, release.lua and force.lua, and
+// all the keys a restart deletes; renew.lua and inspect.lua take the
+// first two.
+func (r *replay) lockKeys() []string { return []string{r.keys.Lock, r.keys.Fence, r.keys.Wait} }
 
 // run replays one step.
 func (r *replay) run(st step) error {
@@ -89,11 +91,11 @@ func (r *replay) run(st step) error {
 	case "inspect":
 		err = r.inspect(st)
 	case "expire":
-		err = r.c.Del(r.ctx, r.lock).Err()
+		err = r.c.Del(r.ctx, r.keys.Lock).Err()
 	case "restart":
-		err = r.c.Del(r.ctx, r.keys()...).Err()
+		err = r.c.Del(r.ctx, r.lockKeys()...).Err()
 	case "evict":
-		err = r.c.Del(r.ctx, r.fence).Err()
+		err = r.c.Del(r.ctx, r.keys.Fence).Err()
 	case "failover":
 		err = r.restore(*st.state)
 	case "write":
@@ -119,7 +121,7 @@ func (r *replay) acquire(st step) error {
 	for _, g := range st.ghosts {
 		argv = append(argv, r.owner(g))
 	}
-	res, err := r.s.acquire.Run(r.ctx, r.c, r.keys(), argv...).Slice()
+	res, err := r.s.acquire.Run(r.ctx, r.c, r.lockKeys(), argv...).Slice()
 	switch want := st.arg["r"]; {
 	case want == 4:
 		if err == nil || !strings.Contains(err.Error(), "fence record missing") {
@@ -154,7 +156,7 @@ func (r *replay) renew(st step) error {
 	if err != nil {
 		return err
 	}
-	n, err := r.s.renew.Run(r.ctx, r.c, r.keys(), r.owner(st.arg["t"]), ttlMs, retentionMs, strconv.FormatInt(f, 10)).Int64()
+	n, err := r.s.renew.Run(r.ctx, r.c, r.lockKeys()[:2], r.owner(st.arg["t"]), ttlMs, retentionMs, strconv.FormatInt(f, 10)).Int64()
 	if err != nil {
 		return fmt.Errorf("renew: %w", err)
 	}
@@ -165,7 +167,7 @@ func (r *replay) renew(st step) error {
 }
 
 func (r *replay) release(st step) error {
-	n, err := r.s.release.Run(r.ctx, r.c, r.keys(), r.owner(st.arg["t"]), ttlMs, retentionMs).Int64()
+	n, err := r.s.release.Run(r.ctx, r.c, r.lockKeys(), r.owner(st.arg["t"]), retentionMs, r.keys.Channel).Int64()
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -176,7 +178,7 @@ func (r *replay) release(st step) error {
 }
 
 func (r *replay) force(st step) error {
-	res, err := r.s.force.Run(r.ctx, r.c, r.keys(), retentionMs, sha(r.owner(st.arg["h"]))[:12]).Slice()
+	res, err := r.s.force.Run(r.ctx, r.c, r.lockKeys(), retentionMs, sha(r.owner(st.arg["h"]))[:12], r.keys.Channel).Slice()
 	if err != nil {
 		return fmt.Errorf("force: %w", err)
 	}
@@ -192,7 +194,7 @@ func (r *replay) force(st step) error {
 }
 
 func (r *replay) inspect(st step) error {
-	res, err := r.s.inspect.Run(r.ctx, r.c, []string{r.lock, r.fence}).Slice()
+	res, err := r.s.inspect.Run(r.ctx, r.c, r.lockKeys()[:2]).Slice()
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
@@ -302,16 +304,12 @@ func (r *replay) published(want bool) error {
 	return nil
 }
 
-// bars matches the record's lists: a mark, then an owner token (Text's
-// base32 alphabet has no mark in it).
-var bars = regexp.MustCompile(`([/+!~])([^/+!~]+)`)
-
 // compare reads the key as Redis holds it and compares it with the model's.
 func (r *replay) compare(want record) error {
 	pipe := r.c.Pipeline()
-	lock := pipe.Get(r.ctx, r.lock)
-	mark := pipe.Exists(r.ctx, r.mark)
-	rec := pipe.Get(r.ctx, r.fence)
+	lock := pipe.Get(r.ctx, r.keys.Lock)
+	mark := pipe.Exists(r.ctx, r.keys.Wait)
+	rec := pipe.Get(r.ctx, r.keys.Fence)
 	if _, err := pipe.Exec(r.ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("read the key: %w", err)
 	}
@@ -325,21 +323,30 @@ func (r *replay) compare(want record) error {
 	}
 	got.mark = mark.Val() == 1
 	text := rec.Val()
-	n := strings.IndexAny(text, "/+!~")
-	if n < 0 {
-		n = len(text)
+	parsed, err := leasekeys.ParseRecord(text)
+	if err != nil {
+		return fmt.Errorf("the record %q: %w", text, err)
 	}
-	digits := text[:n]
-	for _, m := range bars.FindAllStringSubmatch(text[n:], -1) {
-		t, ok := r.tokens[m[2]]
+	digits := ""
+	if parsed.Minted {
+		digits = strconv.FormatInt(parsed.Fence, 10)
+	}
+	var unknown []string // barred owner tokens that are no tokens of the model's
+	token := func(owner string) int {
+		t, ok := r.tokens[owner]
 		if !ok {
-			return fmt.Errorf("the record %q bars %q, no token of the model's", text, m[2])
+			unknown = append(unknown, owner)
 		}
-		if m[1] == "~" {
-			got.cont = append(got.cont, t)
-		} else {
-			got.ended = append(got.ended, bar{mark: m[1][0], tok: t})
-		}
+		return t
+	}
+	for _, o := range parsed.Contended {
+		got.cont = append(got.cont, token(o))
+	}
+	for _, b := range parsed.Ended {
+		got.ended = append(got.ended, bar{mark: b.Mark, tok: token(b.Owner)})
+	}
+	if unknown != nil {
+		return fmt.Errorf("the record %q bars %q, no tokens of the model's", text, unknown)
 	}
 	wantFence, err := r.realFence(want.fence)
 	if err != nil {
@@ -361,31 +368,26 @@ func (r *replay) compare(want record) error {
 // promoted holds what the model's replica held.
 func (r *replay) restore(want record) error {
 	pipe := r.c.TxPipeline()
-	pipe.Del(r.ctx, r.keys()...)
+	pipe.Del(r.ctx, r.lockKeys()...)
 	if want.lock != 0 {
-		pipe.Set(r.ctx, r.lock, r.owner(want.lock), 10*time.Minute)
+		pipe.Set(r.ctx, r.keys.Lock, r.owner(want.lock), 10*time.Minute)
 	}
 	if want.mark {
-		pipe.Set(r.ctx, r.mark, "1", 10*time.Minute)
+		pipe.Set(r.ctx, r.keys.Wait, "1", 10*time.Minute)
 	}
 	f, err := r.realFence(want.fence)
 	if err != nil {
 		return err
 	}
-	var text strings.Builder
-	if want.fence != 0 {
-		text.WriteString(strconv.FormatInt(f, 10))
-	}
+	rec := leasekeys.Record{Fence: f, Minted: want.fence != 0}
 	for _, b := range want.ended {
-		text.WriteByte(b.mark)
-		text.WriteString(r.owner(b.tok))
+		rec.Ended = append(rec.Ended, leasekeys.Bar{Mark: b.mark, Owner: r.owner(b.tok)})
 	}
 	for _, t := range want.cont {
-		text.WriteByte('~')
-		text.WriteString(r.owner(t))
+		rec.Contended = append(rec.Contended, r.owner(t))
 	}
-	if text.Len() > 0 {
-		pipe.Set(r.ctx, r.fence, text.String(), time.Hour)
+	if text := rec.String(); text != "" {
+		pipe.Set(r.ctx, r.keys.Fence, text, time.Hour)
 	}
 	_, err = pipe.Exec(r.ctx)
 	return err

@@ -63,17 +63,6 @@ type Call struct {
 	args   []any
 }
 
-// Args returns the call's argument list (EVALSHA, sha, numkeys, keys, args),
-// not to be modified.
-func (c Call) Args() []any { return c.args }
-
-// With returns the same KEYS and ARGV as a call of s, in a list of its own.
-func (c Call) With(s *Script) Call {
-	args := slices.Clone(c.args)
-	args[1] = s.sha
-	return Call{script: s, args: args}
-}
-
 // send queues (on a pipeline) or sends (on a client) the call; a NOSCRIPT
 // reply is answered by send with eval set, which sends the script's body.
 func (c Call) send(ctx context.Context, p processor, eval bool) *redis.Cmd {
@@ -108,8 +97,8 @@ func RunOne(ctx context.Context, c redis.UniversalClient, call Call) *redis.Cmd 
 // FollowFailover makes a Cluster client reload its slot map when a command
 // got no reply from its node (a refused dial, a reset, a timeout: not an
 // error reply). go-redis reloads on MOVED and ASK, which a dead master
-// never sends, and otherwise only every ClusterStateReloadInterval (60 s
-// by default in go-redis v9.23): until then every command for the dead
+// never sends, and otherwise only every ClusterStateReloadInterval (60 s by
+// default in go-redis v9.23): until then every command for the dead
 // master's slots goes to the dead master, also after its replica took them
 // over. The reload is go-redis's own, asynchronous and coalesced (one at a
 // time, at most one every 200 ms), so calling it on every failed round trip

@@ -1,59 +1,53 @@
 -- force: an administrator takes a key back from the holder they saw
--- (lockwatch release --force). (record.lua comes first.)
+-- (lockwatch release --force; record.lua comes first). Built by forceArgs.
+local lockKey = KEYS[1]   -- deleted if the holder named holds it
+local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
+local waitKey = KEYS[3]   -- the wait mark (same hash slot)
+local retention = ARGV[1] -- how long an idle key remembers its fence, in ms
+local holder = ARGV[2]    -- the first 12 hex digits of the SHA-1 of the
+--                           holder's owner token, as inspect.lua gives it
+local channel = ARGV[3]   -- the release channel, as release.lua's
 --
--- KEYS[1]  lock key
--- KEYS[2]  fence key (same hash slot)
--- KEYS[3]  wait mark (same hash slot)
--- ARGV[1]  fence retention in milliseconds
--- ARGV[2]  the holder to take it from: the start of the SHA-1 (hex) of its
---          owner token, as inspect.lua returns it
+-- Only that holder: a copy of this script (a go-redis re-send) that comes
+-- after a waiter took the key, or a force after the stuck holder released
+-- and another took over, must not take the key from a healthy holder. A
+-- shorter holder matches none, so the check never rests on the caller's.
 --
--- Only that holder: a copy of this script (go-redis re-sends a command
--- whose reply was lost) that comes after a waiter took the key, or a force
--- that comes after the stuck holder released and another took over, must
--- not take the key from a healthy holder.
+-- The holder's token is barred with the mark '!': its next renewal learns
+-- why the key is gone (renew.lua answers -1), and a late copy of its
+-- acquire cannot take the key again. The fence record is kept, so the next
+-- acquire mints above the holder's. A waiter is woken as by a release.
 --
--- The holder's token is barred on the ended list with the mark '!': the
--- holder's next renewal finds the key gone and learns why (renew.lua
--- answers -1: force_released), and a late copy of the holder's acquire
--- cannot take the key again. The fence record is kept, so the next
--- acquire mints a larger token than the holder's. A waiter is woken as by
--- a release.
---
--- Returns {released, holder, fence}: released is 1 when that holder's
--- lease has been taken by force, by this copy or an earlier copy of the
--- command (a go-redis re-send answers for its first copy: it finds the
--- holder's token marked '!', while the mark is in the record), else 0 (the
--- key is free, or held by another); holder is the SHA-1 of the holder
--- taken (or of the current holder, nil when free) in hex; fence is the
--- newest minted for the key (0: none remembered).
--- The first 12 hex digits (holderHashLen), never fewer: a shorter ARGV[2]
--- must match no holder, so that the check does not rest on the caller's.
-local function named(owner)
-  local hash = redis.sha1hex(owner)
-  return string.sub(hash, 1, 12) == ARGV[2], hash
+-- Returns {released, sha1, fence}: released is 1 when that holder's lease
+-- was taken by force, by this copy or an earlier one (while its '!' mark is
+-- in the record), else 0 (the key is free or another's); sha1 is the
+-- holder's taken, or the current holder's (nil when free), in hex; fence
+-- is the newest minted for the key (0: none remembered).
+local function named(token)
+  local hash = redis.sha1hex(token)
+  return string.sub(hash, 1, 12) == holder, hash
 end
 
-local holder = redis.call('GET', KEYS[1])
-local fence, lists = parse(redis.call('GET', KEYS[2]))
+local held = redis.call('GET', lockKey)
+local fence, ended = parse(redis.call('GET', fenceKey))
 fence = fence or 0
-if holder then
-  local ok, hash = named(holder)
+if held then
+  local ok, hash = named(held)
   if ok then
-    redis.call('DEL', KEYS[1])
-    barOwner(holder, ARGV[1], '!')
-    wake()
+    redis.call('DEL', lockKey)
+    barOwner(fenceKey, held, retention, '!')
+    wake(waitKey, channel)
     return {1, hash, fence}
   end
 end
 -- Not held by that holder: did a force already take the key from it?
-for owner in string.gmatch(string.sub(lists or '', 1, split(lists or '') - 1), '!([^/+!~]+)') do
-  local ok, hash = named(owner)
+for token in string.gmatch(ended or '', '!([^/+!~]+)') do
+  local ok, hash = named(token)
   if ok then
     return {1, hash, fence}
   end
 end
-if holder then
-  return {0, redis.sha1hex(holder), fence}
+if held then
+  return {0, redis.sha1hex(held), fence}
 end
 return {0, false, fence}
