@@ -83,7 +83,7 @@ func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option
 // have taken effect: calling Write again is a new write, stale if the first
 // took effect. Read tells which value is stored.
 func (s *RedisStore) Write(ctx context.Context, key string, token Token, value []byte) error {
-	return s.run(ctx, writeOp, key, token, value, newWriteID())
+	return s.run(ctx, key, token, writeArgs{value: value, id: newWriteID()})
 }
 
 // newWriteID returns one Write call's id: 128 random bits, made before the
@@ -94,25 +94,12 @@ func newWriteID() string { return rand.Text() }
 // Write, which is strict. Admit and Write on one key share its mark: after
 // Admit(k, 7), Write(k, 7, v) is stale.
 func (s *RedisStore) Admit(ctx context.Context, key string, token Token) error {
-	return s.run(ctx, admitOp, key, token)
+	return s.run(ctx, key, token, admitArgs{})
 }
 
-// fenceOp is a fence script that checks a token, and the name its errors
-// give it.
-type fenceOp struct {
-	name   string
-	script *redis.Script
-}
-
-var (
-	writeOp = fenceOp{"write", writeScript}
-	admitOp = fenceOp{"admit", admitScript}
-)
-
-// run runs a fence script on key with the token's fence, the script's
-// further arguments and the clock bound (the last argument), and ends the
-// check by the script's status.
-func (s *RedisStore) run(ctx context.Context, op fenceOp, key string, token Token, more ...any) error {
+// run checks token for key and, unless the check refuses it, sends op
+// with what the check decided, and ends the check by the script's status.
+func (s *RedisStore) run(ctx context.Context, key string, token Token, op fenceOp) error {
 	bounded, err := s.policy.check(key, token)
 	if errors.Is(err, ErrMalformed) {
 		return err // a caller's bug, not a check: neither counted nor traced
@@ -120,19 +107,19 @@ func (s *RedisStore) run(ctx context.Context, op fenceOp, key string, token Toke
 	rkey := s.redisKey(key)
 	ctx, c := startCheck(ctx, s.tel, s.resource, token, attribute.String(obs.AttrKeyHash, keyHash(key)))
 	if err != nil {
-		return c.refused(fmt.Errorf("%w (%s %s)", err, op.name, s.resource))
+		return c.refused(fmt.Errorf("%w (%s %s)", err, op.name(), s.resource))
 	}
-	args := append(append([]any{strconv.FormatInt(token.Fence, 10)}, more...), s.policy.skewArg(bounded))
-	reply, err := op.script.Run(ctx, s.client, []string{rkey}, args...).Slice()
+	chk := checked{record: rkey, fence: token.Fence, skew: s.policy.skewArg(bounded)}
+	reply, err := op.send(ctx, s.client, chk).Slice()
 	var status, mark int64
 	switch {
 	case isScriptRefusal(err):
-		err = fmt.Errorf("fence: %s %s: %w", op.name, s.resource, err)
+		err = fmt.Errorf("fence: %s %s: %w", op.name(), s.resource, err)
 	case err != nil: // Redis's or go-redis's, not the fence's
-		err = fmt.Errorf("%s %s: %w", op.name, s.resource, err)
+		err = fmt.Errorf("%s %s: %w", op.name(), s.resource, err)
 	default:
 		if status, mark, err = parseReply(reply); err != nil {
-			err = fmt.Errorf("fence: %s %s: %w", op.name, s.resource, err)
+			err = fmt.Errorf("fence: %s %s: %w", op.name(), s.resource, err)
 		}
 	}
 	if err != nil {
@@ -145,7 +132,7 @@ func (s *RedisStore) run(ctx context.Context, op fenceOp, key string, token Toke
 		return &StaleError{Resource: s.resource, Token: token, HighWater: mark}
 	case replyAhead:
 		return c.refused(fmt.Errorf("%w: fence %d is more than %v ahead of the store's Redis TIME (%s %s)",
-			ErrAhead, token.Fence, s.policy.maxSkew, op.name, s.resource))
+			ErrAhead, token.Fence, s.policy.maxSkew, op.name(), s.resource))
 	case replyApplied:
 		c.done(true, 0) // the mark before the first copy ran is not known
 	default: // replyAccepted

@@ -2,23 +2,12 @@ package fence
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
-)
-
-// The repair script, as scripts.go builds the others: tokens.lua's
-// comparison in front of it, run by EVALSHA with EVAL as the fallback.
-var (
-	//go:embed scripts/repair.lua
-	repairSrc string
-
-	repairScript = redis.NewScript(tokensSrc + repairSrc)
 )
 
 // Repair sets key's high-water mark back to target = max(floor, the store's
@@ -44,8 +33,8 @@ func (s *RedisStore) Repair(ctx context.Context, key string, seen, floor int64) 
 	if seen <= 0 || floor <= 0 {
 		return 0, false, fmt.Errorf("%w: repair %s: seen %d and floor %d must be positive", ErrMalformed, s.resource, seen, floor)
 	}
-	reply, err := repairScript.Run(ctx, s.client, []string{s.redisKey(key)},
-		strconv.FormatInt(seen, 10), strconv.FormatInt(floor, 10), strconv.FormatInt(s.policy.maxSkew.Microseconds(), 10)).Slice()
+	call := repairArgs{record: s.redisKey(key), seen: seen, floor: floor, skew: s.policy.maxSkew.Microseconds()}
+	reply, err := call.send(ctx, s.client).Slice()
 	switch {
 	case isScriptRefusal(err):
 		return 0, false, fmt.Errorf("fence: repair %s: %w", s.resource, err)

@@ -1,18 +1,16 @@
--- tokens: the token comparison both fence scripts start with (scripts.go
--- puts this file in front of write.lua and admit.lua, so each is still one
--- script, run in one step).
---
--- The scripts read TIME (ahead) before they write: replicas must get the
--- effects, not the script to run again (the default since Redis 5, the only
--- mode since 7).
+-- tokens: the token comparison every fence script starts with (scripts.go
+-- puts it in front of write.lua, admit.lua and repair.lua).
+
+-- The scripts read TIME before they write: replicas must get the effects,
+-- not the script to run again (the default since Redis 5, the only mode
+-- since 7).
 if redis.replicate_commands then
   redis.replicate_commands()
 end
---
--- Tokens are compared as strings: Lua numbers are doubles, exact only below
--- 2^53, and two int64 tokens above that can convert to the same double. For
--- canonical decimals, the longer string is the larger number, and strings of one
--- length compare digit by digit (bytes, not the locale's collation).
+
+-- Tokens are compared as strings: Lua numbers are doubles, exact only
+-- below 2^53. Of two canonical decimals the longer is the larger, and
+-- strings of one length compare byte by byte.
 local function canonical(s)
   return #s <= 19 and string.find(s, '^[1-9][0-9]*$') ~= nil
 end
@@ -30,8 +28,8 @@ local function greater(a, b)
   return false
 end
 
--- checked_mark returns the key's stored mark (false when there is none), or
--- nil and an error when the token or the stored mark is not canonical.
+-- checked_mark returns the key's mark (false for none), or nil and an
+-- error when the token or the mark is not canonical.
 local function checked_mark(key, token)
   if not canonical(token) then
     return nil, 'LOCKWATCH token is not canonical'
@@ -43,11 +41,9 @@ local function checked_mark(key, token)
   return mark
 end
 
--- clock_plus returns this server's TIME in microseconds plus skew (a
--- canonical decimal), as a canonical decimal: the most a fence minted on a
--- server whose clock is at most skew ahead of this one can be, since fences
--- follow Redis TIME. Doubles are exact here: TIME in microseconds stays
--- below 2^53 until 2255.
+-- clock_plus returns this server's TIME in µs plus skew, in decimal: the
+-- most a fence minted where the clock is at most skew ahead can be.
+-- Doubles are exact here: TIME in µs stays below 2^53 until 2255.
 local function clock_plus(skew)
   local now = redis.call('TIME')
   return string.format('%.0f', tonumber(now[1]) * 1000000 + tonumber(now[2]) + tonumber(skew))
