@@ -135,12 +135,12 @@ func sharedInfo(b *testing.B) func(context.Context, ...any) (any, error) {
 	return func(ctx context.Context, args ...any) (any, error) { return c.Do(ctx, args...).Result() }
 }
 
-var discardLogs = telemetry.WithLogger(slog.New(slog.DiscardHandler))
+var discardLogs = slog.New(slog.DiscardHandler)
 
 // telemetryOff records nothing: no-op meter and tracer providers.
 func telemetryOff() *telemetry.Telemetry {
-	return telemetry.New(telemetry.WithMeterProvider(metricnoop.NewMeterProvider()),
-		telemetry.WithTracerProvider(tracenoop.NewTracerProvider()), discardLogs)
+	return telemetry.New(telemetry.Config{MeterProvider: metricnoop.NewMeterProvider(),
+		TracerProvider: tracenoop.NewTracerProvider(), Logger: discardLogs})
 }
 
 // telemetryOn records everything a production setup would: an SDK meter
@@ -159,7 +159,7 @@ func telemetryOn(b *testing.B) (*telemetry.Telemetry, context.Context) {
 		_ = tp.Shutdown(ctx)
 		_ = mp.Shutdown(ctx)
 	})
-	return telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), discardLogs), sampled
+	return telemetry.New(telemetry.Config{MeterProvider: mp, TracerProvider: tp, Logger: discardLogs}), sampled
 }
 
 // latencies gathers per-op durations from many goroutines: each keeps its

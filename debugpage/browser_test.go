@@ -12,7 +12,6 @@ import (
 
 	"github.com/lockwatch/lockwatch/internal/testenv/browsertest"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // screenshotEnv names a path where TestInBrowser also writes its
@@ -25,7 +24,7 @@ const screenshotEnv = "LOCKWATCH_SCREENSHOT"
 // screenshot is a painted PNG of the window's size.
 func TestInBrowser(t *testing.T) {
 	browsertest.Chromium(t) // skip (or fail in CI) before starting anything
-	f := newFixture(t, 2*time.Second, telemetry.WithRawKeys())
+	f := newFixture(t, 2*time.Second, true)
 	held := []*lease.Lease{
 		f.acquire(t, "invoices", "invoice:42"),
 		f.acquire(t, "invoices", "invoice:43"),

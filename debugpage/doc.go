@@ -3,8 +3,8 @@
 // operator wants to see it in the middle of an incident.
 //
 // Mount it like net/http/pprof, on an internal port, never on the one the
-// public traffic reaches (it names locks and, with telemetry.WithRawKeys,
-// keys, which are request input):
+// public traffic reaches (it names locks and, with
+// telemetry.Config.RawKeys, keys, which are request input):
 //
 //	mux.Handle("/debug/lockwatch", debugpage.Handler(locker))
 //
@@ -16,7 +16,7 @@
 // renewal, state), and the last leases lost (at most 32, newest first) with
 // their reason, when they were lost and how long they had been held. Keys
 // appear as their hash, as on spans and in Redis; the raw key only when the
-// Locker's Telemetry was made with telemetry.WithRawKeys.
+// Locker's Telemetry was made with telemetry.Config.RawKeys.
 //
 // It is one process's view of its own leases, by its own monotonic clock,
 // not Redis's: a lease this process still shows as held may already be gone
@@ -43,7 +43,7 @@
 //	  "leases": [{                                 // active leases, by name, then key hash
 //	    "name": "invoices",                        // lock name (lease.WithName)
 //	    "key_hash": "3f0c…",                       // the key's hash, as on spans and in Redis
-//	    "key": "invoice:42",                       // raw key: only with telemetry.WithRawKeys
+//	    "key": "invoice:42",                       // raw key: only with telemetry.Config.RawKeys
 //	    "fence": 1764583200123456,                 // fencing token
 //	    "holder": "5f1c0e9a27b4",                  // its owner token's hash: lockwatch release --force --holder
 //	    "state": "held",                           // held, renewing, final or expired (lease.LeaseInfo.State)

@@ -13,14 +13,13 @@ import (
 
 	"github.com/lockwatch/lockwatch/debugpage"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // TestJSONActiveLeases: the JSON lists the leases really held on Redis,
 // field by field under the documented names, and their renewals grow.
 func TestJSONActiveLeases(t *testing.T) {
 	const ttl = 600 * time.Millisecond
-	f := newFixture(t, ttl)
+	f := newFixture(t, ttl, false)
 	reports := f.acquire(t, "reports", "report:7")
 	invoices := f.acquire(t, "invoices", "invoice:42")
 
@@ -35,7 +34,7 @@ func TestJSONActiveLeases(t *testing.T) {
 		assert.Equal(t, []string{"invoices", "reports"}[i], got.Name)
 		assert.Equal(t, snap.Leases[i].KeyHash, got.KeyHash)
 		assert.NotEmpty(t, got.KeyHash)
-		assert.Empty(t, got.Key, "no raw key without telemetry.WithRawKeys")
+		assert.Empty(t, got.Key, "no raw key without telemetry.Config.RawKeys")
 		assert.Equal(t, want.Fence(), got.Fence)
 		assert.Contains(t, []string{"held", "renewing"}, got.State)
 		assert.Positive(t, got.AgeMS)
@@ -76,7 +75,7 @@ func TestJSONActiveLeases(t *testing.T) {
 // reason, its fence, when it was lost and for how long it had been held.
 func TestLossForceRelease(t *testing.T) {
 	const ttl = 600 * time.Millisecond
-	f := newFixture(t, ttl)
+	f := newFixture(t, ttl, false)
 	l := f.acquire(t, "invoices", "invoice:42")
 	before := time.Now()
 	f.forceRelease(t, "invoice:42")
@@ -106,20 +105,19 @@ func TestLossForceRelease(t *testing.T) {
 }
 
 // TestRawKeysOnlyWithOptIn: the raw key is on the page and in the JSON
-// only with telemetry.WithRawKeys; without it the key's text appears
+// only with telemetry.Config.RawKeys; without it the key's text appears
 // nowhere, neither for an active lease nor for a lost one.
 func TestRawKeysOnlyWithOptIn(t *testing.T) {
 	const key = "tenant-secret-8812"
 	for _, tc := range []struct {
 		name string
-		tel  []telemetry.Option
 		raw  bool
 	}{
-		{"default", nil, false},
-		{"WithRawKeys", []telemetry.Option{telemetry.WithRawKeys()}, true},
+		{"default", false},
+		{"RawKeys", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, time.Second, tc.tel...)
+			f := newFixture(t, time.Second, tc.raw)
 			f.acquire(t, "tenants", key)
 			lost := f.acquire(t, "tenants", key+"-lost")
 			f.forceRelease(t, key+"-lost")
@@ -154,7 +152,7 @@ func TestRawKeysOnlyWithOptIn(t *testing.T) {
 func TestHostileNamesEscaped(t *testing.T) {
 	const name = `<script>alert("name")</script>`
 	const key = `"><img src=x onerror=alert(1)>&amp;`
-	f := newFixture(t, time.Second, telemetry.WithRawKeys())
+	f := newFixture(t, time.Second, true)
 	f.acquire(t, name, key)
 
 	html := f.html(t)
@@ -177,7 +175,7 @@ func TestHostileNamesEscaped(t *testing.T) {
 // TestEmpty: with nothing held or lost, the page says so, and the JSON has
 // empty lists.
 func TestEmpty(t *testing.T) {
-	f := newFixture(t, time.Second)
+	f := newFixture(t, time.Second, false)
 	html := f.html(t)
 	assert.Contains(t, html, "No leases held.")
 	assert.Contains(t, html, "No leases lost.")
@@ -191,7 +189,7 @@ func TestEmpty(t *testing.T) {
 // TestReadOnly: GET and HEAD only; anything else is 405 with Allow, and
 // the page has no form or button.
 func TestReadOnly(t *testing.T) {
-	f := newFixture(t, time.Second)
+	f := newFixture(t, time.Second, false)
 	f.acquire(t, "invoices", "invoice:42")
 	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 		resp, _ := f.get(t, method, f.url(""))
@@ -218,7 +216,7 @@ func TestReadOnly(t *testing.T) {
 // TestHeaders: no caching, no sniffing, no framing, and a policy that
 // forbids scripts and every external load, on both formats.
 func TestHeaders(t *testing.T) {
-	f := newFixture(t, time.Second)
+	f := newFixture(t, time.Second, false)
 	for _, q := range []string{"", "?format=json"} {
 		resp, _ := f.get(t, http.MethodGet, f.url(q))
 		require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -240,7 +238,7 @@ func TestHeaders(t *testing.T) {
 // TestPageRefreshesItself: the documented meta refresh, every 2 seconds,
 // and readable durations in the table.
 func TestPageRefreshesItself(t *testing.T) {
-	f := newFixture(t, 30*time.Second) // no renewal before the page is read
+	f := newFixture(t, 30*time.Second, false) // no renewal before the page is read
 	f.acquire(t, "invoices", "invoice:42")
 	html := f.html(t)
 	assert.Contains(t, html, `<meta http-equiv="refresh" content="2">`)

@@ -66,11 +66,11 @@ type fixture struct {
 	web    *httptest.Server
 }
 
-func newFixture(t *testing.T, ttl time.Duration, tel ...telemetry.Option) *fixture {
+func newFixture(t *testing.T, ttl time.Duration, rawKeys bool) *fixture {
 	t.Helper()
 	srv := redistest.Start(t)
 	locker := lease.NewLocker(srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true }),
-		lease.WithTTL(ttl), lease.WithTelemetry(telemetry.New(append([]telemetry.Option{telemetry.WithLogger(quiet)}, tel...)...)))
+		lease.WithTTL(ttl), lease.WithTelemetry(telemetry.New(telemetry.Config{Logger: quiet, RawKeys: rawKeys})))
 	t.Cleanup(func() { _ = locker.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/debug/lockwatch", debugpage.Handler(locker))

@@ -17,7 +17,6 @@ import (
 	"github.com/lockwatch/lockwatch/internal/script"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func tokenHash(owner string) string {
@@ -324,7 +323,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, b.Fence(), lost.Fence)
 	assert.InDelta(t, 50*time.Millisecond, lost.Age, float64(40*time.Millisecond), "held until its max hold")
 	assert.WithinDuration(t, time.Now(), lost.LostAt, 5*time.Second)
-	assert.Empty(t, lost.Key, "raw keys only with WithRawKeys")
+	assert.Empty(t, lost.Key, "raw keys only with telemetry.Config.RawKeys")
 	assert.Zero(t, lost.Remaining)
 	require.NoError(t, b.Release(ctx))
 
@@ -360,12 +359,12 @@ func TestSnapshotShowsARenewalInFlight(t *testing.T) {
 	require.NoError(t, l.Release(ctx))
 }
 
-// The raw key appears only with telemetry.WithRawKeys, and the losses kept
+// The raw key appears only with telemetry.Config.RawKeys, and the losses kept
 // are the last 32, newest first.
 func TestSnapshotRawKeysAndTheLastLosses(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	h := telemetrytest.New(t, telemetry.WithRawKeys())
+	h := telemetrytest.NewRawKeys(t)
 	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), WithTelemetry(h.Tel))
 	var fences []int64
 	for i := range lastLosses + 8 {

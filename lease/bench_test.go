@@ -36,14 +36,14 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			}
 		}
 	})
-	discard := telemetry.WithLogger(slog.New(slog.DiscardHandler))
-	off := telemetry.New(telemetry.WithMeterProvider(metricnoop.NewMeterProvider()),
-		telemetry.WithTracerProvider(tracenoop.NewTracerProvider()), discard)
+	discard := slog.New(slog.DiscardHandler)
+	off := telemetry.New(telemetry.Config{MeterProvider: metricnoop.NewMeterProvider(),
+		TracerProvider: tracenoop.NewTracerProvider(), Logger: discard})
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithBatcher(tracetest.NewNoopExporter()))
 	b.Cleanup(func() { _ = tp.Shutdown(ctx); _ = mp.Shutdown(ctx) })
-	on := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), discard)
+	on := telemetry.New(telemetry.Config{MeterProvider: mp, TracerProvider: tp, Logger: discard})
 	sampled, span := tp.Tracer("bench").Start(ctx, "request")
 	defer span.End()
 

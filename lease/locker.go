@@ -56,7 +56,7 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	}
 	cfg := withOptions(defaultConfig(), opts)
 	if cfg.tel == nil {
-		cfg.tel = telemetry.New()
+		cfg.tel = telemetry.New(telemetry.Config{})
 	}
 	set, err := cfg.settings()
 	if err != nil {

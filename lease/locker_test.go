@@ -219,7 +219,7 @@ func (s slowLog) WithGroup(string) slog.Handler           { return s }
 func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	tel := telemetry.New(telemetry.WithLogger(slog.New(slowLog{})))
+	tel := telemetry.New(telemetry.Config{Logger: slog.New(slowLog{})})
 	lk := newLocker(t, srv.Client(t), WithTelemetry(tel), WithTTL(time.Second))
 	first, err := lk.Acquire(ctx, "first", WithMaxHold(50*time.Millisecond))
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acqui
 // sent (its context ended) is no failure of the lock. The error recorded
 // (span, log) is the cause without the caller's key, which unknownError's
 // message carries: keys are request input and may hold secrets; telemetry
-// names them only by hash unless WithRawKeys.
+// names them only by hash unless telemetry.Config.RawKeys.
 func acquireFailure(ev acquireEvent) error {
 	switch {
 	case ev.Result == obs.AcquireUnknown:

@@ -292,8 +292,9 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	p, err := otelsetup.New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	tel := telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
-		telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel := telemetry.New(telemetry.Config{
+		MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider, Logger: slog.New(slog.DiscardHandler),
+	})
 	exporter := httptest.NewServer(p.Handler())
 	t.Cleanup(exporter.Close)
 	srv := redistest.Start(t)

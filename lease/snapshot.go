@@ -12,7 +12,7 @@ import (
 // Snapshot is what a Locker holds at one moment, for the people who run it:
 // the live page (package debugpage) shows one. Keys appear as their hash,
 // as on spans, and raw only when the Locker's Telemetry was made with
-// telemetry.WithRawKeys: a key is request input and may hold secrets.
+// telemetry.Config.RawKeys: a key is request input and may hold secrets.
 type Snapshot struct {
 	// Taken is when the snapshot was taken.
 	Taken time.Time
@@ -28,7 +28,7 @@ type Snapshot struct {
 type LeaseInfo struct {
 	Name    string // the lock name (WithName)
 	KeyHash string // the key's hash, as on spans and in Redis
-	Key     string // the raw key, only with telemetry.WithRawKeys
+	Key     string // the raw key, only with telemetry.Config.RawKeys
 	Fence   int64
 	// Holder is the hash of the lease's owner token, as Inspect shows the
 	// key's holder: what lockwatch release --force --holder takes.

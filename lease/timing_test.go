@@ -190,7 +190,7 @@ func TestAPanickingAcquireReportLeavesNoLease(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicOnEnd{}))
-	lk := newLocker(t, c, WithTelemetry(telemetry.New(telemetry.WithTracerProvider(tp))))
+	lk := newLocker(t, c, WithTelemetry(telemetry.New(telemetry.Config{TracerProvider: tp})))
 	func() {
 		defer func() { assert.Equal(t, "report", recover()) }()
 		_, _ = lk.Acquire(ctx, "k")

@@ -23,7 +23,6 @@ import (
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Security checks of the middleware: a secret in a request's lock key stays
@@ -140,7 +139,7 @@ type canaryScenario struct {
 // event attribute or log line contains it, whether the lease is held and
 // committed, contended, lost (renewal rejected, late completion) or cannot
 // be acquired because Redis refuses the connection. With
-// telemetry.WithRawKeys the canary is found, on the lease.acquire span: the
+// telemetry.Config.RawKeys the canary is found, on the lease.acquire span: the
 // search would see a leak.
 func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 	own := func(t *testing.T) (redis.UniversalClient, *redistest.Server) {
@@ -187,11 +186,11 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			for _, raw := range []bool{false, true} {
 				t.Run(map[bool]string{false: "hashed", true: "raw keys"}[raw], func(t *testing.T) {
-					var opts []telemetry.Option
+					harness := telemetrytest.New
 					if raw {
-						opts = append(opts, telemetry.WithRawKeys())
+						harness = telemetrytest.NewRawKeys
 					}
-					h := telemetrytest.New(t, opts...)
+					h := harness(t)
 					runCanaryScenario(t, h, sc)
 					for _, msg := range sc.logs {
 						_, _, ok := h.Logs.Find(msg)
@@ -206,9 +205,9 @@ func TestSecurityCanaryKeyStaysOutOfSpansAndLogs(t *testing.T) {
 					found := sightings(h, canary)
 					if raw {
 						assert.Contains(t, found, fmt.Sprintf("span %q attribute %s", obs.SpanAcquire, obs.AttrKey),
-							"with WithRawKeys the key is on the acquire span")
+							"with RawKeys the key is on the acquire span")
 					} else {
-						assert.Empty(t, found, "the canary leaked without WithRawKeys")
+						assert.Empty(t, found, "the canary leaked without RawKeys")
 					}
 				})
 			}

@@ -8,8 +8,8 @@
 // It depends on the OpenTelemetry API only. By default it uses the global
 // providers (otel.GetMeterProvider, otel.GetTracerProvider) and
 // slog.Default(), so a service that sets the global providers sees every
-// signal without further configuration; WithMeterProvider,
-// WithTracerProvider and WithLogger override them. The lease package
+// signal without further configuration; Config's MeterProvider,
+// TracerProvider and Logger override them. The lease package
 // creates one Telemetry per Locker unless given one (lease.WithTelemetry);
 // share one between a Locker and fenced stores (the middleware records
 // through the lease's). Package otelsetup builds SDK providers with a
@@ -90,7 +90,7 @@
 // Metric attributes come from closed sets (result, reason) plus the lock
 // name, which callers bound (a route or method, never a per-request key),
 // and the resource name of fence checks. The key, owner token and fence go
-// on spans only, and the key only as its hash unless WithRawKeys is given.
+// on spans only, and the key only as its hash unless Config.RawKeys is set.
 // Attribute sets are built once per lock name and value and cached, so
 // recording allocates nothing for attributes.
 //
@@ -121,9 +121,9 @@
 // completions, fence rejections, refused tokens and fence repairs are logged
 // at Warn with trace_id and span_id. The default logger is slog.Default():
 // these are the events an operator must not miss, and a Warn per event is
-// cheap next to the Redis round trip behind it. Under a Redis outage that is
-// two lines per lease (the failed renewal, the loss); give WithLogger a
-// rate-limiting or discarding handler if that is too many. Close loses the
-// leases still held with reason closed: alerts on losses should exclude that
-// reason.
+// cheap next to the Redis round trip behind it. Under a Redis outage that
+// is two lines per lease (the failed renewal, the loss); give Config.Logger
+// a rate-limiting or discarding handler if that is too many. Close loses
+// the leases still held with reason closed: alerts on losses should exclude
+// that reason.
 package telemetry

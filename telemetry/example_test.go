@@ -16,7 +16,7 @@ import (
 // service's own meter provider and logger.
 func ExampleNew() {
 	mp := sdkmetric.NewMeterProvider()
-	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.NewJSONHandler(os.Stderr, nil))))
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
 
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	locker := lease.NewLocker(client, lease.WithTelemetry(tel))

@@ -74,7 +74,7 @@ func TestResourceSideSignals(t *testing.T) {
 	defer func() { _ = mp.Shutdown(context.Background()) }()
 	defer func() { _ = tp.Shutdown(context.Background()) }()
 	logs := &telemetrytest.Logs{}
-	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp), telemetry.WithLogger(slog.New(logs)))
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp, TracerProvider: tp, Logger: slog.New(logs)})
 
 	rec := recorder(tel)
 	ctx, writer := tp.Tracer("test").Start(context.Background(), "write")
@@ -121,11 +121,11 @@ func TestResourceSideSignals(t *testing.T) {
 	assert.Len(t, warned, 2, "one rejection and one late completion: %v", warned)
 }
 
-// TestNewDefaultsToTheGlobalProviders: with no options, a Telemetry reports
-// to the global providers, also to ones set after New (the API delegates),
-// and nil options are ignored.
+// TestNewDefaultsToTheGlobalProviders: with a zero Config, a Telemetry
+// reports to the global providers, also to ones set after New (the API
+// delegates).
 func TestNewDefaultsToTheGlobalProviders(t *testing.T) {
-	tel := telemetry.New(nil, telemetry.WithMeterProvider(nil), telemetry.WithTracerProvider(nil), telemetry.WithLogger(nil))
+	tel := telemetry.New(telemetry.Config{})
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
@@ -144,7 +144,7 @@ func TestSeriesStartAtZero(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
 	rec := recorder(tel)
 	rec.Renewal(context.Background(), obs.Renewal{Lock: "report", Result: obs.RenewalRenewed, Duration: time.Millisecond})
 	ctx, span := rec.StartFenceCheck(context.Background(), "ledger")

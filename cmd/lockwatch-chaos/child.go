@@ -107,7 +107,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	defer func() { _ = mp.Shutdown(context.Background()) }()
-	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
 	regs, err := newRegisters(cfg.FenceAddr, cfg.DSN, cfg.Schema, cfg.Guard, tel, cfg.Unfenced)
 	if err != nil {
 		return err

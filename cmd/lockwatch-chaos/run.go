@@ -132,7 +132,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	cl.add(func() error { return mp.Shutdown(context.Background()) })
-	tel := telemetry.New(telemetry.WithMeterProvider(mp), telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel := telemetry.New(telemetry.Config{MeterProvider: mp, Logger: slog.New(slog.DiscardHandler)})
 	// The guarded register: one Guard over all its entry points, or none.
 	guardRedis := redis.NewClient(&redis.Options{Addr: fenceRedis.Addr(), MaxRetries: -1, ContextTimeoutEnabled: true})
 	cl.add(guardRedis.Close)

@@ -96,7 +96,7 @@ Exit statuses:
 			}
 			defer func() { _ = client.Close() }()
 			logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			store, err := newStore(client, *resource, *storeNS, *skew, telemetry.New(telemetry.WithLogger(logger)))
+			store, err := newStore(client, *resource, *storeNS, *skew, telemetry.New(telemetry.Config{Logger: logger}))
 			if err != nil {
 				return usageErr("fence", "%v", err)
 			}

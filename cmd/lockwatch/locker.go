@@ -16,7 +16,7 @@ import (
 // errors: Locker.With returns them, where NewLocker would panic.
 func newLocker(client redis.UniversalClient, stderr io.Writer, cmd string, opts ...lease.Option) (*lease.Locker, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	base := lease.NewLocker(client, lease.WithTelemetry(telemetry.New(telemetry.WithLogger(logger))))
+	base := lease.NewLocker(client, lease.WithTelemetry(telemetry.New(telemetry.Config{Logger: logger})))
 	lk, err := base.With(opts...)
 	if err != nil {
 		_ = base.Close()

@@ -88,8 +88,9 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	})
 	d.providers.SetGlobal()
 	// One Telemetry for every Locker, middleware and fence store.
-	d.tel = telemetry.New(telemetry.WithMeterProvider(d.providers.MeterProvider),
-		telemetry.WithTracerProvider(d.providers.TracerProvider), telemetry.WithLogger(logger))
+	d.tel = telemetry.New(telemetry.Config{
+		MeterProvider: d.providers.MeterProvider, TracerProvider: d.providers.TracerProvider, Logger: logger,
+	})
 
 	metricsLn, err := net.Listen("tcp", cfg.metrics)
 	if err != nil {

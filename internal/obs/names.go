@@ -69,7 +69,7 @@ const (
 // Span-only attributes: high cardinality, never on a metric.
 const (
 	AttrKeyHash   = "lockwatch.key.hash" // the key's hash as used in Redis
-	AttrKey       = "lockwatch.key"      // the raw key, only with WithRawKeys
+	AttrKey       = "lockwatch.key"      // the raw key, only with Config.RawKeys
 	AttrFence     = "lockwatch.fence"
 	AttrHolder    = "lockwatch.holder" // a hash of a holder's owner token, never the token
 	AttrAttempts  = "lockwatch.attempts"

@@ -123,7 +123,7 @@ func (i instruments) histogram(name string) metric.Float64Histogram {
 	return h
 }
 
-// RawKeys tells whether the caller's keys may be shown (WithRawKeys), not
+// RawKeys tells whether the caller's keys may be shown (Config.RawKeys), not
 // only their hashes: on spans, and on the live page of a Locker's leases.
 func (t *Recorder) RawKeys() bool { return t.rawKeys }
 

@@ -42,8 +42,9 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 	p, err := otelsetup.New(ctx)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
-	tel := telemetry.New(telemetry.WithMeterProvider(p.MeterProvider), telemetry.WithTracerProvider(p.TracerProvider),
-		telemetry.WithLogger(slog.New(slog.DiscardHandler)))
+	tel := telemetry.New(telemetry.Config{
+		MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider, Logger: slog.New(slog.DiscardHandler),
+	})
 
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	defer span.End()
@@ -185,8 +186,9 @@ func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
 // scraped.
 func checkFreshExemplars(t *testing.T, p *otelsetup.Providers) string {
 	t.Helper()
-	tel := (*obs.Telemetry)(telemetry.New(telemetry.WithMeterProvider(p.MeterProvider),
-		telemetry.WithTracerProvider(p.TracerProvider), telemetry.WithLogger(slog.New(slog.DiscardHandler)))).Recorder()
+	tel := (*obs.Telemetry)(telemetry.New(telemetry.Config{
+		MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider, Logger: slog.New(slog.DiscardHandler),
+	})).Recorder()
 	event := func() string {
 		ctx, span := p.TracerProvider.Tracer("test").Start(context.Background(), "write")
 		defer span.End()

@@ -32,15 +32,19 @@ type Harness struct {
 	reader *sdkmetric.ManualReader
 }
 
-// New returns a harness whose providers shut down when the test ends. opts
-// are applied after the harness's own (e.g. telemetry.WithRawKeys).
-func New(t testing.TB, opts ...telemetry.Option) *Harness {
+// New returns a harness whose providers shut down when the test ends.
+func New(t testing.TB) *Harness { return newHarness(t, false) }
+
+// NewRawKeys returns a harness whose Telemetry puts raw keys on spans
+// (telemetry.Config.RawKeys).
+func NewRawKeys(t testing.TB) *Harness { return newHarness(t, true) }
+
+func newHarness(t testing.TB, rawKeys bool) *Harness {
 	h := &Harness{reader: sdkmetric.NewManualReader(), Spans: tracetest.NewSpanRecorder(), Logs: &Logs{}}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.reader))
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(h.Spans))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()); _ = tp.Shutdown(context.Background()) })
-	h.Tel = telemetry.New(append([]telemetry.Option{telemetry.WithMeterProvider(mp), telemetry.WithTracerProvider(tp),
-		telemetry.WithLogger(slog.New(h.Logs))}, opts...)...)
+	h.Tel = telemetry.New(telemetry.Config{MeterProvider: mp, TracerProvider: tp, Logger: slog.New(h.Logs), RawKeys: rawKeys})
 	h.Tracer = tp.Tracer("test")
 	return h
 }
