@@ -289,7 +289,7 @@ func (s *secrets) leaks(body string, values []string) []string {
 // the search finds a key that does become a label.
 func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	ctx := testCtx(t)
-	p, err := otelsetup.New(ctx)
+	p, err := otelsetup.New(ctx, otelsetup.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	tel := telemetry.New(telemetry.Config{

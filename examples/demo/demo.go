@@ -77,7 +77,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("telemetry resource: %w", err)
 	}
-	d.providers, err = otelsetup.New(ctx, otelsetup.WithResource(res))
+	d.providers, err = otelsetup.New(ctx, otelsetup.Config{Resource: res})
 	if err != nil {
 		return err
 	}

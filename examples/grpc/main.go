@@ -63,7 +63,7 @@ func main() {
 
 // run serves until ctx is done.
 func run(ctx context.Context, cfg config) error {
-	providers, err := otelsetup.New(ctx)
+	providers, err := otelsetup.New(ctx, otelsetup.Config{})
 	if err != nil {
 		return err
 	}

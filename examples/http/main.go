@@ -78,7 +78,7 @@ func main() {
 func run(ctx context.Context, cfg config) error {
 	// OpenTelemetry SDK with a Prometheus endpoint; lockwatch reports to the
 	// global providers.
-	providers, err := otelsetup.New(ctx)
+	providers, err := otelsetup.New(ctx, otelsetup.Config{})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // to.
 func Example() {
 	ctx := context.Background()
-	providers, err := otelsetup.New(ctx)
+	providers, err := otelsetup.New(ctx, otelsetup.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -60,45 +60,25 @@ type Providers struct {
 	Registry *prometheus.Registry
 }
 
-// Option configures New.
-type Option interface {
-	apply(*config)
-}
-
-type optionFunc func(*config)
-
-func (f optionFunc) apply(c *config) { f(c) }
-
-type config struct {
-	res *resource.Resource
-}
-
-// WithResource sets the resource describing the service. Default:
-// resource.Default(), which reads OTEL_SERVICE_NAME and
-// OTEL_RESOURCE_ATTRIBUTES. Nil is ignored.
-func WithResource(r *resource.Resource) Option {
-	return optionFunc(func(c *config) {
-		if r != nil {
-			c.res = r
-		}
-	})
+// Config configures New. The zero value gives the defaults.
+type Config struct {
+	// Resource describes the service. Default (nil): resource.Default(),
+	// which reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
+	Resource *resource.Resource
 }
 
 // New builds the providers. It does not make them global: call SetGlobal for
 // that, and Shutdown on exit.
-func New(ctx context.Context, opts ...Option) (*Providers, error) {
-	c := config{res: resource.Default()}
-	registry := prometheus.NewRegistry()
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
+func New(ctx context.Context, c Config) (*Providers, error) {
+	if c.Resource == nil {
+		c.Resource = resource.Default()
 	}
+	registry := prometheus.NewRegistry()
 	exporter, err := promexporter.New(promexporter.WithRegisterer(registry))
 	if err != nil {
 		return nil, fmt.Errorf("otelsetup: prometheus exporter: %w", err)
 	}
-	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(c.res)}
+	traceOpts := []sdktrace.TracerProviderOption{sdktrace.WithResource(c.Resource)}
 	if otlpConfigured() {
 		spans, err := otlptracehttp.New(ctx)
 		if err != nil {
@@ -107,7 +87,7 @@ func New(ctx context.Context, opts ...Option) (*Providers, error) {
 		traceOpts = append(traceOpts, sdktrace.WithBatcher(spans))
 	}
 	return &Providers{
-		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.res),
+		MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter), sdkmetric.WithResource(c.Resource),
 			sdkmetric.WithView(ExemplarView())),
 		TracerProvider: sdktrace.NewTracerProvider(traceOpts...),
 		Registry:       registry,

@@ -39,7 +39,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := otelsetup.New(ctx)
+	p, err := otelsetup.New(ctx, otelsetup.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	tel := telemetry.New(telemetry.Config{
@@ -146,7 +146,7 @@ func TestExemplarsOnOpenMetricsScrape(t *testing.T) {
 func TestCounterExemplarIsFromTheLastInterval(t *testing.T) {
 	runtime.GOMAXPROCS(4)
 	defer runtime.SetDefaultGOMAXPROCS()
-	p, err := otelsetup.New(context.Background())
+	p, err := otelsetup.New(context.Background(), otelsetup.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	assert.Contains(t, checkFreshExemplars(t, p), `resource="ledger"`)
@@ -270,7 +270,7 @@ func TestOTLPTracesWhenTheEndpointIsSet(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL)
 
 	ctx := context.Background()
-	p, err := otelsetup.New(ctx)
+	p, err := otelsetup.New(ctx, otelsetup.Config{})
 	require.NoError(t, err)
 	_, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	span.End()
