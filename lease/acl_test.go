@@ -24,11 +24,10 @@ import (
 // fails closed.
 
 // subscribed tells whether someone subscribes to the release channel of key
-// in namespace ns (its lock key with r for l: internal/leasekeys).
+// in namespace ns.
 func subscribed(t *testing.T, s *redisacl.Server, ns, key string) bool {
 	t.Helper()
-	lock, _, _ := leasekeys.Derive(ns, key)
-	channel := lock[:len(lock)-1] + "r"
+	channel := leasekeys.Of(ns, key).Channel
 	n, err := s.Admin.PubSubNumSub(aclCtx(t), channel).Result()
 	require.NoError(t, err)
 	return n[channel] > 0

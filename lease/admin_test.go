@@ -264,7 +264,7 @@ func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 		assert.NoError(t, err)
 		got <- w
 	}()
-	_, _, mark := leaseKeys(lk.set.namespace, "queue")
+	mark := keysOf(lk.set.namespace, "queue").Wait
 	require.Eventually(t, func() bool {
 		n, _ := c.Exists(ctx, mark).Result()
 		return n == 1

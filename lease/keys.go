@@ -10,16 +10,6 @@ const maxNamespace = leasekeys.MaxNamespace
 // keysOf returns the Redis names of key's lease in namespace.
 func keysOf(namespace, key string) leasekeys.Keys { return leasekeys.Of(namespace, key) }
 
-// redisKeys returns a lease's lock and fence keys.
-func redisKeys(namespace, key string) (lock, fence string) {
-	k := leasekeys.Of(namespace, key)
-	return k.Lock, k.Fence
-}
-
-func leaseKeys(namespace, key string) (lock, fence, mark string) {
-	return leasekeys.Derive(namespace, key)
-}
-
 func hashTag(redisKey string) string { return leasekeys.HashTag(redisKey) }
 
 func validNamespace(ns string) error {

@@ -9,6 +9,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// redisKeys returns a lease's lock and fence keys.
+func redisKeys(namespace, key string) (lock, fence string) {
+	k := keysOf(namespace, key)
+	return k.Lock, k.Fence
+}
+
 var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfwr])$`)
 
 func TestRedisKeysShape(t *testing.T) {

@@ -171,7 +171,7 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 		assert.NoError(t, err)
 		waited <- l
 	}()
-	_, _, mark := leaseKeys(lk.set.namespace, "waited")
+	mark := keysOf(lk.set.namespace, "waited").Wait
 	require.Eventually(t, func() bool { return c.Exists(ctx, mark).Val() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, holder.Release(ctx))
 	woken := <-waited

@@ -100,7 +100,7 @@ func startClusterRedis(dir string, ttl time.Duration, keys []string) (*clusterRe
 	c := r.nodes[0].client()
 	defer c.Close()
 	for _, k := range keys {
-		lock, _, _ := leasekeys.Derive(lockNamespace, k)
+		lock := leasekeys.Of(lockNamespace, k).Lock
 		slot, err := c.ClusterKeySlot(ctx, lock).Result()
 		if err != nil {
 			_ = r.close()

@@ -121,7 +121,7 @@ func keyClient(t *testing.T) *redis.Client {
 // the command was sent.
 func earliestExpiry(ctx context.Context, t *testing.T, client *redis.Client, key string) time.Time {
 	t.Helper()
-	lockKey, _, _ := leasekeys.Derive(defaultNamespace, key)
+	lockKey := leasekeys.Of(defaultNamespace, key).Lock
 	sent := time.Now()
 	pttl, err := client.PTTL(ctx, lockKey).Result()
 	require.NoError(t, err)
@@ -132,7 +132,7 @@ func earliestExpiry(ctx context.Context, t *testing.T, client *redis.Client, key
 // waitExpired waits until key's lock is gone from Redis, within d.
 func waitExpired(ctx context.Context, t *testing.T, client *redis.Client, key string, d time.Duration, msg string) {
 	t.Helper()
-	lockKey, _, _ := leasekeys.Derive(defaultNamespace, key)
+	lockKey := leasekeys.Of(defaultNamespace, key).Lock
 	require.Eventually(t, func() bool { return client.Exists(ctx, lockKey).Val() == 0 }, d, 5*time.Millisecond, msg)
 }
 

@@ -86,7 +86,7 @@ func TestInspectJSON(t *testing.T) {
 	h, fence := holder(t, dir, conn, "inspected")
 
 	info := inspectJSON(t, "--redis", sharedAddr, "--key", "inspected")
-	lockKey, _, _ := leasekeys.Derive(defaultNamespace, "inspected")
+	lockKey := leasekeys.Of(defaultNamespace, "inspected").Lock
 	assert.Equal(t, leasekeys.HashTag(lockKey), info.KeyHash, "the hash spans and the live page show")
 	assert.True(t, info.Held)
 	assert.Positive(t, info.TTLMillis)
@@ -179,7 +179,7 @@ func TestPausedRedisTerminatesBeforeExpiry(t *testing.T) {
 	dir := t.TempDir()
 	h, _ := holder(t, dir, []string{"--redis", srv.Addr()}, "paused", "--ttl", "2s")
 
-	lockKey, _, _ := leasekeys.Derive(defaultNamespace, "paused")
+	lockKey := leasekeys.Of(defaultNamespace, "paused").Lock
 	sent := time.Now()
 	pttl, err := client.PTTL(ctx, lockKey).Result()
 	require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestSignalWhileWaiting(t *testing.T) {
 
 	// The wait mark is set while an Acquire may wait: once it is there,
 	// the waiter is past its first contended attempt.
-	_, _, mark := leasekeys.Derive(defaultNamespace, "interrupted")
+	mark := leasekeys.Of(defaultNamespace, "interrupted").Wait
 	client := redis.NewClient(&redis.Options{Addr: sharedAddr})
 	t.Cleanup(func() { _ = client.Close() })
 	ctx := testContext(t)

@@ -107,7 +107,7 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 
 	// Deleted under it: the next renewal is rejected.
-	lockKey, _, _ := leasekeys.Derive(defaultNamespace, key)
+	lockKey := leasekeys.Of(defaultNamespace, key).Lock
 	require.NoError(t, client.Del(ctx, lockKey).Err())
 	assert.Equal(t, exitLost, p.wait(t), p.stderr.String())
 	assert.True(t, ended(child), "the descendant outside the program's group ran on after the loss")

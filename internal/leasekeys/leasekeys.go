@@ -59,13 +59,6 @@ func Of(namespace, key string) Keys {
 	return Keys{Lock: all[:n], Fence: all[n : 2*n], Wait: all[2*n : 3*n], Channel: all[3*n:]}
 }
 
-// Derive returns the lock key, the fence key and the wait mark of key in
-// namespace (Of's first three names).
-func Derive(namespace, key string) (lock, fence, mark string) {
-	k := Of(namespace, key)
-	return k.Lock, k.Fence, k.Wait
-}
-
 // HashTag returns the hash of a derived key (the part between the braces):
 // what spans carry instead of the caller's key.
 func HashTag(redisKey string) string {
