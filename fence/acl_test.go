@@ -33,7 +33,7 @@ func TestStoreACL(t *testing.T) {
 	s := redisacl.Start(t, "--appendonly", "yes", "--acl-pubsub-default", "allchannels")
 	ctx := testCtx(t)
 	c := s.User(t, redisacl.StoreUser, redisacl.Store(redisacl.StoreNamespace))
-	store := fence.NewRedisStore(c, "orders")
+	store := fence.NewRedisStore(c, "orders", fence.RedisConfig{})
 	now := time.Now().UnixMicro() // fences follow Redis TIME in microseconds
 
 	t.Run("admit", func(t *testing.T) {
@@ -71,12 +71,12 @@ func TestStoreACL(t *testing.T) {
 		ns := redisacl.StoreNamespace
 		rules := append(redisacl.Without(redisacl.Store(ns), "~"+ns+":*"), "~"+ns+":orders:*")
 		c := s.User(t, "lockwatch-store-orders", rules)
-		require.NoError(t, fence.NewRedisStore(c, "orders").Write(ctx, "e", tk("e", now), []byte("v")))
-		redisacl.RequireRefused(t, fence.NewRedisStore(c, "invoices").Write(ctx, "e", tk("e", now), []byte("v")), "a write to another resource")
+		require.NoError(t, fence.NewRedisStore(c, "orders", fence.RedisConfig{}).Write(ctx, "e", tk("e", now), []byte("v")))
+		redisacl.RequireRefused(t, fence.NewRedisStore(c, "invoices", fence.RedisConfig{}).Write(ctx, "e", tk("e", now), []byte("v")), "a write to another resource")
 	})
 
 	t.Run("no other keys", func(t *testing.T) {
-		billing := fence.NewRedisStore(c, "orders", fence.WithNamespace("billing:fence"))
+		billing := fence.NewRedisStore(c, "orders", fence.RedisConfig{Namespace: "billing:fence"})
 		redisacl.RequireRefused(t, billing.Write(ctx, "d", tk("d", now), []byte("v")), "a write in another namespace")
 		redisacl.RequireRefused(t, billing.Admit(ctx, "d", tk("d", now)), "an admit in another namespace")
 		_, _, err := billing.Read(ctx, "d")
@@ -119,7 +119,7 @@ func TestStoreACLMissing(t *testing.T) {
 		t.Run("no "+drop, func(t *testing.T) {
 			user := "lockwatch-store-" + strconv.Itoa(i)
 			c := s.User(t, user, redisacl.Without(redisacl.Store(ns), drop))
-			store := fence.NewRedisStore(c, "orders")
+			store := fence.NewRedisStore(c, "orders", fence.RedisConfig{})
 			key := "k-" + user
 			// As after a restart: EVALSHA is answered NOSCRIPT, and the
 			// store sends the body with EVAL.
@@ -127,7 +127,7 @@ func TestStoreACLMissing(t *testing.T) {
 			write := store.Write(ctx, key, tk(key, now), []byte("v"))
 			redisacl.RequireRefused(t, write, "a write without "+drop)
 			assert.False(t, errors.Is(write, fence.ErrStale), "a refusal is not a stale token: %v", write)
-			_, mark, err := fence.NewRedisStore(s.Admin, "orders").Read(ctx, key)
+			_, mark, err := fence.NewRedisStore(s.Admin, "orders", fence.RedisConfig{}).Read(ctx, key)
 			require.NoError(t, err)
 			assert.Zero(t, mark, "nothing written")
 			t.Logf("%s: %v", drop, write)
@@ -135,7 +135,7 @@ func TestStoreACLMissing(t *testing.T) {
 	}
 
 	t.Run("check without an append-only file", func(t *testing.T) {
-		store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(ns)), "orders")
+		store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(ns)), "orders", fence.RedisConfig{})
 		err := store.Check(ctx)
 		redisacl.RequireRefused(t, err, "CONFIG GET save")
 		assert.False(t, errors.Is(err, fence.ErrNotDurable), "%v", err)

@@ -115,7 +115,7 @@ func verify(t *testing.T, all []attempt) (accepted, rejected int64, top int64) {
 func testRedisConcurrent(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(b.client, "hammered", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(b.client, "hammered", fence.RedisConfig{Telemetry: h.Tel})
 	all := hammer(t, func(ctx context.Context, _ int, n int64) error {
 		return s.Write(ctx, "one-key", tk("one-key", n), []byte(strconv.FormatInt(n, 10)))
 	})

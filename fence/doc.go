@@ -21,13 +21,13 @@
 // Every store checks both before it compares the fence with the mark, and
 // refuses what it cannot trust without moving the mark: a token of another
 // key (ErrForeign), one not signed with its secrets (ErrForged), a plain
-// number (ErrUnscoped, unless WithPlainTokens), and, without secrets, a
-// fence further ahead of the store's own clock than WithMaxSkew (ErrAhead),
-// which no Locker can have minted: so the worst a forger achieves is a
-// refusal, never a mark the resource cannot get back from. These refusals
-// are counted by their reason, never as stale writes. The wire form, the
-// checks and the migration from plain numbers are described once, in
-// SECURITY.md.
+// number (ErrUnscoped, unless RedisConfig.PlainTokens), and, without
+// secrets, a fence further ahead of the store's own clock than
+// RedisConfig.MaxSkew (ErrAhead), which no Locker can have minted: so the
+// worst a forger achieves is a refusal, never a mark the resource cannot get
+// back from. These refusals are counted by their reason, never as stale
+// writes. The wire form, the checks and the migration from plain numbers are
+// described once, in SECURITY.md.
 //
 // # Stores
 //
@@ -68,15 +68,15 @@
 // (RedisStore.Admit), which lets the several requests of one lease through
 // and stops an older lease's.
 //
-// Every check is recorded through the telemetry package (WithTelemetry,
-// TableConfig.Telemetry; the global providers by default): the fence.check
-// span, lockwatch.fence.checks by result and lockwatch.fence.rejections,
-// whose exemplars lead to the trace of the write that came late. A store
-// that fails (Redis or the database erring, or the caller's context ending)
-// returns that error wrapped with the operation and resource ("update
-// orders: context canceled"), never as the fence's: only the fence's own
-// errors start with "fence:". It is not a rejection and is not counted as
-// one.
+// Every check is recorded through the telemetry package
+// (RedisConfig.Telemetry, TableConfig.Telemetry; the global providers by
+// default): the fence.check span, lockwatch.fence.checks by result and
+// lockwatch.fence.rejections, whose exemplars lead to the trace of the write
+// that came late. A store that fails (Redis or the database erring, or the
+// caller's context ending) returns that error wrapped with the operation and
+// resource ("update orders: context canceled"), never as the fence's: only
+// the fence's own errors start with "fence:". It is not a rejection and is
+// not counted as one.
 //
 // # Repair
 //

@@ -18,7 +18,7 @@ func ExampleRedisStore_Write() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	store := fence.NewRedisStore(client, "invoices")
+	store := fence.NewRedisStore(client, "invoices", fence.RedisConfig{})
 	// The tokens two leases of invoice-17 carry (lease.Lease.Token).
 	older := fence.Mint("lockwatch", "invoice-17", 41, nil)
 	newer := fence.Mint("lockwatch", "invoice-17", 42, nil)
@@ -49,7 +49,7 @@ func ExampleRedisStore_Write_foreign() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	store := fence.NewRedisStore(client, "invoices")
+	store := fence.NewRedisStore(client, "invoices", fence.RedisConfig{})
 
 	fmt.Println(store.Write(ctx, "invoice-18", fence.Mint("lockwatch", "invoice-18", 5, nil), []byte("draft")))
 	err := store.Write(ctx, "invoice-18", fence.Mint("lockwatch", "order-1", 6, nil), []byte("overwritten"))
@@ -70,7 +70,7 @@ func ExampleRedisStore_Check() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	store := fence.NewRedisStore(client, "payments")
+	store := fence.NewRedisStore(client, "payments", fence.RedisConfig{})
 
 	err := store.Check(ctx)
 	fmt.Println(errors.Is(err, fence.ErrNotDurable))
@@ -86,7 +86,7 @@ func ExampleRedisStore_Admit() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	var guard fence.Admitter = fence.NewRedisStore(client, "billing-api")
+	var guard fence.Admitter = fence.NewRedisStore(client, "billing-api", fence.RedisConfig{})
 	seven := fence.Mint("lockwatch", "customer-3", 7, nil)
 	eight := fence.Mint("lockwatch", "customer-3", 8, nil)
 

@@ -51,12 +51,12 @@ func TestInvalidNamesSayWhatOnce(t *testing.T) {
 	defer func() { _ = c.Close() }()
 	for _, tc := range []struct {
 		resource string
-		opts     []Option
+		cfg      RedisConfig
 		want     string
 	}{
-		{"has space", nil, `fence: NewRedisStore: resource "has space": byte 3 (' ') is not printable ASCII without spaces or braces`},
-		{"ok", []Option{WithNamespace("")}, "fence: NewRedisStore: namespace must be 1 to 64 bytes, got 0"},
+		{"has space", RedisConfig{}, `fence: NewRedisStore: resource "has space": byte 3 (' ') is not printable ASCII without spaces or braces`},
+		{"ok", RedisConfig{Namespace: string(make([]byte, 65))}, "fence: NewRedisStore: Namespace must be 1 to 64 bytes, got 65"},
 	} {
-		assert.PanicsWithValue(t, tc.want, func() { NewRedisStore(c, tc.resource, tc.opts...) })
+		assert.PanicsWithValue(t, tc.want, func() { NewRedisStore(c, tc.resource, tc.cfg) })
 	}
 }

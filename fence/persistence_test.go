@@ -26,7 +26,7 @@ func TestCheckDurable(t *testing.T) {
 	redistest.Require(t)
 	ctx := testCtx(t)
 	check := func(args ...string) error {
-		return fence.NewRedisStore(redistest.Start(t, args...).Client(t), "orders").Check(ctx)
+		return fence.NewRedisStore(redistest.Start(t, args...).Client(t), "orders", fence.RedisConfig{}).Check(ctx)
 	}
 
 	err := check(noPersistence...)
@@ -55,14 +55,14 @@ func TestCheckDurableEveryNode(t *testing.T) {
 	redistest.Require(t)
 	ctx := testCtx(t)
 	cl := redistest.StartCluster(t, 3) // the test servers keep nothing
-	err := fence.NewRedisStore(cl.Client(t), "orders").Check(ctx)
+	err := fence.NewRedisStore(cl.Client(t), "orders", fence.RedisConfig{}).Check(ctx)
 	require.ErrorIs(t, err, fence.ErrNotDurable)
 	assert.Regexp(t, `on 127\.0\.0\.1:\d+: neither`, err.Error())
 
 	durable, volatile := redistest.Start(t, "--appendonly", "yes"), redistest.Start(t, noPersistence...)
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": durable.Addr(), "b": volatile.Addr()}})
 	t.Cleanup(func() { _ = ring.Close() })
-	err = fence.NewRedisStore(ring, "orders").Check(ctx)
+	err = fence.NewRedisStore(ring, "orders", fence.RedisConfig{}).Check(ctx)
 	require.ErrorIs(t, err, fence.ErrNotDurable)
 	assert.ErrorContains(t, err, "on "+volatile.Addr()+":")
 }
@@ -87,7 +87,7 @@ func TestRestartWithoutPersistenceAcceptsAStaleWrite(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			srv := redistest.Start(t, tc.args...)
-			store := fence.NewRedisStore(srv.Client(t), "orders")
+			store := fence.NewRedisStore(srv.Client(t), "orders", fence.RedisConfig{})
 			checked := store.Check(ctx)
 
 			require.NoError(t, store.Write(ctx, "order-7", tk("order-7", 42), []byte("paid by 42")))
@@ -122,7 +122,7 @@ func TestHostCrashTakesBackTheLastSecond(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec")
 	client := srv.Client(t)
-	store := fence.NewRedisStore(client, "orders")
+	store := fence.NewRedisStore(client, "orders", fence.RedisConfig{})
 	require.NoError(t, store.Check(ctx))
 
 	require.NoError(t, store.Write(ctx, "order-7", tk("order-7", 40), []byte("paid by 40")))

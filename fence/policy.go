@@ -21,25 +21,30 @@ type policy struct {
 	maxSkew       time.Duration // how far ahead of the store's clock an unsigned fence may be
 }
 
-// The defaults of the stores' options.
+// The defaults of the stores' settings.
 const (
 	defaultLockNamespace = "lockwatch"      // lease.WithNamespace's default
 	defaultMaxSkew       = 10 * time.Second // why 10 s: SECURITY.md, "The clock bound, per store"
 )
 
-func newPolicy() policy {
-	return policy{lockNamespace: defaultLockNamespace, maxSkew: defaultMaxSkew}
-}
-
-func (p *policy) validate() error {
+// newPolicy is the policy of a store's settings, zero values defaulted,
+// or the error that names the setting at fault.
+func newPolicy(lockNamespace string, secrets *Secrets, plain bool, maxSkew time.Duration) (policy, error) {
+	p := policy{lockNamespace: lockNamespace, secrets: secrets, plain: plain, maxSkew: maxSkew}
+	if p.lockNamespace == "" {
+		p.lockNamespace = defaultLockNamespace
+	}
+	if p.maxSkew == 0 {
+		p.maxSkew = defaultMaxSkew
+	}
 	switch {
-	case p.maxSkew <= 0:
-		return fmt.Errorf("max skew must be positive, got %v", p.maxSkew)
+	case p.maxSkew < 0:
+		return policy{}, fmt.Errorf("MaxSkew must be positive, got %v", p.maxSkew)
 	case p.plain && p.secrets != nil:
 		// Plain tokens are for a migration, which ends before secrets begin.
-		return errors.New("plain tokens and secrets exclude each other: a plain number cannot be signed")
+		return policy{}, errors.New("PlainTokens and Secrets exclude each other: a plain number cannot be signed")
 	}
-	return validName("lock namespace", p.lockNamespace)
+	return p, validName("LockNamespace", p.lockNamespace)
 }
 
 // check refuses a token the store cannot trust for lockKey, before any

@@ -38,29 +38,28 @@ type RedisStore struct {
 // NewRedisStore returns a store for resource in client. resource names what
 // the store protects (a table, a service) in its keys and as the resource
 // attribute of its metrics, so it must come from a small fixed set: never a
-// per-request value. resource and the namespace (WithNamespace) must be 1 to
+// per-request value. resource and the namespace (c.Namespace) must be 1 to
 // 64 bytes of printable ASCII without spaces or braces. The key each method
 // takes is the lock key whose leases write it: the store refuses a token it
 // cannot trust for that key (Token, SECURITY.md) before comparing, without
 // moving the mark.
 //
-// It panics on a nil client or an invalid resource, namespace, lock
-// namespace or skew: programming errors, which no retry could fix.
-func NewRedisStore(client redis.UniversalClient, resource string, opts ...Option) *RedisStore {
+// It panics on a nil client, an invalid resource or an invalid c (its
+// fields say what they take): programming errors, which no retry could fix.
+func NewRedisStore(client redis.UniversalClient, resource string, c RedisConfig) *RedisStore {
 	if client == nil {
 		panic("fence: NewRedisStore: nil client")
 	}
-	c := newStoreConfig(opts)
-	if err := validName("resource", resource); err != nil {
-		panic("fence: NewRedisStore: " + err.Error())
+	if c.Namespace == "" {
+		c.Namespace = defaultNamespace
 	}
-	if err := validName("namespace", c.namespace); err != nil {
-		panic("fence: NewRedisStore: " + err.Error())
+	p, err := newPolicy(c.LockNamespace, c.Secrets, c.PlainTokens, c.MaxSkew)
+	for _, err := range []error{validName("resource", resource), validName("Namespace", c.Namespace), err} {
+		if err != nil {
+			panic("fence: NewRedisStore: " + err.Error())
+		}
 	}
-	if err := c.policy.validate(); err != nil {
-		panic("fence: NewRedisStore: " + err.Error())
-	}
-	return &RedisStore{client: client, resource: resource, prefix: c.namespace + ":" + resource + ":", policy: c.policy, tel: recorder(c.tel)}
+	return &RedisStore{client: client, resource: resource, prefix: c.Namespace + ":" + resource + ":", policy: p, tel: recorder(c.Telemetry)}
 }
 
 // Write stores value under key if token is greater than the key's high-water

@@ -66,7 +66,7 @@ func TestRedisStore(t *testing.T) {
 func testWriteIsStrict(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(b.client, "ledger", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(b.client, "ledger", fence.RedisConfig{Telemetry: h.Tel})
 
 	v, mark, err := s.Read(ctx, "acct-1")
 	require.NoError(t, err)
@@ -99,7 +99,7 @@ func testWriteIsStrict(t *testing.T, b backend) {
 func testAdmit(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(b.client, "api", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(b.client, "api", fence.RedisConfig{Telemetry: h.Tel})
 
 	require.NoError(t, s.Admit(ctx, "k", tk("k", 5)))
 	require.NoError(t, s.Admit(ctx, "k", tk("k", 5)), "one lease, several requests")
@@ -125,7 +125,7 @@ func testAdmit(t *testing.T, b backend) {
 // The tokens are signed: fences beyond any clock pass only so.
 func testExactComparison(t *testing.T, b backend) {
 	ctx := testCtx(t)
-	s := fence.NewRedisStore(b.client, "exact", fence.WithSecrets(signing), fence.WithTelemetry(newHarness(t).Tel))
+	s := fence.NewRedisStore(b.client, "exact", fence.RedisConfig{Secrets: signing, Telemetry: newHarness(t).Tel})
 	const max = int64(1<<63 - 1)
 	pairs := [][2]int64{
 		{9007199254740992, 9007199254740993}, // 2^53 and 2^53+1: one double
@@ -177,7 +177,7 @@ func max2(a, b int64) int64 {
 
 func testValues(t *testing.T, b backend) {
 	ctx := testCtx(t)
-	s := fence.NewRedisStore(b.client, "blobs", fence.WithTelemetry(newHarness(t).Tel))
+	s := fence.NewRedisStore(b.client, "blobs", fence.RedisConfig{Telemetry: newHarness(t).Tel})
 	binary := []byte{0, 1, 2, 0xff, '{', '}', '\n'}
 	for i, v := range [][]byte{binary, {}, nil, []byte("plain")} {
 		key := strconv.Itoa(i)
@@ -200,7 +200,7 @@ func testValues(t *testing.T, b backend) {
 func testTelemetry(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(b.client, "orders", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(b.client, "orders", fence.RedisConfig{Telemetry: h.Tel})
 	rctx, request := h.Tracer.Start(ctx, "request")
 	require.NoError(t, s.Write(rctx, "order-9", tk("order-9", 20), []byte("paid")))
 	stale(t, s.Write(rctx, "order-9", tk("order-9", 19), []byte("pending")), 19, 20)
@@ -242,7 +242,7 @@ func testKeysSpread(t *testing.T, b backend) {
 		t.Skip("one node holds every key")
 	}
 	ctx := testCtx(t)
-	s := fence.NewRedisStore(b.client, "spread", fence.WithTelemetry(newHarness(t).Tel))
+	s := fence.NewRedisStore(b.client, "spread", fence.RedisConfig{Telemetry: newHarness(t).Tel})
 	for i := range 64 {
 		key := "{same-tag}" + strconv.Itoa(i)
 		require.NoError(t, s.Write(ctx, key, tk(key, 1), nil))
@@ -261,7 +261,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	redistest.Require(t)
 	ctx := testCtx(t)
 	client := redistest.Start(t).Client(t)
-	s := fence.NewRedisStore(client, "ledger", fence.WithNamespace("app:fence"), fence.WithTelemetry(newHarness(t).Tel))
+	s := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "app:fence", Telemetry: newHarness(t).Tel})
 	require.NoError(t, s.Write(ctx, "{acct}:1", tk("{acct}:1", 42), []byte("v")))
 	keys, err := client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
@@ -274,7 +274,7 @@ func TestRedisKeyLayout(t *testing.T) {
 	assert.Equal(t, map[string]string{"value": "v", "fence": "42"}, fields)
 
 	require.NoError(t, client.FlushAll(ctx).Err())
-	def := fence.NewRedisStore(client, "ledger", nil, fence.WithTelemetry(nil), fence.WithTelemetry(newHarness(t).Tel))
+	def := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: newHarness(t).Tel})
 	require.NoError(t, def.Admit(ctx, "{acct}:1", tk("{acct}:1", 7)))
 	keys, err = client.Keys(ctx, "*").Result()
 	require.NoError(t, err)
@@ -285,26 +285,23 @@ func TestRedisKeyLayout(t *testing.T) {
 func TestNewRedisStorePanics(t *testing.T) {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer client.Close()
-	assert.PanicsWithValue(t, "fence: NewRedisStore: nil client", func() { fence.NewRedisStore(nil, "r") })
+	assert.PanicsWithValue(t, "fence: NewRedisStore: nil client", func() { fence.NewRedisStore(nil, "r", fence.RedisConfig{}) })
 	for _, c := range []struct {
 		resource string
-		opts     []fence.Option
+		cfg      fence.RedisConfig
 	}{
-		{"", nil},
-		{"a{b}", nil},
-		{"with space", nil},
-		{string(make([]byte, 65)), nil},
-		{"ok", []fence.Option{fence.WithNamespace("")}},
-		{"ok", []fence.Option{fence.WithNamespace("{tag}")}},
-		{"ok", []fence.Option{fence.WithLockNamespace("")}},
-		{"ok", []fence.Option{fence.WithLockNamespace("a b")}},
-		{"ok", []fence.Option{fence.WithMaxSkew(0)}},
-		{"ok", []fence.Option{fence.WithMaxSkew(-time.Second)}},
-		{"ok", []fence.Option{fence.WithPlainTokens(), fence.WithSecrets(signing)}}, // a plain number cannot be signed
+		{"", fence.RedisConfig{}},
+		{"a{b}", fence.RedisConfig{}},
+		{"with space", fence.RedisConfig{}},
+		{string(make([]byte, 65)), fence.RedisConfig{}},
+		{"ok", fence.RedisConfig{Namespace: "{tag}"}},
+		{"ok", fence.RedisConfig{LockNamespace: "a b"}},
+		{"ok", fence.RedisConfig{MaxSkew: -time.Second}},
+		{"ok", fence.RedisConfig{PlainTokens: true, Secrets: signing}}, // a plain number cannot be signed
 	} {
-		assert.Panics(t, func() { fence.NewRedisStore(client, c.resource, c.opts...) }, "%q", c.resource)
+		assert.Panics(t, func() { fence.NewRedisStore(client, c.resource, c.cfg) }, "%q", c.resource)
 	}
-	assert.NotPanics(t, func() { fence.NewRedisStore(client, "orders-db/ledger", fence.WithNamespace("app:fence")) })
+	assert.NotPanics(t, func() { fence.NewRedisStore(client, "orders-db/ledger", fence.RedisConfig{Namespace: "app:fence"}) })
 }
 
 // TestRedisErrors: a failing Redis is an error, wrapped, never a rejection,
@@ -315,7 +312,7 @@ func TestRedisErrors(t *testing.T) {
 	h := newHarness(t)
 	srv := redistest.Start(t)
 	client := srv.Client(t, func(o *redis.Options) { o.MaxRetries = -1 })
-	s := fence.NewRedisStore(client, "down", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "down", fence.RedisConfig{Telemetry: h.Tel})
 
 	// A record that is not lockwatch's: the scripts refuse to compare.
 	require.NoError(t, s.Write(ctx, "k", tk("k", 1), nil))
@@ -366,7 +363,7 @@ func TestInvalidTokens(t *testing.T) {
 	h := newHarness(t)
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	defer client.Close()
-	s := fence.NewRedisStore(client, "r", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "r", fence.RedisConfig{Telemetry: h.Tel})
 	for _, n := range []int64{0, -1, -1 << 63} {
 		require.ErrorIs(t, s.Write(ctx, "k", tk("k", n), nil), fence.ErrMalformed)
 		require.ErrorIs(t, s.Admit(ctx, "k", tk("k", n)), fence.ErrMalformed)

@@ -34,11 +34,7 @@ func targets(t *testing.T, h harness, secrets *fence.Secrets, plain bool) []targ
 	redistest.Require(t)
 	{ // one node: the scripts run alike on a cluster (TestRedisStore)
 		client := redistest.Start(t).Client(t)
-		opts := []fence.Option{fence.WithTelemetry(h.Tel), fence.WithSecrets(secrets)}
-		if plain {
-			opts = append(opts, fence.WithPlainTokens())
-		}
-		s := fence.NewRedisStore(client, "r", opts...)
+		s := fence.NewRedisStore(client, "r", fence.RedisConfig{Telemetry: h.Tel, Secrets: secrets, PlainTokens: plain})
 		mark := func(t *testing.T, key string) (int64, bool) {
 			_, m, err := s.Read(testCtx(t), key)
 			require.NoError(t, err)
@@ -187,7 +183,7 @@ func TestSecretsRotate(t *testing.T) {
 	require.NoError(t, err)
 	both, err := fence.NewSecrets("new", map[string][]byte{"old": []byte("the-old-secret-of-thirty-two-byte"), "new": []byte("the-new-secret-of-thirty-two-byte")})
 	require.NoError(t, err)
-	s := fence.NewRedisStore(redistest.Start(t).Client(t), "rotating", fence.WithSecrets(both), fence.WithTelemetry(newHarness(t).Tel))
+	s := fence.NewRedisStore(redistest.Start(t).Client(t), "rotating", fence.RedisConfig{Secrets: both, Telemetry: newHarness(t).Tel})
 	now := time.Now().UnixMicro()
 	require.NoError(t, s.Write(ctx, "k", fence.Mint("lockwatch", "k", now, old), nil), "a Locker still on the old secret")
 	require.NoError(t, s.Write(ctx, "k", fence.Mint("lockwatch", "k", now+1, both), nil), "one on the new")
@@ -195,7 +191,7 @@ func TestSecretsRotate(t *testing.T) {
 }
 
 // TestClockBound: an unsigned token within the skew of the store's clock is
-// taken (clocks disagree a little), one beyond it is not; WithMaxSkew and
+// taken (clocks disagree a little), one beyond it is not; RedisConfig.MaxSkew and
 // TableConfig.MaxSkew move the bound; plain tokens, when allowed, are held
 // to it too.
 func TestClockBound(t *testing.T) {
@@ -203,9 +199,9 @@ func TestClockBound(t *testing.T) {
 	ctx := testCtx(t)
 	h := newHarness(t)
 	client := redistest.Start(t).Client(t)
-	def := fence.NewRedisStore(client, "bound", fence.WithTelemetry(h.Tel))
-	tight := fence.NewRedisStore(client, "tight", fence.WithMaxSkew(time.Second), fence.WithTelemetry(h.Tel))
-	plain := fence.NewRedisStore(client, "plain", fence.WithPlainTokens(), fence.WithTelemetry(h.Tel))
+	def := fence.NewRedisStore(client, "bound", fence.RedisConfig{Telemetry: h.Tel})
+	tight := fence.NewRedisStore(client, "tight", fence.RedisConfig{MaxSkew: time.Second, Telemetry: h.Tel})
+	plain := fence.NewRedisStore(client, "plain", fence.RedisConfig{PlainTokens: true, Telemetry: h.Tel})
 	now := time.Now().UnixMicro()
 	require.NoError(t, def.Write(ctx, "a", tk("a", now+5*time.Second.Microseconds()), nil), "5 s ahead: within the default 10 s")
 	require.ErrorIs(t, def.Write(ctx, "b", tk("b", now+20*time.Second.Microseconds()), nil), fence.ErrAhead)
@@ -236,7 +232,7 @@ func TestClockBound(t *testing.T) {
 			_, err = b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", MaxSkew: -time.Second})
 			require.Error(t, err)
 			_, err = b.newTable(fence.TableConfig{Table: "docs", KeyColumn: "id", FenceColumn: "fence", PlainTokens: true, Secrets: signing})
-			require.ErrorContains(t, err, "plain tokens and secrets exclude each other")
+			require.ErrorContains(t, err, "PlainTokens and Secrets exclude each other")
 		})
 	}
 }

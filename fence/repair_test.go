@@ -84,7 +84,7 @@ func TestRepairSetsABrickedMarkBack(t *testing.T) {
 	client := redistest.Start(t).Client(t)
 	h := newHarness(t)
 	const skew = 50 * time.Millisecond
-	s := fence.NewRedisStore(client, "ledger", fence.WithMaxSkew(skew), fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "ledger", fence.RedisConfig{MaxSkew: skew, Telemetry: h.Tel})
 	rkey := storeKey("ledger", "acct-1")
 
 	// A lease's fence is Redis TIME in microseconds; the bad token was
@@ -142,7 +142,7 @@ func TestRepairLeavesAMarkNotAhead(t *testing.T) {
 	ctx := testCtx(t)
 	client := redistest.Start(t).Client(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: h.Tel})
 	now := redisMicros(t, client)
 	for _, tc := range []struct {
 		name        string
@@ -181,7 +181,7 @@ func TestRepairComparesExactly(t *testing.T) {
 	ctx := testCtx(t)
 	client := redistest.Start(t).Client(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(client, "exact", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "exact", fence.RedisConfig{Telemetry: h.Tel})
 	for i, p := range [][2]int64{ // {mark, floor}: the mark is above, the floor above the clock
 		{9007199254740993, 9007199254740992}, // 2^53+1 above 2^53: one double
 		{1<<63 - 1, 1<<63 - 2},
@@ -206,7 +206,7 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
 	h := newHarness(t)
-	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: h.Tel})
 	rkey := storeKey("ledger", "acct-m")
 	require.NoError(t, client.HSet(ctx, rkey, "fence", "500").Err())
 
@@ -218,7 +218,7 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 		assert.Contains(t, err.Error(), "must be positive")
 	}
 	// Refused before Redis is called: a store whose Redis is down says so.
-	dead := fence.NewRedisStore(deadClient(t), "ledger")
+	dead := fence.NewRedisStore(deadClient(t), "ledger", fence.RedisConfig{})
 	_, _, err := dead.Repair(ctx, "acct-m", 500, 0)
 	require.ErrorIs(t, err, fence.ErrMalformed, "refused before dialling")
 	assert.Equal(t, "500", hget(t, client, rkey, "fence"))
@@ -253,7 +253,7 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 func TestRepairUnderTheStoreACL(t *testing.T) {
 	s := redisacl.Start(t)
 	ctx := testCtx(t)
-	store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(redisacl.StoreNamespace)), "orders")
+	store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(redisacl.StoreNamespace)), "orders", fence.RedisConfig{})
 	rkey := storeKey("orders", "k")
 	require.NoError(t, s.Admin.HSet(ctx, rkey, "value", "v", "fence", "9000000000000000", "write", "bad-write-id").Err())
 

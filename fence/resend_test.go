@@ -32,9 +32,9 @@ func TestRedisWriteResent(t *testing.T) {
 	})
 	// The script must be cached before the reply is lost: a lost NOSCRIPT
 	// reply would be a re-send of a script that never ran.
-	require.NoError(t, fence.NewRedisStore(client, "warm-up").Write(ctx, "k", tk("k", 1), nil))
+	require.NoError(t, fence.NewRedisStore(client, "warm-up", fence.RedisConfig{}).Write(ctx, "k", tk("k", 1), nil))
 
-	s := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(h.Tel))
+	s := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: h.Tel})
 	proxy.loseNextScriptReply()
 	require.NoError(t, s.Write(ctx, "acct-1", tk("acct-1", 10), []byte("a")), "the re-sent copy of an applied write")
 	require.Equal(t, int32(1), proxy.lost.Load(), "the first copy ran and its reply was lost")

@@ -76,21 +76,15 @@ type TableConfig struct {
 	// (ErrForeign). Default: the row key as fmt.Sprint prints it, for a
 	// table whose rows are locked by their own key.
 	LockKey func(rowKey any) string
-	// LockNamespace, Secrets, PlainTokens and MaxSkew are what
-	// WithLockNamespace, WithSecrets, WithPlainTokens and WithMaxSkew set
-	// for a RedisStore: the Lockers' lease namespace (default
-	// "lockwatch"), the secrets that sign tokens (default none), whether
-	// plain numbers are admitted (default no), and how far ahead of the
-	// database's clock an unsigned token's fence may be (default 10 s).
+	// LockNamespace, Secrets, PlainTokens, MaxSkew and Telemetry are as
+	// RedisConfig's fields of the same names say, MaxSkew against the
+	// database's clock; a database error or a missing row is traced on the
+	// fence.check span but not counted.
 	LockNamespace string
 	Secrets       *Secrets
 	PlainTokens   bool
 	MaxSkew       time.Duration
-	// Telemetry is where the table's fence checks are recorded, as
-	// WithTelemetry says for a RedisStore; a database error or a missing
-	// row is traced on the fence.check span but not counted. Default
-	// (nil): telemetry.New(), on the global OpenTelemetry providers.
-	Telemetry *telemetry.Telemetry
+	Telemetry     *telemetry.Telemetry
 }
 
 // DB is what a Table needs of a database handle: *sql.DB, *sql.Tx and
@@ -201,15 +195,8 @@ func (d *dialect) quoteAll(cfg TableConfig) (table, key, fence string, cols []st
 
 // tablePolicy is the token policy cfg asks for.
 func tablePolicy(cfg TableConfig) (policy, error) {
-	p := newPolicy()
-	p.secrets, p.plain = cfg.Secrets, cfg.PlainTokens
-	if cfg.LockNamespace != "" {
-		p.lockNamespace = cfg.LockNamespace
-	}
-	if cfg.MaxSkew != 0 {
-		p.maxSkew = cfg.MaxSkew
-	}
-	if err := p.validate(); err != nil {
+	p, err := newPolicy(cfg.LockNamespace, cfg.Secrets, cfg.PlainTokens, cfg.MaxSkew)
+	if err != nil {
 		return policy{}, fmt.Errorf("fence: TableConfig: %w", err)
 	}
 	return p, nil

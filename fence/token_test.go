@@ -182,8 +182,8 @@ func TestNewSecretsRefuses(t *testing.T) {
 // only unsigned tokens are bounded.
 func TestPolicy(t *testing.T) {
 	s := testSecrets(t, "k1")
-	p := newPolicy()
-	p.secrets = s
+	p, err := newPolicy("", s, false, 0)
+	require.NoError(t, err)
 	bounded, err := p.check("k", Mint("lockwatch", "k", 5, s))
 	require.NoError(t, err)
 	assert.False(t, bounded, "a signed token needs no clock bound")
@@ -198,10 +198,11 @@ func TestPolicy(t *testing.T) {
 	_, err = p.check("k", Token{Fence: -1})
 	require.ErrorIs(t, err, ErrMalformed)
 
-	p.plain = true
-	require.Error(t, p.validate(), "plain tokens cannot be signed: they exclude secrets")
+	_, err = newPolicy("", s, true, 0)
+	require.Error(t, err, "plain tokens cannot be signed: they exclude secrets")
 
-	p = newPolicy()
+	p, err = newPolicy("", nil, false, 0)
+	require.NoError(t, err)
 	bounded, err = p.check("k", Mint("lockwatch", "k", 5, s))
 	require.NoError(t, err)
 	assert.True(t, bounded, "a store without secrets bounds every token")

@@ -84,8 +84,8 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			// both holders carry (the old holder's is the one its lease
 			// minted, unsigned as the Locker has no secrets).
 			rc := redistest.Start(t).Client(t)
-			oldFirst := fence.NewRedisStore(rc, "skew-old-first", fence.WithLockNamespace(ns))
-			newFirst := fence.NewRedisStore(rc, "skew-new-first", fence.WithLockNamespace(ns))
+			oldFirst := fence.NewRedisStore(rc, "skew-old-first", fence.RedisConfig{LockNamespace: ns})
+			newFirst := fence.NewRedisStore(rc, "skew-new-first", fence.RedisConfig{LockNamespace: ns})
 			old := fence.Mint(ns, "k", last, nil)
 			require.NoError(t, oldFirst.Write(ctx, "k", old, []byte("old holder")))
 			assert.ErrorIs(t, oldFirst.Write(ctx, "k", l.Token(), []byte("new holder")), fence.ErrStale,

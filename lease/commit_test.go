@@ -33,7 +33,7 @@ type fencedStore struct {
 // the lock key).
 func fencedStores(t *testing.T, client redis.UniversalClient, h *telemetrytest.Harness, ns string) []fencedStore {
 	ctx := testCtx(t)
-	rs := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel), fence.WithLockNamespace(ns))
+	rs := fence.NewRedisStore(client, "orders", fence.RedisConfig{Telemetry: h.Tel, LockNamespace: ns})
 	db := pgtest.Open(t)
 	_, err := db.ExecContext(ctx, `CREATE TABLE orders (id text PRIMARY KEY, state text NOT NULL, last_fence bigint NOT NULL DEFAULT 0)`)
 	require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestCommitResults(t *testing.T) {
 	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	ttl := time.Second
 	lk := newLocker(t, client, WithTelemetry(h.Tel), WithName("orders"), WithTTL(ttl))
-	store := fence.NewRedisStore(client, "orders", fence.WithTelemetry(h.Tel), fence.WithLockNamespace(lk.set.namespace))
+	store := fence.NewRedisStore(client, "orders", fence.RedisConfig{Telemetry: h.Tel, LockNamespace: lk.set.namespace})
 	acquire := func(key string, opts ...Option) *Lease {
 		l, err := lk.Acquire(ctx, key, opts...)
 		require.NoError(t, err)

@@ -208,7 +208,7 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 }
 
 // WithSecrets signs every lease's token with the active secret of s, so
-// that resources holding the same secrets (fence.WithSecrets,
+// that resources holding the same secrets (fence.RedisConfig.Secrets,
 // fence.TableConfig.Secrets) refuse every token a Locker did not mint.
 // Default: none; tokens are still scoped to their key, and a resource
 // without secrets holds an unsigned token's fence to its clock (SECURITY.md,

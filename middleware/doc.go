@@ -49,7 +49,7 @@
 // program LOCKWATCH_FENCE_TOKEN). No value is a missing token; several
 // values, or any other form, a malformed one. The bare decimal number of
 // earlier versions is a plain token, refused FENCE_UNSCOPED unless the
-// store allows it (fence.WithPlainTokens).
+// store allows it (fence.RedisConfig.PlainTokens).
 //
 // # Work that outlives its handler
 //

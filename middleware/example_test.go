@@ -99,7 +99,7 @@ func ExampleWithErrorWriter() {
 
 	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
 	lockAccount := middleware.HTTP(locker, account, plain)
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-error-writer")), plain)
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-error-writer"}), plain)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux := http.NewServeMux()
 	mux.Handle("POST /accounts/{id}/payments", lockAccount(ok))
@@ -128,7 +128,7 @@ func ExampleWithErrorWriter() {
 func ExampleGuard() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-guard")))
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guard"}))
 
 	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
 	write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +200,7 @@ func ExampleGuard() {
 func ExampleGuarded() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.WithNamespace("example-guarded")))
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guarded"}))
 
 	var mu sync.Mutex
 	balance := 0 // the resource: written only through Guarded

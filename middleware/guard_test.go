@@ -27,7 +27,7 @@ import (
 func TestHTTPGuardAnswers(t *testing.T) {
 	srv := redistest.Start(t)
 	h := telemetrytest.New(t)
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: t.Name(), Telemetry: h.Tel})
 	tokens := make(chan fence.Token, 10)
 	mux := http.NewServeMux()
 	mux.Handle("PUT /ledger/{id}", NewGuard(store, WithGuardTelemetry(h.Tel, "ledger")).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +107,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 func TestGRPCGuardAnswers(t *testing.T) {
 	srv := redistest.Start(t)
 	h := telemetrytest.New(t)
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace(t.Name()), fence.WithTelemetry(h.Tel))
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: t.Name(), Telemetry: h.Tel})
 	key := func(context.Context, string, any) string { return "7" }
 	skey := func(context.Context, string) string { return "7" }
 	svc := &health{
@@ -171,8 +171,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 	for _, via := range []string{"same route", "second route", "gRPC method"} {
 		t.Run(via, func(t *testing.T) {
 			srv := redistest.Start(t)
-			store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace("serialize"),
-				fence.WithTelemetry(telemetrytest.New(t).Tel))
+			store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: "serialize", Telemetry: telemetrytest.New(t).Tel})
 			book := &ledger{values: map[string]string{}}
 			var bStarted atomic.Bool
 			arrived := make(chan struct{}, 2)

@@ -36,8 +36,7 @@ func newStuckKey(t *testing.T, opts ...GuardOption) *stuckKey {
 	srv := redistest.Start(t)
 	freed := make(chan struct{})
 	s := &stuckKey{
-		store: fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace("stuck"),
-			fence.WithTelemetry(telemetrytest.New(t).Tel)),
+		store:   fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: "stuck", Telemetry: telemetrytest.New(t).Tel}),
 		started: make(chan struct{}),
 		freed:   freed,
 		release: sync.OnceFunc(func() { close(freed) }),
@@ -224,7 +223,7 @@ func TestGuardWaitBound(t *testing.T) {
 // refused at NewGuard like the package's other invalid arguments, not read
 // as "no bound"; zero is the documented "no bound but the context".
 func TestGuardWaitNegative(t *testing.T) {
-	store := fence.NewRedisStore(redistest.Start(t).Client(t), "ledger", fence.WithTelemetry(telemetrytest.New(t).Tel))
+	store := fence.NewRedisStore(redistest.Start(t).Client(t), "ledger", fence.RedisConfig{Telemetry: telemetrytest.New(t).Tel})
 	assert.PanicsWithValue(t, "middleware: NewGuard: negative WithGuardWait: -1s", func() {
 		NewGuard(store, WithGuardWait(-time.Second))
 	})

@@ -34,9 +34,10 @@ func newLocker(t *testing.T, c redis.UniversalClient, tel *telemetry.Telemetry, 
 	return lk
 }
 
-// leaseNamespace is the lease namespace of the test's Lockers (newLocker):
-// a fence store checking their tokens needs it (fence.WithLockNamespace),
-// since a token's scope names its key within it.
+// leaseNamespace is the lease namespace of the test's Lockers (newLocker): a
+// fence store checking their tokens needs it
+// (fence.RedisConfig.LockNamespace), since a token's scope names its key
+// within it.
 func leaseNamespace(t *testing.T) string {
 	ns := "mw" + strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())
 	if len(ns) > 60 {

@@ -80,11 +80,13 @@ type hostileRig struct {
 // newHostileRig serves a rig whose store keeps its marks under the fence
 // namespace "hostile-<name>" of client's server, so that several rigs of one
 // test count their Redis keys apart.
-func newHostileRig(t *testing.T, client *redis.Client, name string, opts ...fence.Option) *hostileRig {
+func newHostileRig(t *testing.T, client *redis.Client, name string, cfg fence.RedisConfig) *hostileRig {
 	r := &hostileRig{h: telemetrytest.New(t), wh: telemetrytest.New(t), client: client, prefix: "hostile-" + name + ":" + hostileResource + ":"}
-	base := []fence.Option{fence.WithNamespace("hostile-" + name)}
-	r.store = fence.NewRedisStore(client, hostileResource, append(append(base, opts...), fence.WithTelemetry(r.h.Tel))...)
-	r.writer = fence.NewRedisStore(client, hostileResource, append(append(base, opts...), fence.WithTelemetry(r.wh.Tel))...)
+	cfg.Namespace = "hostile-" + name
+	cfg.Telemetry = r.h.Tel
+	r.store = fence.NewRedisStore(client, hostileResource, cfg)
+	cfg.Telemetry = r.wh.Tel
+	r.writer = fence.NewRedisStore(client, hostileResource, cfg)
 	r.guard = NewGuard(hostileAdmitter{r}, WithGuardTelemetry(r.h.Tel, hostileResource))
 
 	mux := http.NewServeMux()
@@ -527,7 +529,7 @@ var hostileNumbers = []struct {
 func TestHostileTokensWithoutSecrets(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
-	r := newHostileRig(t, client, "plain", fence.WithLockNamespace("hostile-ns"))
+	r := newHostileRig(t, client, "plain", fence.RedisConfig{LockNamespace: "hostile-ns"})
 	ls := newHostileLeases(t, r, client, "hostile-ns")
 	now := redisMicros(t, client)
 	scoped := fence.Mint(ls.ns, "B", ls.b2.Fence(), nil)
@@ -588,7 +590,7 @@ func TestHostileTokensWithoutSecrets(t *testing.T) {
 		// A store that admits plain numbers (clients not migrated yet)
 		// holds them to the clock bound: the edges of the range are ahead,
 		// the rest malformed, as in the wire form.
-		p := newHostileRig(t, client, "plainok", fence.WithLockNamespace("hostile-ns"), fence.WithPlainTokens())
+		p := newHostileRig(t, client, "plainok", fence.RedisConfig{LockNamespace: "hostile-ns", PlainTokens: true})
 		status, reason, err := p.put("B", strconv.FormatInt(ls.b2.Fence(), 10))
 		require.NoError(t, err)
 		require.Equal(t, http.StatusNoContent, status, reason)
@@ -619,7 +621,7 @@ func TestHostileTokensWithSecrets(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
 	secrets := hostileSecrets(t, "k1", 0x11)
-	r := newHostileRig(t, client, "signed", fence.WithLockNamespace("hostile-ns"), fence.WithSecrets(secrets))
+	r := newHostileRig(t, client, "signed", fence.RedisConfig{LockNamespace: "hostile-ns", Secrets: secrets})
 	ls := newHostileLeases(t, r, client, "hostile-ns", lease.WithSecrets(secrets))
 	require.Equal(t, "k1", ls.b2.Token().KeyID, "the Locker signs")
 	now := redisMicros(t, client)
@@ -677,7 +679,7 @@ func TestHostileTokensWithSecrets(t *testing.T) {
 func TestHostileHugeHeaders(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
-	r := newHostileRig(t, client, "huge")
+	r := newHostileRig(t, client, "huge", fence.RedisConfig{})
 	now := redisMicros(t, client)
 	start := time.Now()
 	status, reason, err := r.put("B", wire("B", now))
@@ -828,7 +830,7 @@ func TestHostileThousandsOfKeys(t *testing.T) {
 	total := time.Now()
 
 	t.Run("without secrets", func(t *testing.T) {
-		r := newHostileRig(t, client, "flood", fence.WithLockNamespace(ns))
+		r := newHostileRig(t, client, "flood", fence.RedisConfig{LockNamespace: ns})
 		now := redisMicros(t, client)
 		keys := r.storeKeys(t)
 		took, got := r.flood(t, n, workers, func(i int) (string, []string, string) {
@@ -881,7 +883,7 @@ func TestHostileThousandsOfKeys(t *testing.T) {
 
 	t.Run("with secrets", func(t *testing.T) {
 		secrets := hostileSecrets(t, "k1", 0x11)
-		r := newHostileRig(t, client, "floodsigned", fence.WithLockNamespace(ns), fence.WithSecrets(secrets))
+		r := newHostileRig(t, client, "floodsigned", fence.RedisConfig{LockNamespace: ns, Secrets: secrets})
 		other, unknown := hostileSecrets(t, "k1", 0x22), hostileSecrets(t, "k9", 0x11)
 		now := redisMicros(t, client)
 		keys := r.storeKeys(t)
@@ -946,7 +948,7 @@ func TestHostileTokenWithinTheSkew(t *testing.T) {
 	ctx := testCtx(t)
 
 	t.Run("without secrets", func(t *testing.T) {
-		r := newHostileRig(t, client, "skew", fence.WithLockNamespace(ns), fence.WithMaxSkew(skew))
+		r := newHostileRig(t, client, "skew", fence.RedisConfig{LockNamespace: ns, MaxSkew: skew})
 		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.WithNamespace(ns))
 		forged := fence.Mint(ns, "K", redisMicros(t, client)+(skew-50*time.Millisecond).Microseconds(), nil)
 		forgedAt := time.Now()
@@ -981,7 +983,7 @@ func TestHostileTokenWithinTheSkew(t *testing.T) {
 
 	t.Run("with secrets", func(t *testing.T) {
 		secrets := hostileSecrets(t, "k1", 0x11)
-		r := newHostileRig(t, client, "skewsigned", fence.WithLockNamespace(ns), fence.WithSecrets(secrets), fence.WithMaxSkew(skew))
+		r := newHostileRig(t, client, "skewsigned", fence.RedisConfig{LockNamespace: ns, Secrets: secrets, MaxSkew: skew})
 		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.WithNamespace(ns), lease.WithSecrets(secrets))
 		forged := fence.Mint(ns, "K", redisMicros(t, client)+(skew-50*time.Millisecond).Microseconds(), nil)
 		status, reason, err := r.put("K", forged.String())

@@ -41,7 +41,7 @@ type lateResource struct {
 func newLateResource(t *testing.T) *lateResource {
 	srv := redistest.Start(t)
 	h := telemetrytest.New(t)
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithNamespace("late"), fence.WithTelemetry(h.Tel))
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: "late", Telemetry: h.Tel})
 	return &lateResource{h: h, redis: srv.Client(t), store: store, book: &ledger{values: map[string]string{}},
 		guard: NewGuard(store, WithGuardTelemetry(h.Tel, "ledger"))}
 }
@@ -75,7 +75,7 @@ func TestGuardTimeoutHandlerInside(t *testing.T) {
 	for _, via := range []string{"Guarded", "fenced store"} {
 		t.Run(via, func(t *testing.T) {
 			l := newLateResource(t)
-			rows := fence.NewRedisStore(l.redis, "rows", fence.WithNamespace("late"), fence.WithTelemetry(l.h.Tel))
+			rows := fence.NewRedisStore(l.redis, "rows", fence.RedisConfig{Namespace: "late", Telemetry: l.h.Tel})
 			write := func(ctx context.Context, tok fence.Token) error {
 				if via == "Guarded" {
 					return Guarded(ctx, func() error { return l.set(tok) })

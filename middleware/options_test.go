@@ -33,7 +33,7 @@ func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {
 
 	for _, h := range []http.Handler{
 		HTTP(locker, key, ew)(ran),
-		NewGuard(fence.NewRedisStore(client, "ledger"), ew).HTTP(key)(ran),
+		NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), ew).HTTP(key)(ran),
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/ledger/k", nil))
@@ -43,7 +43,7 @@ func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {
 
 	// Nil is ignored: the default writer answers.
 	rec := httptest.NewRecorder()
-	NewGuard(fence.NewRedisStore(client, "ledger"), WithErrorWriter(nil)).HTTP(key)(ran).
+	NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), WithErrorWriter(nil)).HTTP(key)(ran).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/ledger/k", nil))
 	assert.Equal(t, http.StatusPreconditionRequired, rec.Code)
 	assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))

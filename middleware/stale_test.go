@@ -59,8 +59,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	// The ledger: a fence guard over a Redis fenced store, then the handler.
 	// The ledger's key is the workers' lock key ("42" on both routes), in
 	// the workers' lease namespace: the leases' tokens are minted for it.
-	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.WithTelemetry(resource.Tel),
-		fence.WithLockNamespace(leaseNamespace(t)))
+	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Telemetry: resource.Tel, LockNamespace: leaseNamespace(t)})
 	book := &ledger{values: map[string]string{}}
 	ledgerMux := http.NewServeMux()
 	ledgerMux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(book))

@@ -46,11 +46,11 @@ type guardedLedger struct {
 	ran   chan fence.Token
 }
 
-func newGuardedLedger(t *testing.T, opts ...fence.Option) *guardedLedger {
+func newGuardedLedger(t *testing.T, cfg fence.RedisConfig) *guardedLedger {
 	srv := redistest.Start(t)
 	h := telemetrytest.New(t)
-	opts = append([]fence.Option{fence.WithNamespace("untrusted"), fence.WithTelemetry(h.Tel)}, opts...)
-	g := &guardedLedger{h: h, store: fence.NewRedisStore(srv.Client(t), "ledger", opts...), ran: make(chan fence.Token, 100)}
+	cfg.Namespace, cfg.Telemetry = "untrusted", h.Tel
+	g := &guardedLedger{h: h, store: fence.NewRedisStore(srv.Client(t), "ledger", cfg), ran: make(chan fence.Token, 100)}
 	guard := NewGuard(g.store, WithGuardTelemetry(h.Tel, "ledger"))
 	record := func(ctx context.Context) {
 		tok, _ := fence.FromContext(ctx)
@@ -203,7 +203,7 @@ func TestGuardRefusesAnotherKeysToken(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
-	g := newGuardedLedger(t, fence.WithLockNamespace(leaseNamespace(t)))
+	g := newGuardedLedger(t, fence.RedisConfig{LockNamespace: leaseNamespace(t)})
 
 	lB, err := lk.Acquire(ctx, "B")
 	require.NoError(t, err)
@@ -273,7 +273,7 @@ func TestGuardRefusesForgedTokens(t *testing.T) {
 	secrets := testSecrets(t, "k1", 0x11)
 	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.WithSecrets(secrets))
 	ns := leaseNamespace(t)
-	g := newGuardedLedger(t, fence.WithLockNamespace(ns), fence.WithSecrets(secrets))
+	g := newGuardedLedger(t, fence.RedisConfig{LockNamespace: ns, Secrets: secrets})
 
 	l, err := lk.Acquire(ctx, "B")
 	require.NoError(t, err)
@@ -329,7 +329,7 @@ func TestGuardRefusesForgedTokens(t *testing.T) {
 // where the holder left it and the holder is still admitted. Admitted,
 // 2^63-1 would have stopped every later token of the key for good.
 func TestGuardRefusesTokensAhead(t *testing.T) {
-	g := newGuardedLedger(t)
+	g := newGuardedLedger(t, fence.RedisConfig{})
 	now := time.Now().UnixMicro() // the private redis-server runs on this clock
 	status, reason := g.put(t, "7", wire("7", now))
 	require.Equal(t, http.StatusNoContent, status, reason)
@@ -366,13 +366,13 @@ func TestGuardRefusesTokensAhead(t *testing.T) {
 // TestGuardRefusesPlainNumbers: a bare number, the token of earlier
 // versions, names no key: it is refused FENCE_UNSCOPED (400,
 // INVALID_ARGUMENT), counted unscoped (not malformed, not stale), and the
-// mark does not move. A store with fence.WithPlainTokens admits plain
-// tokens, compares them with the mark like any other (a lower one is
+// mark does not move. A store with fence.RedisConfig.PlainTokens admits
+// plain tokens, compares them with the mark like any other (a lower one is
 // stale), holds them to the clock bound, and still refuses scoped tokens of
 // other keys.
 func TestGuardRefusesPlainNumbers(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
-		g := newGuardedLedger(t)
+		g := newGuardedLedger(t, fence.RedisConfig{})
 		status, reason := g.put(t, "7", "41")
 		assert.Equal(t, http.StatusBadRequest, status)
 		assert.Equal(t, reasonFenceUnscoped, reason)
@@ -391,7 +391,7 @@ func TestGuardRefusesPlainNumbers(t *testing.T) {
 	})
 
 	t.Run("allowed", func(t *testing.T) {
-		g := newGuardedLedger(t, fence.WithPlainTokens())
+		g := newGuardedLedger(t, fence.RedisConfig{PlainTokens: true})
 		status, reason := g.put(t, "7", "41")
 		require.Equal(t, http.StatusNoContent, status, reason)
 		assert.Equal(t, fence.Token{Fence: 41}, g.took(t))
@@ -428,7 +428,7 @@ func TestGuardRefusesPlainNumbers(t *testing.T) {
 // lockwatch_fence_checks_total{result="malformed"}, never as a stale
 // write.
 func TestGuardCountsMalformedTokens(t *testing.T) {
-	g := newGuardedLedger(t)
+	g := newGuardedLedger(t, fence.RedisConfig{})
 	good := wire("7", 41)
 	for _, tc := range []struct {
 		name   string

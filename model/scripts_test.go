@@ -70,7 +70,7 @@ func TestTheReplayRunsTheScriptsLockwatchRuns(t *testing.T) {
 	_, err = lk.ForceRelease(ctx, "k", info.Holder)
 	require.NoError(t, err)
 	_ = l.Release(ctx) // not held any more: forced
-	require.NoError(t, fence.NewRedisStore(client, "model").Write(ctx, "k", fence.Mint("lockwatch", "k", 1, nil), []byte("v")))
+	require.NoError(t, fence.NewRedisStore(client, "model", fence.RedisConfig{}).Write(ctx, "k", fence.Mint("lockwatch", "k", 1, nil), []byte("v")))
 
 	for name, sc := range map[string]*redis.Script{
 		"acquire": s.acquire, "renew": s.renew, "release": s.release,

@@ -21,6 +21,6 @@ func ExampleNew() {
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	locker := lease.NewLocker(client, lease.WithTelemetry(tel))
 	defer locker.Close()
-	ledger := fence.NewRedisStore(client, "ledger", fence.WithTelemetry(tel))
+	ledger := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: tel})
 	_ = ledger
 }

@@ -85,7 +85,7 @@ func (g *guardedRegister) accepted() []acceptEntry {
 // its body unfinished does not stall every later write of the key for as
 // long as it is stopped: they are refused busy, never admitted.
 func newGuard(client redis.UniversalClient, tel *telemetry.Telemetry, ttl time.Duration) *middleware.Guard {
-	store := fence.NewRedisStore(client, resourceGuard, fence.WithNamespace(fenceNS), fence.WithLockNamespace(lockNamespace), fence.WithTelemetry(tel))
+	store := fence.NewRedisStore(client, resourceGuard, fence.RedisConfig{Namespace: fenceNS, LockNamespace: lockNamespace, Telemetry: tel})
 	return middleware.NewGuard(store, middleware.WithGuardWait(ttl/2))
 }
 

@@ -26,7 +26,7 @@ import (
 // in order.
 func TestGuardedRegisterOrder(t *testing.T) {
 	srv := redistest.Start(t)
-	store := fence.NewRedisStore(srv.Client(t), resourceGuard, fence.WithNamespace("chaos-guard-test"), fence.WithLockNamespace(lockNamespace))
+	store := fence.NewRedisStore(srv.Client(t), resourceGuard, fence.RedisConfig{Namespace: "chaos-guard-test", LockNamespace: lockNamespace})
 	i := 0
 	for _, separate := range []bool{true, false} {
 		for _, via := range []string{viaPost, viaUnary, viaStream} {

@@ -124,7 +124,7 @@ func newRegisters(fenceAddr, dsn, schema string, guard guardAddrs, tel *telemetr
 	return &registers{
 		unfenced: unfenced,
 		client:   client,
-		store:    fence.NewRedisStore(client, resourceRedis, fence.WithNamespace(fenceNS), fence.WithLockNamespace(lockNamespace), fence.WithTelemetry(tel)),
+		store:    fence.NewRedisStore(client, resourceRedis, fence.RedisConfig{Namespace: fenceNS, LockNamespace: lockNamespace, Telemetry: tel}),
 		db:       db,
 		table:    table,
 		guard:    gc,

@@ -159,17 +159,18 @@
 // acquire's fence is refused too, until Redis TIME, which fences follow in
 // microseconds, passes it; never for a mark at or above 2^53-1), with the
 // date that happens. A token no lease carried is what moves a mark there.
-// Without --force it changes nothing and exits 1 when the mark is bricked. With --force it sets the
-// mark back to the newest fence minted or Redis TIME plus the store's skew
-// (--max-skew, fence.WithMaxSkew's 10 s by default), whichever is later
-// (fence.RedisStore.Repair, one script, only if the mark is still the one
-// read, so that no accepted write is undone and no lease minted before the
-// repair writes after a newer one; model/lease.pml checks it), prints the
-// mark before and after, and logs the repair at Warn on stderr. When no
-// minted fence is remembered (the record expired or never existed) it
-// repairs only with an explicit --to N, at least the newest fence any lease
-// of K held; --to is never below a minted fence that is known. A fenced SQL
-// table is repaired in the database with the statement Repair's doc gives.
+// Without --force it changes nothing and exits 1 when the mark is bricked.
+// With --force it sets the mark back to the newest fence minted or Redis
+// TIME plus the store's skew (--max-skew, fence.RedisConfig.MaxSkew's 10 s
+// by default), whichever is later (fence.RedisStore.Repair, one script, only
+// if the mark is still the one read, so that no accepted write is undone and
+// no lease minted before the repair writes after a newer one;
+// model/lease.pml checks it), prints the mark before and after, and logs the
+// repair at Warn on stderr. When no minted fence is remembered (the record
+// expired or never existed) it repairs only with an explicit --to N, at
+// least the newest fence any lease of K held; --to is never below a minted
+// fence that is known. A fenced SQL table is repaired in the database with
+// the statement Repair's doc gives.
 //
 // # Connecting
 //

@@ -73,9 +73,9 @@ Exit statuses:
 		var k keyFlags
 		k.register(fs)
 		resource := fs.String("resource", "", "the fenced `resource` (fence.NewRedisStore's resource; required)")
-		storeNS := fs.String("store-namespace", defaultStoreNamespace, "the `prefix` of the resource's Redis keys (fence.WithNamespace)")
+		storeNS := fs.String("store-namespace", defaultStoreNamespace, "the `prefix` of the resource's Redis keys (fence.RedisConfig.Namespace)")
 		force := fs.Bool("force", false, "set a bricked mark back to the newest fence minted, or Redis TIME if later")
-		skew := fs.Duration("max-skew", defaultMaxSkew, "the store's MaxSkew (fence.WithMaxSkew): the repaired mark is at least Redis TIME plus it")
+		skew := fs.Duration("max-skew", defaultMaxSkew, "the store's MaxSkew (fence.RedisConfig.MaxSkew): the repaired mark is at least Redis TIME plus it")
 		to := fs.Int64("to", 0, "with --force: set the mark back to this `fence`; required when no minted fence is known")
 		return func(args []string, stdout, stderr io.Writer) error {
 			if err := k.checkKeyOnly("fence", args); err != nil {
@@ -121,8 +121,9 @@ Exit statuses:
 // release gives "nothing changed".
 const exitAhead = 1
 
-// defaultStoreNamespace is fence's own default (fence.WithNamespace), so
-// that fence finds the marks of stores built with the defaults.
+// defaultStoreNamespace is fence's own default
+// (fence.RedisConfig.Namespace), so that fence finds the marks of stores
+// built with the defaults.
 const defaultStoreNamespace = "lockwatch:fence"
 
 // newStore builds the store, with an invalid resource or namespace as an
@@ -134,10 +135,10 @@ func newStore(client redis.UniversalClient, resource, namespace string, skew tim
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	return fence.NewRedisStore(client, resource, fence.WithNamespace(namespace), fence.WithMaxSkew(skew), fence.WithTelemetry(tel)), nil
+	return fence.NewRedisStore(client, resource, fence.RedisConfig{Namespace: namespace, MaxSkew: skew, Telemetry: tel}), nil
 }
 
-// defaultMaxSkew is fence.WithMaxSkew's default, which the store the
+// defaultMaxSkew is fence.RedisConfig.MaxSkew's default, which the store the
 // command repairs most likely has.
 const defaultMaxSkew = 10 * time.Second
 

@@ -85,7 +85,7 @@ func TestFenceRepairsABrickedMark(t *testing.T) {
 	t.Parallel()
 	const key, resource = "fence-bricked", "ledger"
 	c := sharedClient(t)
-	store := fence.NewRedisStore(c, resource)
+	store := fence.NewRedisStore(c, resource, fence.RedisConfig{})
 	first := mint(t, key)
 	require.NoError(t, write(t, store, key, first, "a"))
 	bricked := strconv.FormatInt(first.fence+10_000_000_000_000, 10) // about 116 days ahead

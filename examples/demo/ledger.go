@@ -44,7 +44,7 @@ func newLedger(d *demo) (*ledger, error) {
 	// The embedded Redis ends with the process and the demo's faults never
 	// restart one; a service keeps its marks on a Redis with persistence,
 	// checked at start-up (fence.RedisStore.Check, as examples/http does).
-	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.WithNamespace(namespace+":fence"), fence.WithLockNamespace(namespace), fence.WithTelemetry(d.tel))
+	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.RedisConfig{Namespace: namespace + ":fence", LockNamespace: namespace, Telemetry: d.tel})
 	guard := middleware.NewGuard(store).HTTP(func(r *http.Request) string { return r.PathValue("key") })
 
 	mux := http.NewServeMux()

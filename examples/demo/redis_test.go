@@ -82,7 +82,7 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 
 	// Unsigned tokens: the scripts also bound their fences by the server's
 	// TIME, which the embedded Redis must serve from the wall clock.
-	store := fence.NewRedisStore(c, "ledger")
+	store := fence.NewRedisStore(c, "ledger", fence.RedisConfig{})
 	tok := func(key string, n int64) fence.Token { return fence.Mint("lockwatch", key, n, nil) }
 	require.NoError(t, store.Write(ctx, "a", tok("a", 41), []byte("x")))
 	assert.ErrorIs(t, store.Write(ctx, "a", tok("a", 41), []byte("y")), fence.ErrStale)

@@ -98,7 +98,7 @@ func run(ctx context.Context, cfg config) error {
 		storeClient = redis.NewClient(&redis.Options{Addr: cfg.fence, ContextTimeoutEnabled: true})
 		defer storeClient.Close()
 	}
-	payments := fence.NewRedisStore(storeClient, "payments")
+	payments := fence.NewRedisStore(storeClient, "payments", fence.RedisConfig{})
 	if err := payments.Check(ctx); err != nil { // a Redis that would forget the marks on a restart stops us here
 		return err
 	}

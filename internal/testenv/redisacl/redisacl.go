@@ -14,7 +14,7 @@ import "strings"
 // The default namespaces, and the user names SECURITY.md gives the rules.
 const (
 	LeaseNamespace = "lockwatch"       // lease.WithNamespace's default
-	StoreNamespace = "lockwatch:fence" // fence.WithNamespace's default
+	StoreNamespace = "lockwatch:fence" // fence.RedisConfig.Namespace's default
 
 	LockerUser        = "lockwatch"
 	OperatorUser      = "lockwatch-operator"
