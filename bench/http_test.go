@@ -19,7 +19,7 @@ import (
 // plain, with one PING in the handler, around the raw floor's lock (SET NX PX, then the compare-and-delete
 // before the answer), and wrapped in middleware.HTTP with a key per request
 // (from the URL path), by default (locked: the key is deleted in the background after
-// the handler returns) and with middleware.WithSyncRelease (locked-sync:
+// the handler returns) and with middleware.Config.SyncRelease (locked-sync:
 // the answer waits for the delete), from 1 and from 16 keep-alive clients,
 // beside a PING on the same redis-server from as many goroutines. ns/op is the inverse of the
 // throughput; p50-ns and p99-ns are per-request latencies as the client saw
@@ -55,8 +55,8 @@ func BenchmarkHTTP(b *testing.B) {
 		_ = rawRelease.Run(context.WithoutCancel(r.Context()), c, []string{key}, owner).Err()
 	})
 	byPath := func(r *http.Request) string { return r.URL.Path }
-	mux.Handle("/locked/", middleware.HTTP(lk, byPath)(ok))
-	mux.Handle("/locked-sync/", middleware.HTTP(lk, byPath, middleware.WithSyncRelease())(ok))
+	mux.Handle("/locked/", middleware.HTTP(lk, byPath, middleware.Config{})(ok))
+	mux.Handle("/locked-sync/", middleware.HTTP(lk, byPath, middleware.Config{SyncRelease: true})(ok))
 	srv := httptest.NewServer(mux)
 	b.Cleanup(srv.Close)
 	loopbackOnly(b, srv.Listener.Addr().String())

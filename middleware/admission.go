@@ -70,8 +70,8 @@ func (a *admission) end() {
 // it returns, so a request admitted later with a newer token writes after
 // it. Once the handler has returned, Guarded refuses (errors.Is
 // ErrNotAdmitted, fn not run), records the refusal as a fence check with
-// result "late" (WithGuardTelemetry) and logs it at Warn: a late write the
-// guard cannot order any more. On a context no Guard admitted it refuses
+// result "late" (GuardConfig.Telemetry) and logs it at Warn: a late write
+// the guard cannot order any more. On a context no Guard admitted it refuses
 // too, uncounted.
 //
 // Use it where a write may outlive its handler: a goroutine the handler

@@ -19,11 +19,11 @@
 // that answers with success after its lease was lost keeps its answer (it
 // did the work; the resource's fence decided whether its write counted) and
 // is counted as a late completion, a potential stale write, with an event on
-// its span. The lock name recorded in metrics is WithName's, else the route
+// its span. The lock name recorded in metrics is Config.Name, else the route
 // (r.Pattern) or the gRPC method, never the key. Leases end when the handler
 // returns, also when it panics (the panic goes on); the key's delete in
 // Redis then goes in the background, off the request's critical path
-// (WithSyncRelease waits for it).
+// (Config.SyncRelease waits for it).
 //
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context

@@ -34,7 +34,7 @@ func ExampleHTTP() {
 	locker := lease.NewLocker(client)
 	defer locker.Close()
 
-	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") })
+	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") }, middleware.Config{})
 	mux := http.NewServeMux()
 	mux.Handle("POST /invoices/{id}/pay", lockInvoice(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l := lease.FromContext(r.Context()) // the handler's context is the lease's
@@ -55,10 +55,10 @@ func ExampleHTTP() {
 }
 
 // By default the key is deleted in the background once the handler has
-// returned. WithSyncRelease waits for the delete before the answer goes
-// out: a client's next request on the same key then succeeds on any
+// returned. Config.SyncRelease waits for the delete before the answer
+// goes out: a client's next request on the same key then succeeds on any
 // replica at once.
-func ExampleWithSyncRelease() {
+func ExampleConfig_syncRelease() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.WithNamespace("example-sync-release"))
@@ -66,7 +66,7 @@ func ExampleWithSyncRelease() {
 	other := lease.NewLocker(client, lease.WithNamespace("example-sync-release")) // another replica
 	defer other.Close()
 
-	lockJob := middleware.HTTP(locker, func(r *http.Request) string { return r.PathValue("id") }, middleware.WithSyncRelease())
+	lockJob := middleware.HTTP(locker, func(r *http.Request) string { return r.PathValue("id") }, middleware.Config{SyncRelease: true})
 	mux := http.NewServeMux()
 	mux.Handle("POST /jobs/{id}", lockJob(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})))
 	srv := httptest.NewServer(mux)
@@ -86,20 +86,20 @@ func ExampleWithSyncRelease() {
 	// Output: 200 true
 }
 
-// A custom error writer gets each HTTP refusal as a Problem. One
-// WithErrorWriter serves the holder middleware and a Guard alike.
-func ExampleWithErrorWriter() {
+// A custom error writer gets each HTTP refusal as a Problem. One function
+// serves the holder middleware and a Guard alike.
+func ExampleConfig_errorWriter() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.WithNamespace("example-error-writer"))
 	defer locker.Close()
-	plain := middleware.WithErrorWriter(func(w http.ResponseWriter, _ *http.Request, p *middleware.Problem) {
+	plain := func(w http.ResponseWriter, _ *http.Request, p *middleware.Problem) {
 		http.Error(w, p.Reason, p.Status)
-	})
+	}
 
 	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
-	lockAccount := middleware.HTTP(locker, account, plain)
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-error-writer"}), plain)
+	lockAccount := middleware.HTTP(locker, account, middleware.Config{ErrorWriter: plain})
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-error-writer"}), middleware.GuardConfig{ErrorWriter: plain})
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux := http.NewServeMux()
 	mux.Handle("POST /accounts/{id}/payments", lockAccount(ok))
@@ -128,7 +128,7 @@ func ExampleWithErrorWriter() {
 func ExampleGuard() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guard"}))
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guard"}), middleware.GuardConfig{})
 
 	account := func(r *http.Request) string { return "account:" + r.PathValue("id") }
 	write := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +200,7 @@ func ExampleGuard() {
 func ExampleGuarded() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guarded"}))
+	guard := middleware.NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{Namespace: "example-guarded"}), middleware.GuardConfig{})
 
 	var mu sync.Mutex
 	balance := 0 // the resource: written only through Guarded

@@ -26,11 +26,11 @@ import (
 // is replaced; a status of the handler's own (say NOT_FOUND) is returned as
 // it is. A handler that returns success after the loss keeps its answer (see
 // the package doc).
-func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, opts ...Option) grpc.UnaryServerInterceptor {
+func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, c Config) grpc.UnaryServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, newHolderConfig(opts, Option.applyHolder))
+	h := newHolder(locker, newHolderConfig(c))
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		var resp any
 		err := h.call(ctx, info.FullMethod, key(ctx, info.FullMethod, req), func(ctx context.Context) error {
@@ -51,11 +51,11 @@ func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, 
 // costs a few microseconds per message (each call runs on a goroutine of its
 // own: grpc-go cannot end a stream otherwise): a stream of messages that
 // cheap which needs the rate holds its lease per batch instead.
-func StreamServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string) string, opts ...Option) grpc.StreamServerInterceptor {
+func StreamServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string) string, c Config) grpc.StreamServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, newHolderConfig(opts, Option.applyHolder))
+	h := newHolder(locker, newHolderConfig(c))
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 		ctx := ss.Context()
 		return h.call(ctx, info.FullMethod, key(ctx, info.FullMethod), func(lctx context.Context) error {

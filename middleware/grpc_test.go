@@ -27,10 +27,10 @@ func unaryKey(ctx context.Context, _ string, _ any) string { return metadataKey(
 func streamKey(ctx context.Context, _ string) string       { return metadataKey(ctx) }
 
 // lockedServer serves svc behind both interceptors of one Locker.
-func lockedServer(t *testing.T, lk *lease.Locker, svc *health, opts ...Option) grpc_health_v1.HealthClient {
+func lockedServer(t *testing.T, lk *lease.Locker, svc *health, cfg Config) grpc_health_v1.HealthClient {
 	return serveGRPC(t, svc, []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(UnaryServerInterceptor(lk, unaryKey, opts...)),
-		grpc.ChainStreamInterceptor(StreamServerInterceptor(lk, streamKey, opts...)),
+		grpc.ChainUnaryInterceptor(UnaryServerInterceptor(lk, unaryKey, cfg)),
+		grpc.ChainStreamInterceptor(StreamServerInterceptor(lk, streamKey, cfg)),
 	})
 }
 
@@ -72,7 +72,7 @@ func TestGRPCTwoReplicasExclusion(t *testing.T) {
 	var clients []grpc_health_v1.HealthClient
 	for range 2 {
 		lk := newLocker(t, srv.Client(t), h.Tel)
-		clients = append(clients, lockedServer(t, lk, svc, WithLeaseOptions(lease.WithWait(10*time.Second))))
+		clients = append(clients, lockedServer(t, lk, svc, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}}))
 	}
 	ctx := withLockKey(testCtx(t), "42")
 	var wg sync.WaitGroup
@@ -101,7 +101,7 @@ func TestGRPCAnswers(t *testing.T) {
 		require.NoError(t, err)
 		defer holder.Release(ctx)
 		var ran atomic.Bool
-		client := lockedServer(t, lk, &health{check: func(context.Context) error { ran.Store(true); return nil }})
+		client := lockedServer(t, lk, &health{check: func(context.Context) error { ran.Store(true); return nil }}, Config{})
 		_, err = client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		code, info, retry := details(t, err)
 		assert.Equal(t, codes.Aborted, code)
@@ -118,7 +118,7 @@ func TestGRPCAnswers(t *testing.T) {
 		client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 			<-ctx.Done()
 			return status.FromContextError(context.Cause(ctx)).Err()
-		}}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		code, info, retry := details(t, err)
 		assert.Equal(t, codes.Unavailable, code)
@@ -132,7 +132,7 @@ func TestGRPCAnswers(t *testing.T) {
 		client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		}}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err, "the handler's answer stands")
 		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, checkMethod)))
@@ -149,7 +149,7 @@ func TestGRPCAnswers(t *testing.T) {
 			}
 			fences <- int64(l.Fence())
 			return stream.Send(&grpc_health_v1.HealthCheckResponse{Status: grpc_health_v1.HealthCheckResponse_SERVING})
-		}})
+		}}, Config{})
 		stream, err := client.Watch(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err)
 		_, err = stream.Recv()
@@ -165,7 +165,7 @@ func TestGRPCAnswers(t *testing.T) {
 		holder, err := lk.Acquire(ctx, "42")
 		require.NoError(t, err)
 		defer holder.Release(ctx)
-		client := lockedServer(t, lk, &health{watch: func(grpc_health_v1.Health_WatchServer) error { return nil }})
+		client := lockedServer(t, lk, &health{watch: func(grpc_health_v1.Health_WatchServer) error { return nil }}, Config{})
 		stream, err := client.Watch(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err)
 		_, err = stream.Recv()
@@ -182,7 +182,7 @@ func TestGRPCAnswers(t *testing.T) {
 				return status.Error(codes.Internal, "locked without a key")
 			}
 			return nil
-		}})
+		}}, Config{})
 		_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err)
 	})
@@ -201,7 +201,7 @@ func TestGRPCAnswers(t *testing.T) {
 			return next(ctx, req)
 		}
 		client := serveGRPC(t, &health{check: func(context.Context) error { panic("boom") }}, []grpc.ServerOption{
-			grpc.ChainUnaryInterceptor(recoverer, UnaryServerInterceptor(lk, unaryKey)),
+			grpc.ChainUnaryInterceptor(recoverer, UnaryServerInterceptor(lk, unaryKey, Config{})),
 		})
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		assert.Equal(t, codes.Internal, status.Code(err))
@@ -220,7 +220,7 @@ func TestGRPCHandlersOwnErrorSurvivesALoss(t *testing.T) {
 	client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 		<-ctx.Done()
 		return status.Error(codes.NotFound, "no such invoice")
-	}}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+	}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 	_, err := client.Check(withLockKey(testCtx(t), "42"), &grpc_health_v1.HealthCheckRequest{})
 	assert.Equal(t, codes.NotFound, status.Code(err))
 }

@@ -26,10 +26,10 @@ import (
 // The key functions return the lock key the writer held, in the store's lock
 // namespace; "" passes the request unchecked and unserialized. A request is
 // refused with a reason of the package doc's table: FENCE_STALE,
-// FENCE_MALFORMED, FENCE_MISSING (unless WithMissingFenceAllowed),
+// FENCE_MALFORMED, FENCE_MISSING (unless AllowMissingFence),
 // FENCE_FOREIGN, FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED,
 // FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when it gave up waiting for the key
-// (its context ended, or WithGuardWait's bound passed). Every check is
+// (its context ended, or GuardConfig.Wait passed). Every check is
 // counted in lockwatch_fence_checks_total, a malformed token too. An
 // admitted request's context carries its token (fence.FromContext) and ends
 // when its handler returns, ErrNotAdmitted its cause.
@@ -41,16 +41,16 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard admitting tokens through store. It panics on a
-// nil store or an invalid option (a negative WithGuardWait), like
+// nil store or an invalid c (a negative Wait), like
 // lease.NewLocker: both are programming errors that should stop a service
 // at start-up, not change how its requests wait.
-func NewGuard(store fence.Admitter, opts ...GuardOption) *Guard {
+func NewGuard(store fence.Admitter, c GuardConfig) *Guard {
 	if store == nil {
 		panic("middleware: nil store")
 	}
-	cfg := newGuardConfig(opts)
+	cfg := newGuardConfig(c)
 	if cfg.guardWait < 0 {
-		panic(fmt.Sprintf("middleware: NewGuard: negative WithGuardWait: %v", cfg.guardWait))
+		panic(fmt.Sprintf("middleware: NewGuard: negative Wait: %v", cfg.guardWait))
 	}
 	tel := (*obs.Telemetry)(cfg.tel).Recorder()
 	if tel == nil {

@@ -30,7 +30,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: t.Name(), Telemetry: h.Tel})
 	tokens := make(chan fence.Token, 10)
 	mux := http.NewServeMux()
-	mux.Handle("PUT /ledger/{id}", NewGuard(store, WithGuardTelemetry(h.Tel, "ledger")).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("PUT /ledger/{id}", NewGuard(store, GuardConfig{Telemetry: h.Tel, Resource: "ledger"}).HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
 		tokens <- tok
 		w.WriteHeader(http.StatusNoContent)
@@ -88,7 +88,7 @@ func TestHTTPGuardAnswers(t *testing.T) {
 
 	t.Run("missing allowed", func(t *testing.T) {
 		mux := http.NewServeMux()
-		mux.Handle("PUT /ledger/{id}", NewGuard(store, WithMissingFenceAllowed()).HTTP(pathKey)(http.HandlerFunc(
+		mux.Handle("PUT /ledger/{id}", NewGuard(store, GuardConfig{AllowMissingFence: true}).HTTP(pathKey)(http.HandlerFunc(
 			func(w http.ResponseWriter, r *http.Request) {
 				_, ok := fence.FromContext(r.Context())
 				assert.False(t, ok, "no token was checked")
@@ -116,7 +116,7 @@ func TestGRPCGuardAnswers(t *testing.T) {
 			return stream.Send(&grpc_health_v1.HealthCheckResponse{})
 		},
 	}
-	guard := NewGuard(store, WithGuardTelemetry(h.Tel, "ledger"))
+	guard := NewGuard(store, GuardConfig{Telemetry: h.Tel, Resource: "ledger"})
 	client := serveGRPC(t, svc, []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(guard.UnaryServerInterceptor(key)),
 		grpc.ChainStreamInterceptor(guard.StreamServerInterceptor(skey)),
@@ -181,7 +181,7 @@ func TestGuardSerializesEveryEntryPoint(t *testing.T) {
 				}
 				book.ServeHTTP(w, r)
 			})
-			guard := NewGuard(store)
+			guard := NewGuard(store, GuardConfig{})
 			mux := http.NewServeMux()
 			mux.Handle("PUT /ledger/{id}", guard.HTTP(pathKey)(write))
 			mux.Handle("POST /ledger/{id}", guard.HTTP(pathKey)(write))

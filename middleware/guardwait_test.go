@@ -32,7 +32,7 @@ type stuckKey struct {
 	ran     chan string   // tokens of the other handlers that ran
 }
 
-func newStuckKey(t *testing.T, opts ...GuardOption) *stuckKey {
+func newStuckKey(t *testing.T, cfg GuardConfig) *stuckKey {
 	srv := redistest.Start(t)
 	freed := make(chan struct{})
 	s := &stuckKey{
@@ -42,7 +42,7 @@ func newStuckKey(t *testing.T, opts ...GuardOption) *stuckKey {
 		release: sync.OnceFunc(func() { close(freed) }),
 		ran:     make(chan string, 10),
 	}
-	s.guard = NewGuard(s.store, opts...)
+	s.guard = NewGuard(s.store, cfg)
 	return s
 }
 
@@ -78,7 +78,7 @@ func (s *stuckKey) mark(t *testing.T) int64 {
 // must leave nothing behind in the lock table.
 func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 	t.Run("HTTP", func(t *testing.T) {
-		s := newStuckKey(t)
+		s := newStuckKey(t, GuardConfig{})
 		answered := make(chan int, 2)
 		mux := http.NewServeMux()
 		mux.Handle("PUT /ledger/{id}", s.guard.HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +120,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 	})
 
 	t.Run("gRPC", func(t *testing.T) {
-		s := newStuckKey(t)
+		s := newStuckKey(t, GuardConfig{})
 		answered := make(chan error, 2)
 		observe := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
 			resp, err := next(ctx, req)
@@ -159,11 +159,11 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 	})
 }
 
-// TestGuardWaitBound: with WithGuardWait, B gives up after the bound even
+// TestGuardWaitBound: with GuardConfig.Wait, B gives up after the bound even
 // though its client stays (an HTTP/1.x request with a body, whose leaving
 // net/http would not notice), is told to retry, and is not admitted.
 func TestGuardWaitBound(t *testing.T) {
-	s := newStuckKey(t, WithGuardWait(100*time.Millisecond))
+	s := newStuckKey(t, GuardConfig{Wait: 100 * time.Millisecond})
 	mux := http.NewServeMux()
 	mux.Handle("PUT /ledger/{id}", s.guard.HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, _ := fence.FromContext(r.Context())
@@ -219,13 +219,13 @@ func TestGuardWaitBound(t *testing.T) {
 	assert.Zero(t, s.waiters("7"))
 }
 
-// TestGuardWaitNegative: a negative WithGuardWait is a programming error,
+// TestGuardWaitNegative: a negative GuardConfig.Wait is a programming error,
 // refused at NewGuard like the package's other invalid arguments, not read
 // as "no bound"; zero is the documented "no bound but the context".
 func TestGuardWaitNegative(t *testing.T) {
 	store := fence.NewRedisStore(redistest.Start(t).Client(t), "ledger", fence.RedisConfig{Telemetry: telemetrytest.New(t).Tel})
-	assert.PanicsWithValue(t, "middleware: NewGuard: negative WithGuardWait: -1s", func() {
-		NewGuard(store, WithGuardWait(-time.Second))
+	assert.PanicsWithValue(t, "middleware: NewGuard: negative Wait: -1s", func() {
+		NewGuard(store, GuardConfig{Wait: -time.Second})
 	})
-	assert.NotPanics(t, func() { NewGuard(store, WithGuardWait(0)) })
+	assert.NotPanics(t, func() { NewGuard(store, GuardConfig{Wait: 0}) })
 }

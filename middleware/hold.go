@@ -58,8 +58,8 @@ func (h *holder) acquire(ctx context.Context, key, name string) (*lease.Lease, e
 //
 // The work is over, so the lease ends here (its context is cancelled, its
 // hold time taken), but the delete in Redis goes in the background
-// (ReleaseAsync) unless WithSyncRelease is set: the answer does not wait for
-// a second round trip.
+// (ReleaseAsync) unless Config.SyncRelease is set: the answer does not wait
+// for a second round trip.
 func (h *holder) end(ctx context.Context, l *lease.Lease, name string, succeeded bool) (lost error) {
 	if err := l.Err(); errors.Is(err, lease.ErrLost) {
 		lost = err

@@ -87,7 +87,7 @@ func newHostileRig(t *testing.T, client *redis.Client, name string, cfg fence.Re
 	r.store = fence.NewRedisStore(client, hostileResource, cfg)
 	cfg.Telemetry = r.wh.Tel
 	r.writer = fence.NewRedisStore(client, hostileResource, cfg)
-	r.guard = NewGuard(hostileAdmitter{r}, WithGuardTelemetry(r.h.Tel, hostileResource))
+	r.guard = NewGuard(hostileAdmitter{r}, GuardConfig{Telemetry: r.h.Tel, Resource: hostileResource})
 
 	mux := http.NewServeMux()
 	mux.Handle("PUT /r/{id}", r.guard.HTTP(pathKey)(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

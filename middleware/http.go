@@ -16,20 +16,20 @@ import (
 // after the lease was lost, is refused with LEASE_CONTENDED (409,
 // Retry-After: the holder's TTL), LEASE_UNKNOWN, LEASE_UNAVAILABLE or
 // LEASE_LOST (503, Retry-After), as application/problem+json
-// (WithErrorWriter to change). A success status sent after the loss counts
-// as a late completion (lockwatch_lease_late_completions_total), and so does
-// a streaming handler that sent its status before the loss and then stopped,
-// since the middleware cannot tell when it stopped. A hijacked connection is
-// left alone. Put an http.TimeoutHandler outside this middleware, not inside
-// (see the package doc).
+// (Config.ErrorWriter to change). A success status sent after the loss
+// counts as a late completion (lockwatch_lease_late_completions_total), and
+// so does a streaming handler that sent its status before the loss and then
+// stopped, since the middleware cannot tell when it stopped. A hijacked
+// connection is left alone. Put an http.TimeoutHandler outside this
+// middleware, not inside (see the package doc).
 //
 // Wrap the handler registered on a ServeMux (mux.Handle(pattern,
 // mw(handler))) so that r.Pattern, the default lock name, is known.
-func HTTP(locker *lease.Locker, key func(*http.Request) string, opts ...HTTPOption) func(http.Handler) http.Handler {
+func HTTP(locker *lease.Locker, key func(*http.Request) string, c Config) func(http.Handler) http.Handler {
 	if key == nil {
 		panic("middleware: nil key function")
 	}
-	h := newHolder(locker, newHolderConfig(opts, HTTPOption.applyHTTP))
+	h := newHolder(locker, newHolderConfig(c))
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			k := key(r)

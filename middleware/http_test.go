@@ -46,7 +46,7 @@ func TestHTTPTwoReplicasExclusion(t *testing.T) {
 	for range 2 {
 		lk := newLocker(t, srv.Client(t), h.Tel)
 		mux := http.NewServeMux()
-		mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, WithLeaseOptions(lease.WithWait(10*time.Second)))(work))
+		mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}})(work))
 		u, c := serveHTTP(t, mux)
 		urls, clients = append(urls, u), append(clients, c)
 	}
@@ -80,9 +80,9 @@ func TestHTTPTwoReplicasExclusion(t *testing.T) {
 
 // routeServer serves one route wrapped in the middleware and returns its URL
 // and client.
-func routeServer(t *testing.T, lk *lease.Locker, handler http.HandlerFunc, opts ...HTTPOption) (string, *http.Client) {
+func routeServer(t *testing.T, lk *lease.Locker, handler http.HandlerFunc, cfg Config) (string, *http.Client) {
 	mux := http.NewServeMux()
-	mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, opts...)(handler))
+	mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, cfg)(handler))
 	return serveHTTP(t, mux)
 }
 
@@ -106,7 +106,7 @@ func TestHTTPAnswers(t *testing.T) {
 		require.NoError(t, err)
 		defer holder.Release(ctx)
 		var ran atomic.Bool
-		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) })
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) }, Config{})
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusConflict, resp.StatusCode)
 		retry, err := strconv.Atoi(resp.Header.Get("Retry-After"))
@@ -128,7 +128,7 @@ func TestHTTPAnswers(t *testing.T) {
 		t.Cleanup(func() { _ = c.Close() })
 		lk := newLocker(t, c, h.Tel, lease.WithReleaseTimeout(200*time.Millisecond))
 		var ran atomic.Bool
-		url, client := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) })
+		url, client := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) }, Config{})
 		proxy.Set(faultproxy.DropReplies)
 		resp := post(t, client, url+"/reports/42")
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
@@ -145,7 +145,7 @@ func TestHTTPAnswers(t *testing.T) {
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			causes <- context.Cause(r.Context())
-		}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, reasonLost, decodeProblem(t, resp).Reason)
@@ -159,7 +159,7 @@ func TestHTTPAnswers(t *testing.T) {
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			w.WriteHeader(http.StatusCreated) // ignores the loss
-		}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+		}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusCreated, resp.StatusCode)
 		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}")))
@@ -171,7 +171,7 @@ func TestHTTPAnswers(t *testing.T) {
 		lk := newLocker(t, srv.Client(t), h.Tel)
 		mux := http.NewServeMux()
 		got := make(chan *lease.Lease, 1)
-		mux.Handle("GET /health", HTTP(lk, func(*http.Request) string { return "" })(http.HandlerFunc(
+		mux.Handle("GET /health", HTTP(lk, func(*http.Request) string { return "" }, Config{})(http.HandlerFunc(
 			func(w http.ResponseWriter, r *http.Request) { got <- lease.FromContext(r.Context()) })))
 		url, c := serveHTTP(t, mux)
 		resp, err := c.Get(url + "/health")
@@ -192,7 +192,7 @@ func TestHTTPAnswers(t *testing.T) {
 				fmt.Fprint(w, token)
 				return nil
 			})
-		})
+		}, Config{})
 		resp := post(t, c, url+"/reports/42")
 		body, _ := io.ReadAll(resp.Body)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
@@ -206,7 +206,7 @@ func TestHTTPAnswers(t *testing.T) {
 	t.Run("panic releases the lease", func(t *testing.T) {
 		h := telemetrytest.New(t)
 		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(time.Minute))
-		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { panic("boom") })
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { panic("boom") }, Config{})
 		_, err := c.Post(url+"/reports/42", "text/plain", nil)
 		require.Error(t, err, "net/http drops the connection of a panicking handler")
 		h.EventuallySum(t, obs.LeaseReleases,
@@ -231,7 +231,7 @@ func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
 		close(started)
 		<-r.Context().Done()
 		causes <- context.Cause(r.Context())
-	})
+	}, Config{})
 	type result struct {
 		resp *http.Response
 		err  error
@@ -271,7 +271,7 @@ func TestHTTPLostAnswerDropsTheHandlersHeaders(t *testing.T) {
 		w.Header().Set("Content-Length", "2")
 		w.Header().Set("Content-Encoding", "gzip")
 		<-r.Context().Done()
-	}, WithLeaseOptions(lease.WithMaxHold(100*time.Millisecond)))
+	}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
@@ -296,7 +296,7 @@ func TestHTTPHijack(t *testing.T) {
 		defer conn.Close()
 		_, _ = buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 8\r\nConnection: close\r\n\r\nhijacked")
 		_ = buf.Flush()
-	})
+	}, Config{})
 	resp := post(t, c, url+"/reports/42")
 	body, _ := io.ReadAll(resp.Body)
 	assert.Equal(t, http.StatusOK, resp.StatusCode)

@@ -43,7 +43,7 @@ func newLateResource(t *testing.T) *lateResource {
 	h := telemetrytest.New(t)
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Namespace: "late", Telemetry: h.Tel})
 	return &lateResource{h: h, redis: srv.Client(t), store: store, book: &ledger{values: map[string]string{}},
-		guard: NewGuard(store, WithGuardTelemetry(h.Tel, "ledger"))}
+		guard: NewGuard(store, GuardConfig{Telemetry: h.Tel, Resource: "ledger"})}
 }
 
 // set writes the ledger's entry 7, as a handler without a fence would.
@@ -252,9 +252,9 @@ func TestGuardedGRPC(t *testing.T) {
 	assert.EqualValues(t, 1, l.late(t))
 }
 
-// TestGuardTelemetryDefault: without WithGuardTelemetry (and with a nil
-// Telemetry and an empty resource, which are ignored), a refused late
-// write is counted on the global providers under the resource "guard".
+// TestGuardTelemetryDefault: with a zero GuardConfig (no Telemetry, no
+// Resource), a refused late write is counted on the global providers under
+// the resource "guard".
 func TestGuardTelemetryDefault(t *testing.T) {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
@@ -264,7 +264,7 @@ func TestGuardTelemetryDefault(t *testing.T) {
 	defer otel.SetMeterProvider(previous)
 
 	l := newLateResource(t)
-	guard := NewGuard(l.store, WithGuardTelemetry(nil, ""))
+	guard := NewGuard(l.store, GuardConfig{})
 	var admitted context.Context
 	guard.HTTP(pathKey)(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { admitted = r.Context() })).
 		ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/ledger/", nil))
@@ -316,9 +316,9 @@ func TestHolderTimeoutHandler(t *testing.T) {
 			}
 			var route http.Handler
 			if arrangement == "inside" {
-				route = HTTP(lk, pathKey, WithSyncRelease())(timeout(work))
+				route = HTTP(lk, pathKey, Config{SyncRelease: true})(timeout(work))
 			} else {
-				route = timeout(HTTP(lk, pathKey, WithSyncRelease())(work))
+				route = timeout(HTTP(lk, pathKey, Config{SyncRelease: true})(work))
 			}
 			mux := http.NewServeMux()
 			mux.Handle("POST /reports/{id}", route)

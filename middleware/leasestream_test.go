@@ -114,7 +114,7 @@ func TestStreamLossInterruptsBlockedCalls(t *testing.T) {
 				assert.Less(t, time.Since(start), time.Second, "later calls return at once")
 				return err
 			}
-			conn := serveChat(t, run, []grpc.ServerOption{grpc.ChainStreamInterceptor(StreamServerInterceptor(lk, streamKey))},
+			conn := serveChat(t, run, []grpc.ServerOption{grpc.ChainStreamInterceptor(StreamServerInterceptor(lk, streamKey, Config{}))},
 				grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)) // a fixed window: SendMsg blocks soon
 			ctx, cancel := context.WithCancel(withLockKey(testCtx(t), "42"))
 			defer cancel()

@@ -16,10 +16,10 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// TestWithNameNamesTheLock: one WithName names the lock of HTTP requests
+// TestConfigNameNamesTheLock: one Config.Name names the lock of HTTP requests
 // and gRPC calls alike, in the refusal and in the metrics, instead of the
 // route or method.
-func TestWithNameNamesTheLock(t *testing.T) {
+func TestConfigNameNamesTheLock(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
@@ -28,22 +28,22 @@ func TestWithNameNamesTheLock(t *testing.T) {
 	require.NoError(t, err)
 	defer holder.Release(ctx)
 
-	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, WithName("reports"))
+	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{Name: "reports"})
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
 	assert.Equal(t, "reports", decodeProblem(t, resp).LockName)
 
-	client := lockedServer(t, lk, &health{check: func(context.Context) error { return nil }}, WithName("reports"), WithName(""))
+	client := lockedServer(t, lk, &health{check: func(context.Context) error { return nil }}, Config{Name: "reports"})
 	_, err = client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 	_, info, _ := details(t, err)
-	assert.Equal(t, "reports", info.GetMetadata()["lock_name"], "an empty name is ignored")
+	assert.Equal(t, "reports", info.GetMetadata()["lock_name"])
 
 	assert.EqualValues(t, 2, h.Sum(t, obs.LeaseAcquires, telemetrytest.Attrs(obs.AttrLockName, "reports", obs.AttrResult, "contended")))
 }
 
 // TestALeaseWithNameIsReplacedByTheMiddlewares: a lease.WithName given
-// through WithLeaseOptions does not name the lock; the route does (as
-// WithLeaseOptions says).
+// through Config.LeaseOptions does not name the lock; the route does (as
+// Config.LeaseOptions says).
 func TestALeaseWithNameIsReplacedByTheMiddlewares(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
@@ -52,7 +52,7 @@ func TestALeaseWithNameIsReplacedByTheMiddlewares(t *testing.T) {
 	holder, err := lk.Acquire(ctx, "42")
 	require.NoError(t, err)
 	defer holder.Release(ctx)
-	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, WithLeaseOptions(lease.WithName("ignored")))
+	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{LeaseOptions: []lease.Option{lease.WithName("ignored")}})
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
 	assert.Equal(t, "POST /reports/{id}", decodeProblem(t, resp).LockName)

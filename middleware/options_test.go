@@ -14,16 +14,15 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// TestWithErrorWriterServesHolderAndGuard: the one value WithErrorWriter
-// returns is an HTTPOption and a GuardOption, and both roles write their HTTP
-// refusals through it: a closed Locker's LEASE_UNAVAILABLE, a missing
+// TestErrorWriterServesHolderAndGuard: one function, set as Config's and
+// GuardConfig's ErrorWriter, writes both roles' HTTP refusals: a closed Locker's LEASE_UNAVAILABLE, a missing
 // token's FENCE_MISSING (neither reaches Redis).
-func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {
+func TestErrorWriterServesHolderAndGuard(t *testing.T) {
 	var got []string
-	ew := WithErrorWriter(func(w http.ResponseWriter, _ *http.Request, p *Problem) {
+	ew := func(w http.ResponseWriter, _ *http.Request, p *Problem) {
 		got = append(got, p.Reason)
 		w.WriteHeader(http.StatusTeapot)
-	})
+	}
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = client.Close() })
 	locker := lease.NewLocker(client, lease.WithTelemetry(telemetrytest.New(t).Tel))
@@ -32,8 +31,8 @@ func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {
 	ran := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the handler ran") })
 
 	for _, h := range []http.Handler{
-		HTTP(locker, key, ew)(ran),
-		NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), ew).HTTP(key)(ran),
+		HTTP(locker, key, Config{ErrorWriter: ew})(ran),
+		NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), GuardConfig{ErrorWriter: ew}).HTTP(key)(ran),
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/ledger/k", nil))
@@ -41,9 +40,9 @@ func TestWithErrorWriterServesHolderAndGuard(t *testing.T) {
 	}
 	assert.Equal(t, []string{reasonUnavailable, reasonFenceMissing}, got)
 
-	// Nil is ignored: the default writer answers.
+	// Nil is the default: the default writer answers.
 	rec := httptest.NewRecorder()
-	NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), WithErrorWriter(nil)).HTTP(key)(ran).
+	NewGuard(fence.NewRedisStore(client, "ledger", fence.RedisConfig{}), GuardConfig{ErrorWriter: nil}).HTTP(key)(ran).
 		ServeHTTP(rec, httptest.NewRequest(http.MethodPut, "/ledger/k", nil))
 	assert.Equal(t, http.StatusPreconditionRequired, rec.Code)
 	assert.Equal(t, "application/problem+json", rec.Header().Get("Content-Type"))

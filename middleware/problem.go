@@ -8,9 +8,10 @@ import (
 	"time"
 )
 
-// Problem is an HTTP refusal, as the error writer gets it (WithErrorWriter)
-// and as the default writer sends it: an RFC 9457 application/problem+json
-// body. Reason is one of the reasons of the package doc's table.
+// Problem is an HTTP refusal, as the error writer gets it
+// (Config.ErrorWriter) and as the default writer sends it: an RFC 9457
+// application/problem+json body. Reason is one of the reasons of the package
+// doc's table.
 type Problem struct {
 	Type       string        `json:"type"`
 	Title      string        `json:"title"`
@@ -22,8 +23,8 @@ type Problem struct {
 	Err        error         `json:"-"` // what caused it, for custom writers and logs
 }
 
-// writeProblem is the default error writer (see WithErrorWriter). It drops
-// the framing and caching headers a handler may have set before the
+// writeProblem is the default error writer (see Config.ErrorWriter). It
+// drops the framing and caching headers a handler may have set before the
 // refusal (Content-Length, Content-Encoding, ETag, Last-Modified, Expires)
 // so that no cache keeps a refusal and no client decodes it with the wrong
 // framing, and the Fencing-Token a handler set (a refused request's token

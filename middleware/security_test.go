@@ -280,7 +280,7 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 
 	t.Run("http", func(t *testing.T) {
 		mux := http.NewServeMux()
-		mux.Handle(canaryRoute, HTTP(lk, func(r *http.Request) string { return r.URL.Path })(
+		mux.Handle(canaryRoute, HTTP(lk, func(r *http.Request) string { return r.URL.Path }, Config{})(
 			http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if err := work(r.Context()); err != nil {
 					http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -303,7 +303,7 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 
 	t.Run("grpc", func(t *testing.T) {
 		svc := &health{check: work}
-		client := serveGRPC(t, svc, []grpc.ServerOption{grpc.ChainUnaryInterceptor(tracedUnary(h), UnaryServerInterceptor(lk, unaryKey))})
+		client := serveGRPC(t, svc, []grpc.ServerOption{grpc.ChainUnaryInterceptor(tracedUnary(h), UnaryServerInterceptor(lk, unaryKey, Config{}))})
 		key := "tenant-" + canary
 		var err error
 		call(t, key, func() {
@@ -414,7 +414,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			}
 
 			mux := http.NewServeMux()
-			mux.Handle("POST /reports/{id}", HTTP(lk, pathKey)(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, Config{})(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 				runs.Add(1)
 			})))
 			url, hc := serveHTTP(t, mux)
@@ -429,7 +429,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			}
 
 			gc := serveGRPC(t, &health{check: func(context.Context) error { runs.Add(1); return nil }},
-				[]grpc.ServerOption{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(lk, unaryKey))})
+				[]grpc.ServerOption{grpc.ChainUnaryInterceptor(UnaryServerInterceptor(lk, unaryKey, Config{}))})
 			start = time.Now()
 			_, err = gc.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 			if tc.control {

@@ -62,7 +62,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	store := fence.NewRedisStore(srv.Client(t), "ledger", fence.RedisConfig{Telemetry: resource.Tel, LockNamespace: leaseNamespace(t)})
 	book := &ledger{values: map[string]string{}}
 	ledgerMux := http.NewServeMux()
-	ledgerMux.Handle("PUT /ledger/{id}", NewGuard(store).HTTP(pathKey)(book))
+	ledgerMux.Handle("PUT /ledger/{id}", NewGuard(store, GuardConfig{}).HTTP(pathKey)(book))
 	ledgerURL, _ := serveHTTP(t, ledgerMux)
 	downstream := &http.Client{Transport: RoundTripper(&http.Transport{})}
 	t.Cleanup(downstream.CloseIdleConnections)
@@ -97,14 +97,14 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 		<-wake // ...but this handler does not care, and writes when it wakes
 		aWrite <- writeLedger(context.WithoutCancel(r.Context()), "42", "written by A")
 		w.WriteHeader(http.StatusOK)
-	})
+	}, Config{})
 	urlB, clientB := routeServer(t, lockB, func(w http.ResponseWriter, r *http.Request) {
 		if code := writeLedger(r.Context(), "42", "written by B"); code != http.StatusNoContent {
 			http.Error(w, fmt.Sprint("ledger answered ", code), http.StatusBadGateway)
 			return
 		}
 		fmt.Fprint(w, lease.FromContext(r.Context()).Fence())
-	}, WithLeaseOptions(lease.WithWait(10*time.Second)))
+	}, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}})
 
 	type answer struct {
 		resp *http.Response

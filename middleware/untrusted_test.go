@@ -51,7 +51,7 @@ func newGuardedLedger(t *testing.T, cfg fence.RedisConfig) *guardedLedger {
 	h := telemetrytest.New(t)
 	cfg.Namespace, cfg.Telemetry = "untrusted", h.Tel
 	g := &guardedLedger{h: h, store: fence.NewRedisStore(srv.Client(t), "ledger", cfg), ran: make(chan fence.Token, 100)}
-	guard := NewGuard(g.store, WithGuardTelemetry(h.Tel, "ledger"))
+	guard := NewGuard(g.store, GuardConfig{Telemetry: h.Tel, Resource: "ledger"})
 	record := func(ctx context.Context) {
 		tok, _ := fence.FromContext(ctx)
 		g.ran <- tok

@@ -86,7 +86,7 @@ func (g *guardedRegister) accepted() []acceptEntry {
 // long as it is stopped: they are refused busy, never admitted.
 func newGuard(client redis.UniversalClient, tel *telemetry.Telemetry, ttl time.Duration) *middleware.Guard {
 	store := fence.NewRedisStore(client, resourceGuard, fence.RedisConfig{Namespace: fenceNS, LockNamespace: lockNamespace, Telemetry: tel})
-	return middleware.NewGuard(store, middleware.WithGuardWait(ttl/2))
+	return middleware.NewGuard(store, middleware.GuardConfig{Wait: ttl / 2})
 }
 
 // guardServer serves a guardedRegister on loopback: HTTP and gRPC.

@@ -37,10 +37,10 @@ func TestGuardedRegisterOrder(t *testing.T) {
 				name = fmt.Sprintf("a guard per entry point/B via %s", via)
 			}
 			t.Run(name, func(t *testing.T) {
-				one := middleware.NewGuard(store)
+				one := middleware.NewGuard(store, middleware.GuardConfig{})
 				guard := func() *middleware.Guard { return one }
 				if separate {
-					guard = func() *middleware.Guard { return middleware.NewGuard(store) }
+					guard = func() *middleware.Guard { return middleware.NewGuard(store, middleware.GuardConfig{}) }
 				}
 				reg := newGuardedRegister()
 				gs, err := serveGuarded(reg, guard)

@@ -45,7 +45,7 @@ func newLedger(d *demo) (*ledger, error) {
 	// restart one; a service keeps its marks on a Redis with persistence,
 	// checked at start-up (fence.RedisStore.Check, as examples/http does).
 	store := fence.NewRedisStore(d.ledgerRedis, "ledger", fence.RedisConfig{Namespace: namespace + ":fence", LockNamespace: namespace, Telemetry: d.tel})
-	guard := middleware.NewGuard(store).HTTP(func(r *http.Request) string { return r.PathValue("key") })
+	guard := middleware.NewGuard(store, middleware.GuardConfig{}).HTTP(func(r *http.Request) string { return r.PathValue("key") })
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /ledger/{key}", d.traced(http.HandlerFunc(lg.get)))

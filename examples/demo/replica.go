@@ -85,7 +85,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 	// in metrics is the route pattern, never the account.
 	lockAccount := middleware.HTTP(r.locker, func(req *http.Request) string {
 		return "account:" + req.PathValue("id")
-	})
+	}, middleware.Config{})
 	mux := http.NewServeMux()
 	mux.Handle("POST /accounts/{id}/deposit", d.traced(lockAccount(http.HandlerFunc(r.deposit))))
 	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -104,12 +104,8 @@ func newReplica(d *demo, name string) (*replica, error) {
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.providers.TracerProvider),
 			otelgrpc.WithMeterProvider(d.providers.MeterProvider))),
-		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker,
-			func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) },
-			middleware.WithLeaseOptions(lease.WithMaxHold(d.maxHold())))),
-		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker,
-			func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) },
-			middleware.WithLeaseOptions(lease.WithMaxHold(d.maxHold())))),
+		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker, func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) }, middleware.Config{LeaseOptions: []lease.Option{lease.WithMaxHold(d.maxHold())}})),
+		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker, func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) }, middleware.Config{LeaseOptions: []lease.Option{lease.WithMaxHold(d.maxHold())}})),
 	)
 	reportspb.RegisterReportsServer(r.grpcSrv, &reports{r: r})
 	d.serve(func() error { return ignoreClosed(r.grpcSrv.Serve(grpcLn)) })

@@ -93,8 +93,8 @@ func run(ctx context.Context, cfg config) error {
 	}
 	srv := grpc.NewServer(
 		grpc.StatsHandler(otelgrpc.NewServerHandler()),
-		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(locker, unaryKey)),
-		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(locker, streamKey)),
+		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(locker, unaryKey, middleware.Config{})),
+		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(locker, streamKey, middleware.Config{})),
 	)
 	reportspb.RegisterReportsServer(srv, reports{work: cfg.work})
 

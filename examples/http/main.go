@@ -103,7 +103,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 
-	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") })
+	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") }, middleware.Config{})
 	mux := http.NewServeMux()
 	mux.Handle("POST /invoices/{id}/pay", lockInvoice(pay(payments, cfg.work)))
 	mux.Handle("GET /metrics", providers.Handler())

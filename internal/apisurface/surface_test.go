@@ -20,18 +20,10 @@ import (
 // budget is the most exported identifiers the public packages may have
 // together: the everyday path, the fenced stores, the middleware and the
 // operators' views (Snapshot, Inspect, ForceRelease, the live page), not
-// the plumbing between lockwatch's own packages. It was 120 until the
-// second review's fixes added seven names that each carry a guarantee:
-// LossForceReleased, WithCommitTimeout, RedisStore.Check, ErrNotDurable,
-// Guarded, ErrNotAdmitted and WithGuardTelemetry. Tokens a resource can
-// trust (issue 26) added the token's parts and their checks: the four
-// refusals (ErrForeign, ErrForged, ErrAhead, ErrUnscoped), the scope
-// (Scope, ScopeOf, Token.IsPlain), the secrets (Secrets, NewSecrets,
-// ParseSecrets, Mint, fence.WithSecrets, lease.WithSecrets), the store's
-// settings of the checks (WithLockNamespace, WithMaxSkew,
-// WithPlainTokens), Lease.Token, and the repair of a mark
-// (RedisStore.Repair).
-const budget = 145
+// the plumbing between lockwatch's own packages. Issue 27 replaced the
+// functional options of fence, middleware, telemetry and otelsetup by one
+// config struct per constructor.
+const budget = 125
 
 // public are the packages a user imports, relative to the module root.
 var public = []string{"lease", "fence", "middleware", "telemetry", "telemetry/otelsetup", "debugpage"}
