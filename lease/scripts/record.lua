@@ -41,6 +41,9 @@ end
 local function find(list, pat, owner)
   local i = 1
   while true do
+    if i >= #list then
+      return nil -- the demo's embedded Redis errs on an init past the end
+    end
     i = string.find(list, owner, i + 1, true)
     if not i then
       return nil
