@@ -28,27 +28,19 @@ var errLateReply = errors.New("acquire reply arrived after its deadline or the l
 //
 //   - ErrNotAcquired (*NotAcquiredError with the holder's remaining TTL):
 //     another owner holds it, also after the optional wait (WithWait).
-//   - ErrUnknown (wrapping the cause): the acquire may have taken effect.
-//     Any error once the script may have been sent counts: a timeout, a
-//     transport error, a lost reply or one after the acquire's deadline,
-//     too few replica acks, and also a Redis error reply, because go-redis
-//     retries (MaxRetries) and the last attempt's error says nothing about
-//     whether an earlier attempt ran. The work must not run. The Locker
+//   - ErrUnknown (wrapping the cause): the acquire may have taken effect;
+//     the work must not run. Any error once the script may have been sent
+//     counts, a Redis error reply too (go-redis retries). The Locker
 //     releases the key conditionally in the background (the next Acquire
 //     of the key through it waits for that).
-//   - any other error: nothing was taken. Either nothing was sent (an
-//     invalid option or key, ErrClosed, ctx done before the send, or the
-//     acquire's deadline passed while it was queued for a shared pipeline),
-//     or the script refused before writing (a fence record lockwatch cannot
-//     have written, the fences of the key exhausted, a server that cannot
-//     replicate script effects): every copy of it refuses the same way.
+//   - any other error: nothing was taken. Nothing was sent (an invalid
+//     option or key, ErrClosed, ctx or the deadline over before the send),
+//     or the script refused before writing, as every copy of it would.
 //
-// One round trip: one script checks the lock, mints the fencing token and
-// sets the key with its TTL. The lease's context derives from ctx: cancel ctx
-// and the work is cancelled too (the lease stays held until Release). To bound
-// only the wait for a contended lease, use WithWait rather than a deadline on
-// ctx. Options override the Locker's for this lease. Always Release (or
-// ReleaseAsync) the lease.
+// One round trip, one script. The lease's context derives from ctx: cancel
+// ctx and the work is cancelled too (the lease stays held until Release or
+// ReleaseAsync, always called). To bound only the wait, use WithWait, not a
+// deadline on ctx. Options override the Locker's for this lease.
 func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
 	set := lk.set
 	var optErr error
@@ -387,10 +379,10 @@ func (a *acquisition) newLease(acq acquireArgs, r attemptResult) *Lease {
 // clean-up can never remove another holder's lock. It runs the release
 // script, which deletes the lock if the acquire took it and either way bars
 // the token, so that a copy or retry of the acquire still on its way (in a
-// stalled server's socket buffer, say) cannot take the key later. An
-// acquire abandoned in flight is waited for first. An Acquire of the same
-// key through this Locker waits for the clean-up (pendingReleases), instead
-// of finding the unknown acquire's lock and answering contended for a TTL.
+// stalled server's socket buffer, say) cannot take the key later. An acquire
+// abandoned in flight is waited for first. An Acquire of the same key
+// through this Locker waits for the clean-up (pendingReleases), instead of
+// finding the unknown acquire's lock and answering contended for a TTL.
 func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, acq acquireArgs, abandoned *groupcommit.Call) {
 	lockKey, resolve := acq.keys.Lock, acq.release().call()
 	lk.pending.add(lockKey)

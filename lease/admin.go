@@ -77,39 +77,24 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 
 // ForceRelease takes key back from holder, the hash Inspect gave for the
 // lease to end (KeyInfo.Holder): an administrator's last resort for a key
-// whose holder is stuck (lockwatch release --force). Naming the holder
-// makes it safe to repeat: a call that comes after the stuck holder
-// released and another took over finds a holder it was not asked to end
-// and changes nothing, and a go-redis re-send of the call answers what its
-// first copy did.
+// whose holder is stuck (lockwatch release --force). Naming the holder makes
+// it safe to repeat: a call that finds another holder changes nothing, and a
+// go-redis re-send of the call answers what its first copy did.
 //
-// The holder's owner token is barred with a mark of its own (force.lua),
-// so the holder's next renewal is rejected and says why (it loses the
-// lease, reason force_released, and its work is cancelled), no late copy of
-// its acquire can take the key again, and the next acquirer gets a larger
-// fence; a waiter is woken as by a release. The end is final: renewals
-// check the lease's fence as well as its token, so even a late copy of the
-// holder's acquire that takes the key after 16 newer ends pushed the bar
-// out of the key's record cannot give the holder its lease back (its
-// renewal is rejected then, reason renewal_rejected, and its release
-// frees the key). Until that renewal, up to TTL/3 plus the renewal timeout
-// later, the holder may still be working while the next one works: only
-// the fence at the resource stops its writes. A lease whose max hold comes
-// before its next renewal (state "final" in a Snapshot) is not renewed
-// again and runs on to its max hold.
+// The holder's token is barred (force.lua): its next renewal, up to TTL/3
+// plus the renewal timeout later, is rejected (force_released) and its work
+// cancelled; until then only the fence stops its writes. The end is final
+// (RELIABILITY.md); the next acquirer gets a larger fence, a waiter is
+// woken.
 //
-// It returns nil when holder's lease was taken by force, by this call (or
-// by an earlier force of the same holder, while its mark is among the 16
-// newest ends of the key), and ErrNotHeld when the key was free or held by
-// another holder. The KeyInfo gives Held and Holder as they were just
-// before (holder itself when released, else the key's current holder, if
-// any) and the key's Fence; TTL and Barred are not read. Any other error
-// means the outcome
-// is unknown, the key may or may not be free: a transport error, or, with
-// WithReplicationAck, too few replicas acknowledged it, so a failover now
-// could bring the holder's key back. Each call is counted in
-// lockwatch_lease_force_releases_total by result and logged at Warn. It is
-// bounded like Inspect (plus the ack timeout).
+// It returns nil when holder's lease was taken by force (by this call, or
+// an earlier one whose mark is among the key's 16 newest ends), and
+// ErrNotHeld when the key was free or held by another. KeyInfo gives Held
+// and Holder as just before (holder when released, else the current holder,
+// if any) and Fence; TTL and Barred are not read. Any other error leaves
+// the outcome unknown: a transport error, or too few replica acks
+// (WithReplicationAck). Counted in lockwatch_lease_force_releases_total,
+// logged at Warn, bounded like Inspect (plus the ack timeout).
 func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo, error) {
 	switch {
 	case key == "":

@@ -17,17 +17,12 @@ import (
 //
 // fn runs on ctx's values (its span, a fencing token, ...) without ctx's
 // cancellation or deadline, bounded by WithCommitTimeout (default 30s)
-// only. Any ctx will do, the lease's own Context or a request's that the
-// middleware made the lease's, and neither the lease's loss nor the
-// caller's cancellation cuts the write: a lease can be lost between
-// Commit's check and the write (a pause, a stall), and no client-side
-// check can close that gap. The resource's fence closes it, if the write
-// reaches it: a late write must arrive there to be rejected and counted
-// (lockwatch_fence_rejections_total, the stale-write page), whereas a
-// write cancelled on the client side is never seen by the fence, and one
-// cancelled after it was sent has an unknown outcome (cancellation is not
-// rollback). Pass the token to the resource. A caller that wants a shorter
-// bound for one write sets it inside fn.
+// only; a caller that wants a shorter bound for one write sets it inside
+// fn. Neither the lease's loss nor the caller's cancellation cuts the
+// write: a lease can be lost between the check and the write, and only the
+// resource's fence closes that gap, if the write reaches it to be rejected
+// and counted (cancellation is not rollback). Pass the token to the
+// resource.
 //
 // Each call is counted once in lockwatch_lease_commits_total, when fn has
 // returned: committed, near_expiry (written below the warning threshold),

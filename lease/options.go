@@ -97,22 +97,22 @@ func WithName(name string) Option { return optionFunc(func(c *config) { c.name =
 // lease is lost with reason max_hold and renewal stops. Default 0: no bound.
 func WithMaxHold(d time.Duration) Option { return optionFunc(func(c *config) { c.maxHold = d }) }
 
-// WithWait makes Acquire wait up to d for a contended lease, and by ctx.
-// A release of the key through any Locker wakes one waiting Acquire per
+// WithWait makes Acquire wait up to d for a contended lease, and by ctx. A
+// release of the key through any Locker wakes one waiting Acquire per
 // Locker at once (Redis Pub/Sub, one connection per Locker opened with its
 // first wait; with a *redis.Client or *redis.ClusterClient, and, under an
 // ACL that restricts channels, the namespace's channels); between
 // releases, and when a notification is missed, it retries with full-jitter
 // exponential backoff (see WithBackoff) capped by the holder's remaining
-// TTL. Default 0: fail fast with ErrNotAcquired.
-// The wait is for contention only: an attempt whose result is unknown (no
-// answer in the acquire timeout, as while a primary fails over) ends it
-// with ErrUnknown, as it ends an Acquire that does not wait; the caller
-// decides whether to wait again (TestSentinelFailover does).
-// From the first contended answer until Acquire returns, the caller counts
-// in lockwatch_lease_waiting, and the wait's time goes into
-// lockwatch_lease_wait_duration_seconds by result: acquired, timed_out (d
-// passed), cancelled (ctx ended), unknown or error.
+// TTL. Default 0: fail fast with ErrNotAcquired. The wait is for
+// contention only: an attempt whose result is unknown (no answer in the
+// acquire timeout, as while a primary fails over) ends it with ErrUnknown,
+// as it ends an Acquire that does not wait; the caller decides whether to
+// wait again (TestSentinelFailover does). From the first contended answer
+// until Acquire returns, the caller counts in lockwatch_lease_waiting, and
+// the wait's time goes into lockwatch_lease_wait_duration_seconds by
+// result: acquired, timed_out (d passed), cancelled (ctx ended), unknown
+// or error.
 func WithWait(d time.Duration) Option { return optionFunc(func(c *config) { c.wait = d }) }
 
 // WithBackoff sets the backoff bounds used while waiting: the n-th sleep is
@@ -207,8 +207,8 @@ func WithTelemetry(t *telemetry.Telemetry) Option {
 	})
 }
 
-// WithSecrets signs every lease's token with the active secret of s, so
-// that resources holding the same secrets (fence.RedisConfig.Secrets,
+// WithSecrets signs every lease's token with the active secret of s, so that
+// resources holding the same secrets (fence.RedisConfig.Secrets,
 // fence.TableConfig.Secrets) refuse every token a Locker did not mint.
 // Default: none; tokens are still scoped to their key, and a resource
 // without secrets holds an unsigned token's fence to its clock (SECURITY.md,

@@ -21,17 +21,17 @@ import (
 //
 // Release marks the end of the protected work: for a lease lost earlier, the
 // time since the loss is the work's cancellation latency
-// (lockwatch_lease_cancellation_latency_seconds). A
-// lost lease is released too, in case its key is still there.
+// (lockwatch_lease_cancellation_latency_seconds). A lost lease is released
+// too, in case its key is still there.
 //
 // It returns nil when the key was deleted, ErrNotHeld when the key had
 // already expired or changed hands, and the Redis error when the outcome is
-// unknown (the key then expires by its TTL, unless the Locker's next
-// Acquire of it takes it over first: the Locker remembers the token, and is
-// never refused by one of its own ended leases). A go-redis re-send of the
-// release after a lost reply answers what its first copy did (release.lua),
-// while that release's mark is among the 16 newest ends of the key. Only the first call of Release
-// or ReleaseAsync does anything; later calls return nil.
+// unknown (the key then expires by its TTL, unless the Locker's next Acquire
+// of it takes it over first: the Locker remembers the token, and is never
+// refused by one of its own ended leases). A go-redis re-send of the release
+// after a lost reply answers what its first copy did (release.lua), while
+// that release's mark is among the 16 newest ends of the key. Only the first
+// call of Release or ReleaseAsync does anything; later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return nil
@@ -42,18 +42,18 @@ func (l *Lease) Release(ctx context.Context) error {
 // ReleaseAsync ends the lease like Release, but does not wait for Redis: the
 // work ends now (renewal stops, the context is cancelled, the hold time is
 // taken), and the key is deleted in the background, in the next shared
-// pipeline. The outcome goes to telemetry. Close waits
-// for releases in flight.
+// pipeline. The outcome goes to telemetry. Close waits for releases in
+// flight.
 //
 // It takes the release off the caller's critical path: the middleware calls
 // it once the handler has returned, so a request does not wait for the
 // second round trip. The lock stays correct: until the delete lands, the key
-// is simply still held. An Acquire of the same key through this Locker
-// waits for the delete first (up to the release timeout), so a client's
-// next request to the same replica does not find its own previous lease
-// (unless the delete failed: then the key is held until its TTL); another
-// process sees the key held for that round trip (WithWait absorbs it).
-// Once Close has begun, it releases synchronously.
+// is simply still held. An Acquire of the same key through this Locker waits
+// for the delete first (up to the release timeout), so a client's next
+// request to the same replica does not find its own previous lease (unless
+// the delete failed: then the key is held until its TTL); another process
+// sees the key held for that round trip (WithWait absorbs it). Once Close
+// has begun, it releases synchronously.
 func (l *Lease) ReleaseAsync(ctx context.Context) {
 	if !l.releasing.CompareAndSwap(false, true) {
 		return

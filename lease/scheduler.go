@@ -30,8 +30,8 @@ const maxBatch = 1000
 // scheduler renews every lease of one Locker and enforces their cancel
 // points, from one goroutine and one timer, however many leases are held.
 //
-// Two min-heaps: the renewal queue (leases waiting for their next renewal,
-// by renewal instant) and the deadline queue (every active lease, by cancel
+// Two min-heaps: the renewal queue (leases waiting for their next renewal, by
+// renewal instant) and the deadline queue (every active lease, by cancel
 // point). When the earliest renewal is due, every lease due within its slack
 // (TTL/12) joins the same batch, so renewals of many leases share pipelines.
 // Batches run on their own goroutines: a stalled Redis delays replies, never
@@ -109,8 +109,8 @@ func (s *scheduler) queueRenewalLocked(l *Lease) {
 	}
 }
 
-// final reports whether a renewal could no longer move l's cancel point:
-// it is the max-hold instant, so renewing is pointless.
+// final reports whether l's cancel point is its max-hold instant, which
+// a renewal cannot move, so renewing is pointless.
 func (l *Lease) final() bool {
 	return l.maxHoldAt > 0 && time.Duration(l.cancelAt.Load()) >= l.maxHoldAt
 }
@@ -246,11 +246,11 @@ func chunks(batch []*Lease) [][]*Lease {
 // renewed applies one batch's replies: a confirmed renewal moves the cancel
 // point to sentAt + TTL − drift − safety and queues the next renewal; a
 // rejected (forced[i]: by an administrator; forced may be nil) or failed
-// one loses the lease. Replies for leases that were lost
-// or released meanwhile change nothing, and their result is cleared so that
-// nobody reports them. A lease whose cancel point passed before its reply
-// was applied is lost however the reply reads: Err may have reported the
-// loss already, and LOST is final.
+// one loses the lease. Replies for leases that were lost or released
+// meanwhile change nothing, and their result is cleared so that nobody
+// reports them. A lease whose cancel point passed before its reply was
+// applied is lost however the reply reads: Err may have reported the loss
+// already, and LOST is final.
 func (s *scheduler) renewed(batch []*Lease, sentAt time.Duration, results []obs.RenewalResult, errs []error, forced []bool) (lost []*Lease) {
 	s.mu.Lock()
 	t := clock.Now()

@@ -9,36 +9,24 @@ import (
 
 // wakeups tells a Locker's waiters (WithWait) that the key they wait for
 // was released, so that a waiter tries again at once instead of at the end
-// of its backoff: the time from a release to the next holder is one
-// notification and one acquire, not a poll.
+// of its backoff: one notification and one acquire, not a poll.
 //
 // The release script publishes on the key's release channel
-// (leasekeys.Keys) when it deletes a lock someone may wait for (its wait
-// mark is set: a release nobody waits for sends nothing, which matters on
-// Cluster, where a PUBLISH goes to every node). One Pub/Sub connection per
-// Locker (shared with the Lockers derived from it), opened with the first
-// wait, subscribes to the channels its waiters wait on, and unsubscribes
-// from a channel when its last waiter leaves. Wake-ups need a *redis.Client
-// (single node, Sentinel) or *redis.ClusterClient, and, under a Redis ACL
-// that restricts channels, the channels of the namespace (&<namespace>:*);
-// otherwise waiters poll. Pub/Sub ignores the database number: two
-// deployments on one server with the same namespace wake each other's
-// waiters, at the cost of an attempt.
+// (leasekeys.Keys) only when the key's wait mark is set, since a PUBLISH
+// goes to every node on Cluster. One Pub/Sub connection per Locker (shared
+// with the Lockers derived from it), opened with the first wait, subscribes
+// to the channels its waiters wait on; a goroutine sends SUBSCRIBE and
+// UNSUBSCRIBE in the order decided, so subscribing never holds up a waiter.
+// Wake-ups need a *redis.Client or *redis.ClusterClient and, under a
+// channel-restricting ACL, &<namespace>:*; otherwise waiters poll. Pub/Sub
+// ignores the database number: same-namespace deployments on one server
+// wake each other's waiters, at the cost of an attempt.
 //
-// Subscribing never holds up a waiter: a goroutine of the connection's
-// sends the SUBSCRIBE and UNSUBSCRIBE commands in the order they were
-// decided, while the waiter waits on its backoff as before, and tries again
-// at once when Redis confirms the subscription (a release in between was
-// published to nobody).
-//
-// A release wakes one waiter of its key in each Locker, the one that has
-// waited longest and is not already woken, so a release costs one attempt
-// per Locker, not one per waiter (no thundering herd). A waiter whose
-// attempt loses to another process waits on, first in line; one that
-// leaves with a wake it did not use passes it on. A notification
-// can be missed (the connection dropped and resubscribed, a failover, a
-// release before the subscription was confirmed): the backoff still bounds
-// every wait, as without wake-ups.
+// A release wakes one waiter of its key per Locker, the longest waiting and
+// not yet woken (no thundering herd); one that loses waits on, first in
+// line, and one that leaves passes an unused wake on. A notification can be
+// missed (a reconnect, a failover, a release before the subscription): the
+// backoff still bounds every wait.
 type wakeups struct {
 	client redis.UniversalClient // nil: wake-ups are off for this client
 

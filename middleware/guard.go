@@ -26,13 +26,13 @@ import (
 // The key functions return the lock key the writer held, in the store's lock
 // namespace; "" passes the request unchecked and unserialized. A request is
 // refused with a reason of the package doc's table: FENCE_STALE,
-// FENCE_MALFORMED, FENCE_MISSING (unless AllowMissingFence),
-// FENCE_FOREIGN, FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED,
-// FENCE_STORE_UNAVAILABLE, or FENCE_BUSY when it gave up waiting for the key
-// (its context ended, or GuardConfig.Wait passed). Every check is
-// counted in lockwatch_fence_checks_total, a malformed token too. An
-// admitted request's context carries its token (fence.FromContext) and ends
-// when its handler returns, ErrNotAdmitted its cause.
+// FENCE_MALFORMED, FENCE_MISSING (unless AllowMissingFence), FENCE_FOREIGN,
+// FENCE_FORGED, FENCE_AHEAD, FENCE_UNSCOPED, FENCE_STORE_UNAVAILABLE, or
+// FENCE_BUSY when it gave up waiting for the key (its context ended, or
+// GuardConfig.Wait passed). Every check is counted in
+// lockwatch_fence_checks_total, a malformed token too. An admitted request's
+// context carries its token (fence.FromContext) and ends when its handler
+// returns, ErrNotAdmitted its cause.
 type Guard struct {
 	store fence.Admitter
 	cfg   guardConfig
@@ -41,9 +41,9 @@ type Guard struct {
 }
 
 // NewGuard returns a Guard admitting tokens through store. It panics on a
-// nil store or an invalid c (a negative Wait), like
-// lease.NewLocker: both are programming errors that should stop a service
-// at start-up, not change how its requests wait.
+// nil store or an invalid c (a negative Wait), like lease.NewLocker: both
+// are programming errors that should stop a service at start-up, not
+// change how its requests wait.
 func NewGuard(store fence.Admitter, c GuardConfig) *Guard {
 	if store == nil {
 		panic("middleware: nil store")

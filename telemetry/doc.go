@@ -9,11 +9,15 @@
 // providers (otel.GetMeterProvider, otel.GetTracerProvider) and
 // slog.Default(), so a service that sets the global providers sees every
 // signal without further configuration; Config's MeterProvider,
-// TracerProvider and Logger override them. The lease package
-// creates one Telemetry per Locker unless given one (lease.WithTelemetry);
-// share one between a Locker and fenced stores (the middleware records
-// through the lease's). Package otelsetup builds SDK providers with a
-// Prometheus endpoint, for services that have none.
+// TracerProvider and Logger override them (a nil provider follows the global
+// one, also when it is set after New). Errors from the providers, which the
+// API only reports for invalid names, go to the global OpenTelemetry error
+// handler, as in the OTel contrib instrumentations. The lease package
+// creates one Telemetry per Locker unless given one (lease.WithTelemetry); a
+// Telemetry is safe for concurrent use: share one between a Locker and
+// fenced stores (fence.RedisConfig, fence.TableConfig; the middleware
+// records through the lease's). Package otelsetup builds SDK providers with
+// a Prometheus endpoint, for services that have none.
 //
 // # Prometheus series
 //
@@ -90,9 +94,10 @@
 // Metric attributes come from closed sets (result, reason) plus the lock
 // name, which callers bound (a route or method, never a per-request key),
 // and the resource name of fence checks. The key, owner token and fence go
-// on spans only, and the key only as its hash unless Config.RawKeys is set.
-// Attribute sets are built once per lock name and value and cached, so
-// recording allocates nothing for attributes.
+// on spans only, and the key only as its hash (lockwatch.key.hash) unless
+// Config.RawKeys is set (lockwatch.key), because keys are often customer or
+// tenant identifiers. Attribute sets are built once per lock name and value
+// and cached, so recording allocates nothing for attributes.
 //
 // # Exemplars and traces
 //
@@ -121,9 +126,9 @@
 // completions, fence rejections, refused tokens and fence repairs are logged
 // at Warn with trace_id and span_id. The default logger is slog.Default():
 // these are the events an operator must not miss, and a Warn per event is
-// cheap next to the Redis round trip behind it. Under a Redis outage that
-// is two lines per lease (the failed renewal, the loss); give Config.Logger
-// a rate-limiting or discarding handler if that is too many. Close loses
-// the leases still held with reason closed: alerts on losses should exclude
-// that reason.
+// cheap next to the Redis round trip behind it. Under a Redis outage that is
+// two lines per lease (the failed renewal, the loss); give Config.Logger a
+// rate-limiting or discarding handler (slog.DiscardHandler) if that is too
+// many. Close loses the leases still held with reason closed: alerts on
+// losses should exclude that reason.
 package telemetry

@@ -9,8 +9,8 @@
 // is not told about (a frozen VM) stops both clocks; only the fence protects
 // against that, as against any pause.
 //
-// An instant is the time since the package's epoch on that clock, plus
-// the jumps that tests and the chaos harness make it take (internal/suspend,
+// An instant is the time since the package's epoch on that clock, plus the
+// jumps that tests and the chaos harness make it take (internal/suspend,
 // always zero in production).
 package clock
 

@@ -14,12 +14,12 @@ import (
 // CLOCK_BOOTTIME read through x/sys is a system call (about 0.5 µs, and a
 // profile of a locked request showed a dozen of them taking a fifth of its
 // CPU). So clockNow adds a sampled offset, CLOCK_BOOTTIME − monotonic, to the
-// monotonic reading. The offset changes only when the machine suspends, and
-// a suspend moves the wall clock against the monotonic one (the kernel sets
-// the wall clock on resume): whenever wall − monotonic has moved by more
-// than a millisecond since the sample (a suspend, or a wall-clock step or
-// slew, which resamples harmlessly), the offset is read again with a system
-// call before the reading is used.
+// monotonic reading. The offset changes only when the machine suspends, and a
+// suspend moves the wall clock against the monotonic one (the kernel sets the
+// wall clock on resume): whenever wall − monotonic has moved by more than a
+// millisecond since the sample (a suspend, or a wall-clock step or slew,
+// which resamples harmlessly), the offset is read again with a system call
+// before the reading is used.
 func clockNow() time.Duration {
 	if !hasBootClock {
 		return time.Since(monoBase)
