@@ -256,7 +256,7 @@ func TestFenceUsageAndFailures(t *testing.T) {
 		{"to not positive", []string{"fence", r, "--key", "k", "--resource", "ledger", "--force", "--to", "0"}, exitUsage, "fences are positive"},
 		{"to not a number", []string{"fence", r, "--key", "k", "--resource", "ledger", "--force", "--to", "soon"}, exitUsage, "-to"},
 		{"bad resource", []string{"fence", r, "--key", "k", "--resource", "a b"}, exitUsage, `resource "a b"`},
-		{"bad store namespace", []string{"fence", r, "--key", "k", "--resource", "ledger", "--store-namespace", "x{y}"}, exitUsage, "namespace"},
+		{"bad store namespace", []string{"fence", r, "--key", "k", "--resource", "ledger", "--store-namespace", "x{y}"}, exitUsage, `Namespace "x{y}"`},
 		{"bad lease namespace", []string{"fence", r, "--key", "k", "--resource", "ledger", "--namespace", "x{y}"}, exitUsage, "namespace"},
 		{"unexpected argument", []string{"fence", r, "--key", "k", "--resource", "ledger", "extra"}, exitUsage, `unexpected argument "extra"`},
 		{"unreachable", []string{"fence", "--redis", integration.FreeLoopbackAddr(t), "--key", "k", "--resource", "ledger"}, exitUnavailable, "connection refused"},
