@@ -38,7 +38,7 @@ func (lk *Locker) runWithAck(ctx context.Context, set *settings, lockKey string,
 		node = master
 	}
 	cmd, wait = script.RunWith(ctx, node, call, func(pipe redis.Pipeliner) *redis.Cmd {
-		return pipe.Do(ctx, "wait", set.ackReplicas, set.ackTimeoutMs)
+		return pipe.Do(ctx, "wait", set.ReplicationAcks, set.ackTimeoutMs)
 	})
 	script.FollowFailover(lk.client, cmd, wait) // it went to the master's own client
 	return cmd, wait, nil
@@ -50,8 +50,8 @@ func ackError(set *settings, wait *redis.Cmd) error {
 	switch n, err := wait.Int64(); {
 	case err != nil:
 		return fmt.Errorf("replication ack: %w", err)
-	case n < int64(set.ackReplicas):
-		return fmt.Errorf("replication ack: %d of %d replicas acknowledged within %v", n, set.ackReplicas, set.ackTimeout)
+	case n < int64(set.ReplicationAcks):
+		return fmt.Errorf("replication ack: %d of %d replicas acknowledged within %v", n, set.ReplicationAcks, set.ReplicationTimeout)
 	}
 	return nil
 }

@@ -27,40 +27,31 @@ var errLateReply = errors.New("acquire reply arrived after its deadline or the l
 // Acquire takes the lease on key, or fails:
 //
 //   - ErrNotAcquired (*NotAcquiredError with the holder's remaining TTL):
-//     another owner holds it, also after the optional wait (WithWait).
+//     another owner holds it, also after the optional wait (Config.Wait).
 //   - ErrUnknown (wrapping the cause): the acquire may have taken effect;
 //     the work must not run. Any error once the script may have been sent
 //     counts, a Redis error reply too (go-redis retries). The Locker
 //     releases the key conditionally in the background (the next Acquire
 //     of the key through it waits for that).
 //   - any other error: nothing was taken. Nothing was sent (an invalid
-//     option or key, ErrClosed, ctx or the deadline over before the send),
+//     key, ErrClosed, ctx or the deadline over before the send),
 //     or the script refused before writing, as every copy of it would.
 //
 // One round trip, one script. The lease's context derives from ctx: cancel
 // ctx and the work is cancelled too (the lease stays held until Release or
-// ReleaseAsync, always called). To bound only the wait, use WithWait, not a
-// deadline on ctx. Options override the Locker's for this lease.
-func (lk *Locker) Acquire(ctx context.Context, key string, opts ...Option) (*Lease, error) {
+// ReleaseAsync, always called). To bound only the wait, use Config.Wait, not
+// a deadline on ctx.
+func (lk *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	set := lk.set
-	var optErr error
-	if len(opts) > 0 {
-		set, optErr = withOptions(lk.cfg, opts).settings()
-		if optErr != nil {
-			set = lk.set // report under the Locker's name
-		}
-	}
-	keys := keysOf(set.namespace, key)
-	actx, span := set.rec.StartAcquire(ctx, set.name, obs.Key{Raw: key, Hash: hashTag(keys.Lock)})
+	keys := keysOf(set.Namespace, key)
+	actx, span := set.rec.StartAcquire(ctx, set.Name, obs.Key{Raw: key, Hash: hashTag(keys.Lock)})
 	start := clock.Now()
-	ev := acquireEvent{Result: obs.AcquireError, Err: optErr}
+	ev := acquireEvent{Result: obs.AcquireError}
+	defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
+	a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, keys: keys}
 	var l *Lease
-	if optErr == nil {
-		defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
-		a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, keys: keys}
-		l, ev.Result, ev.Err = a.run(&ev)
-		ev.Attempts = a.attempts
-	}
+	l, ev.Result, ev.Err = a.run(&ev)
+	ev.Attempts = a.attempts
 	ev.Duration = clock.Now() - start
 	if l != nil {
 		ev.Fence = l.token.Fence
@@ -89,7 +80,7 @@ type acquisition struct {
 	set       *settings
 	key       string
 	keys      leasekeys.Keys
-	until     time.Duration // the end of the wait (WithWait)
+	until     time.Duration // the end of the wait (Config.Wait)
 	wt        *waiter       // this Acquire's place in the key's wait line
 	attempts  int
 }
@@ -102,7 +93,7 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 		return nil, obs.AcquireError, err
 	}
 	defer a.leaveLine()
-	a.until = clock.Now() + a.set.wait
+	a.until = clock.Now() + a.set.Wait
 	var last *NotAcquiredError // the last answer, while waiting
 	for n := 0; ; n++ {
 		if n > 0 && a.lk.closed.Load() {
@@ -149,7 +140,7 @@ func (a *acquisition) admit() error {
 func (a *acquisition) try() (acquireArgs, attemptResult) {
 	a.attempts++
 	wait := noWait
-	if a.set.wait > 0 {
+	if a.set.Wait > 0 {
 		wait = max(1, (a.until - clock.Now()).Milliseconds())
 	}
 	lockKey := a.keys.Lock
@@ -265,15 +256,15 @@ type attemptResult struct {
 // attempt sends one acquire through the Locker's group commit (or, with a
 // replication ack, in a pipeline of its own with WAIT).
 func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, acq script.Call) attemptResult {
-	if set.ackReplicas > 0 {
-		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
+	if set.ReplicationAcks > 0 {
+		ctx, cancel := context.WithTimeout(ctx, set.AcquireTimeout+set.ReplicationTimeout)
 		defer cancel()
 		sentAt := clock.Now()
 		r := lk.attemptWithAck(ctx, set, lockKey, acq)
 		r.sentAt = sentAt
 		return r
 	}
-	deadline, callerBound := callDeadline(ctx, set.acquireTimeout)
+	deadline, callerBound := callDeadline(ctx, set.AcquireTimeout)
 	c := &groupcommit.Call{Script: acq, Ctx: ctx, Deadline: deadline}
 	switch lk.lanes.ForKey(ctx, lockKey).Do(ctx, c) {
 	case groupcommit.NotSent:
@@ -283,14 +274,14 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 			// The caller's deadline passed before its context's timer fired.
 			err = context.DeadlineExceeded
 		case err == nil:
-			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.acquireTimeout)
+			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.AcquireTimeout)
 		}
 		return attemptResult{notSent: true, callerEnded: callerBound || ctx.Err() != nil, err: err}
 	case groupcommit.Abandoned:
 		err := context.Cause(ctx)
 		if err == nil {
 			// The cause of an unknownError, whose message has the prefix.
-			err = fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.acquireTimeout)
+			err = fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.AcquireTimeout)
 		}
 		return attemptResult{err: err, abandoned: c}
 	}
@@ -349,7 +340,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 // release of its owner token.
 func (a *acquisition) newLease(acq acquireArgs, r attemptResult) *Lease {
 	set, sentAt := a.set, r.sentAt
-	token := fence.Mint(set.namespace, a.key, r.fence, set.secrets)
+	token := fence.Mint(set.Namespace, a.key, r.fence, set.Secrets)
 	l := &Lease{
 		locker:      a.lk,
 		set:         set,
@@ -366,8 +357,8 @@ func (a *acquisition) newLease(acq acquireArgs, r attemptResult) *Lease {
 	}
 	l.ctx, l.cancel = leaseContext(a.ctx, l)
 	cancelAt := sentAt + set.cancelAfter()
-	if set.maxHold > 0 {
-		l.maxHoldAt = sentAt + set.maxHold
+	if set.MaxHold > 0 {
+		l.maxHoldAt = sentAt + set.MaxHold
 		cancelAt = min(cancelAt, l.maxHoldAt)
 	}
 	l.cancelAt.Store(int64(cancelAt))
@@ -392,11 +383,11 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, acq acquire
 			abandoned.Settled()
 		}
 		n, err := lk.releaseKey(ctx, set, lockKey, resolve)
-		ev := obs.Resolution{Lock: set.name, Result: obs.ResolutionAbsent}
+		ev := obs.Resolution{Lock: set.Name, Result: obs.ResolutionAbsent}
 		switch {
 		case err != nil:
 			ev.Result, ev.Err = obs.ResolutionUnresolved, err
-			lk.ghosts.add(lockKey, acq.owner, set.ttl)
+			lk.ghosts.add(lockKey, acq.owner, set.TTL)
 		case n == 1:
 			ev.Result = obs.ResolutionReleased
 		}
@@ -408,9 +399,9 @@ func (lk *Locker) resolveUnknown(ctx context.Context, set *settings, acq acquire
 // in [0, min(max, min·2^n, holder's TTL)), so waiters spread out and none
 // sleeps past the moment the key expires anyway.
 func backoff(set *settings, attempt int, holderTTL time.Duration) time.Duration {
-	ceiling := set.backoffMax
-	if attempt < 62 && set.backoffMin <= ceiling>>attempt {
-		ceiling = set.backoffMin << attempt // no overflow: below backoffMax
+	ceiling := set.BackoffMax
+	if attempt < 62 && set.BackoffMin <= ceiling>>attempt {
+		ceiling = set.BackoffMin << attempt // no overflow: below backoffMax
 	}
 	if holderTTL > 0 {
 		ceiling = min(ceiling, holderTTL+time.Millisecond)

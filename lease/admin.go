@@ -50,15 +50,15 @@ const holderHashLen = 12
 // Inspect reads what Redis holds for key: whether it is held, for how much
 // longer, its newest fence, its barred tokens and a hash of its holder. One
 // read-only script, so the fields come from one moment. It takes the
-// Locker's namespace (WithNamespace) and is bounded by the acquire timeout
+// Locker's namespace (Config.Namespace) and is bounded by the acquire timeout
 // (with ContextTimeoutEnabled on the client; without it a stalled read
 // waits for the client's ReadTimeout).
 func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
 	}
-	keys := keysOf(lk.set.namespace, key)
-	ctx, cancel := context.WithTimeout(ctx, lk.set.acquireTimeout)
+	keys := keysOf(lk.set.Namespace, key)
+	ctx, cancel := context.WithTimeout(ctx, lk.set.AcquireTimeout)
 	defer cancel()
 	vals, err := reply(script.RunOne(ctx, lk.client, inspectArgs{keys: keys}.call()), 4)
 	if err != nil {
@@ -93,7 +93,7 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 // and Holder as just before (holder when released, else the current holder,
 // if any) and Fence; TTL and Barred are not read. Any other error leaves
 // the outcome unknown: a transport error, or too few replica acks
-// (WithReplicationAck). Counted in lockwatch_lease_force_releases_total,
+// (Config.ReplicationAcks). Counted in lockwatch_lease_force_releases_total,
 // logged at Warn, bounded like Inspect (plus the ack timeout).
 func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo, error) {
 	switch {
@@ -102,7 +102,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 	case !validHolder(holder):
 		return KeyInfo{}, invalidf("holder %q is not a holder hash (%d lower-case hex digits, as Inspect gives)", holder, holderHashLen)
 	}
-	keys := keysOf(lk.set.namespace, key)
+	keys := keysOf(lk.set.Namespace, key)
 	lockKey := keys.Lock
 	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey)}
 	vals, err := lk.force(ctx, lockKey, forceArgs{keys: keys, retention: lk.set.retentionArg, holder: holder}.call())
@@ -121,7 +121,7 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 	if result == obs.ReleaseUnknown {
 		err = fmt.Errorf("lease: force release %q: outcome unknown: %w", shortKey(key), err)
 	}
-	lk.set.rec.ForceReleased(ctx, obs.ForceRelease{Lock: lk.set.name, Key: obs.Key{Raw: key, Hash: info.KeyHash}, Result: result,
+	lk.set.rec.ForceReleased(ctx, obs.ForceRelease{Lock: lk.set.Name, Key: obs.Key{Raw: key, Hash: info.KeyHash}, Result: result,
 		Holder: holder, Fence: info.Fence, Err: err})
 	return info, err
 }
@@ -131,12 +131,12 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 // one, with the ack's error.
 func (lk *Locker) force(ctx context.Context, lockKey string, call script.Call) ([]any, error) {
 	set := lk.set
-	if set.ackReplicas == 0 {
-		ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout)
+	if set.ReplicationAcks == 0 {
+		ctx, cancel := context.WithTimeout(ctx, set.AcquireTimeout)
 		defer cancel()
 		return reply(script.RunOne(ctx, lk.client, call), 3)
 	}
-	ctx, cancel := context.WithTimeout(ctx, set.acquireTimeout+set.ackTimeout)
+	ctx, cancel := context.WithTimeout(ctx, set.AcquireTimeout+set.ReplicationTimeout)
 	defer cancel()
 	cmd, wait, err := lk.runWithAck(ctx, set, lockKey, call)
 	if err != nil {

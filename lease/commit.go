@@ -11,12 +11,12 @@ import (
 
 // Commit runs fn, the final write of the protected work, with the lease's
 // fencing token, but only if the lease is active and the validity left is
-// above the hard margin (WithCommitMargins). Otherwise it refuses: with the
+// above the hard margin (Config.CommitHard). Otherwise it refuses: with the
 // loss (errors.Is ErrLost) after a loss, ErrReleased after Release, and
 // ErrExpiring below the hard margin. It returns fn's error as it is.
 //
 // fn runs on ctx's values (its span, a fencing token, ...) without ctx's
-// cancellation or deadline, bounded by WithCommitTimeout (default 30s)
+// cancellation or deadline, bounded by Config.CommitTimeout (default 30s)
 // only; a caller that wants a shorter bound for one write sets it inside
 // fn. Neither the lease's loss nor the caller's cancellation cuts the
 // write: a lease can be lost between the check and the write, and only the
@@ -30,21 +30,21 @@ import (
 // errors.Is fence.ErrStale) or failed (any other error, or a panic).
 func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
 	rem := l.Remaining()
-	ev := obs.Commit{Lock: l.set.name, Result: obs.CommitCommitted, Remaining: rem, Fence: l.token.Fence}
+	ev := obs.Commit{Lock: l.set.Name, Result: obs.CommitCommitted, Remaining: rem, Fence: l.token.Fence}
 	var refused error
 	switch err := l.Err(); {
 	case err != nil:
 		ev.Result, refused = obs.CommitRefused, err
-	case rem <= l.set.commitHard: // rem is 0 past the cancel point, even before the scheduler marks the loss
-		ev.Result, refused = obs.CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.commitHard)
-	case rem < l.set.commitWarn:
+	case rem <= l.set.CommitHard: // rem is 0 past the cancel point, even before the scheduler marks the loss
+		ev.Result, refused = obs.CommitRefused, fmt.Errorf("%w: %v left, hard margin %v", ErrExpiring, rem, l.set.CommitHard)
+	case rem < l.set.CommitWarn:
 		ev.Result = obs.CommitNearExpiry
 	}
 	if refused != nil {
 		l.set.rec.Committed(ctx, ev)
 		return refused
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.commitTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.set.CommitTimeout)
 	defer cancel()
 	returned := false
 	defer func() {

@@ -59,7 +59,7 @@ func (l *Lease) Key() string { return l.key }
 func (l *Lease) Fence() int64 { return l.token.Fence }
 
 // Token returns the lease's fencing token: its fence, scoped to the lease's
-// key and namespace, signed when the Locker has secrets (WithSecrets). Send
+// key and namespace, signed when the Locker has secrets (Config.Secrets). Send
 // it with every write to the protected resource (Commit passes it; the
 // middleware's propagators send it in its wire form), which rejects tokens
 // older than the newest it accepted, and tokens of other keys.

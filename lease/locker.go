@@ -17,7 +17,7 @@ import (
 // and Close it on shutdown.
 type Locker struct {
 	*shared
-	cfg config    // as the caller set it: per-acquire options apply to this
+	cfg Config    // as the caller set it, defaults in: With overlays this
 	set *settings // cfg resolved
 }
 
@@ -39,24 +39,24 @@ type shared struct {
 	closeOnce sync.Once
 }
 
-// NewLocker returns a Locker using client. Options set the defaults of every
-// lease; Acquire can override them per lease.
+// NewLocker returns a Locker using client, whose leases take cfg (the
+// zero Config takes every default).
 //
-// NewLocker panics on a nil client or an invalid option: both are
-// programming errors that should stop a service at start-up, not surface at
-// the first request. The panic message says which option is wrong.
+// NewLocker panics on a nil client or an invalid cfg: both are programming
+// errors that should stop a service at start-up, not surface at the first
+// request. The panic message says which field is wrong.
 //
 // For a lease client, set ContextTimeoutEnabled in the go-redis options so
 // that the renewal deadline also bounds the socket read; without it a stalled
 // Redis holds a renewal for ReadTimeout (and go-redis retries it up to
 // MaxRetries times). The lease is cancelled at its cancel point either way.
-func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
+func NewLocker(client redis.UniversalClient, cfg Config) *Locker {
 	if client == nil {
 		panic("lease: NewLocker with a nil client")
 	}
-	cfg := withOptions(defaultConfig(), opts)
-	if cfg.tel == nil {
-		cfg.tel = telemetry.New(telemetry.Config{})
+	cfg = cfg.withDefaults()
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = telemetry.New(telemetry.Config{})
 	}
 	set, err := cfg.settings()
 	if err != nil {
@@ -67,31 +67,22 @@ func NewLocker(client redis.UniversalClient, opts ...Option) *Locker {
 	return lk
 }
 
-// With returns a Locker whose leases take opts on top of lk's options, and
-// which shares everything else with lk: the client, the scheduler, the group
-// commits, and Close (closing either closes both). Acquire(ctx, key, opts...)
-// resolves and validates its options on every call; a Locker made once with
-// With does it once. The middleware makes one per lock name.
+// With returns a Locker whose leases take the fields of c that are not
+// zero in place of lk's, and which shares everything else with lk: the
+// client, the scheduler, the group commits, and Close (closing either
+// closes both). The middleware makes one per lock name; a caller that
+// waits on some keys only makes one with Wait set. With resolves and
+// validates once, so make it once, not per acquire.
 //
-// Unlike NewLocker, With returns an invalid option as an error, since it may
-// run while serving (with a name computed from a request, say).
-func (lk *Locker) With(opts ...Option) (*Locker, error) {
-	cfg := withOptions(lk.cfg, opts)
+// Unlike NewLocker, With returns an invalid field as an error, since it
+// may run while serving (with a name computed from a request, say).
+func (lk *Locker) With(c Config) (*Locker, error) {
+	cfg := c.over(lk.cfg)
 	set, err := cfg.settings()
 	if err != nil {
 		return nil, err
 	}
 	return &Locker{shared: lk.shared, cfg: cfg, set: set}, nil
-}
-
-// withOptions returns c with opts applied; nil options are ignored.
-func withOptions(c config, opts []Option) config {
-	for _, o := range opts {
-		if o != nil {
-			o.apply(&c)
-		}
-	}
-	return c
 }
 
 // Close loses every lease still held (their contexts are cancelled with
@@ -138,5 +129,5 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.set.rec.Lost(l.ctx, obs.Loss{Lock: l.set.name, Reason: cause.Reason, Fence: l.token.Fence, Err: cause.Err})
+	l.set.rec.Lost(l.ctx, obs.Loss{Lock: l.set.Name, Reason: cause.Reason, Fence: l.token.Fence, Err: cause.Err})
 }

@@ -16,7 +16,7 @@ import (
 
 // observeAcquire records the Acquire that ev describes and ends its span.
 func (s *settings) observeAcquire(ctx context.Context, span trace.Span, ev acquireEvent) {
-	s.rec.EndAcquire(ctx, span, obs.Acquire{Lock: s.name, Result: ev.Result, Duration: ev.Duration, Fence: ev.Fence,
+	s.rec.EndAcquire(ctx, span, obs.Acquire{Lock: s.Name, Result: ev.Result, Duration: ev.Duration, Fence: ev.Fence,
 		Attempts: ev.Attempts, Err: acquireFailure(ev)})
 }
 
@@ -44,7 +44,7 @@ func (s *settings) observeWaitStart(ctx context.Context, ev *acquireEvent) {
 		return
 	}
 	start := clock.Now()
-	s.rec.WaitStarted(ctx, s.name)
+	s.rec.WaitStarted(ctx, s.Name)
 	// Marked only once counted: a report that panicked added nothing to
 	// the gauge, so the end must not take anything off it.
 	ev.waiting, ev.waitStart = true, start
@@ -58,7 +58,7 @@ func (s *settings) observeWaitEnd(ctx context.Context, ev *acquireEvent) {
 		return
 	}
 	ev.waiting = false
-	s.rec.WaitEnded(ctx, obs.Wait{Lock: s.name, Result: waitResult(ctx, ev), Waited: clock.Now() - ev.waitStart})
+	s.rec.WaitEnded(ctx, obs.Wait{Lock: s.Name, Result: waitResult(ctx, ev), Waited: clock.Now() - ev.waitStart})
 }
 
 // waitResult says how a wait ended, from the acquire's result and error and

@@ -52,7 +52,7 @@ func (l *Lease) Release(ctx context.Context) error {
 // for the delete first (up to the release timeout), so a client's next
 // request to the same replica does not find its own previous lease (unless
 // the delete failed: then the key is held until its TTL); another process
-// sees the key held for that round trip (WithWait absorbs it). Once Close
+// sees the key held for that round trip (Config.Wait absorbs it). Once Close
 // has begun, it releases synchronously.
 func (l *Lease) ReleaseAsync(ctx context.Context) {
 	if !l.releasing.CompareAndSwap(false, true) {
@@ -76,7 +76,7 @@ func (l *Lease) end() obs.Release {
 	}
 	at := clock.Now()
 	l.cancel(ErrReleased)
-	ev := obs.Release{Lock: l.set.name, Held: at - l.sentAt, Lost: wasLost}
+	ev := obs.Release{Lock: l.set.Name, Held: at - l.sentAt, Lost: wasLost}
 	if wasLost {
 		ev.SinceLoss = at - lostAt
 	}
@@ -90,7 +90,7 @@ func (l *Lease) deleteKey(ctx context.Context, ev obs.Release) error {
 	switch {
 	case err != nil:
 		ev.Result, err = obs.ReleaseUnknown, fmt.Errorf("lease: release %q: %w", shortKey(l.key), err)
-		l.locker.ghosts.add(l.lockKey, l.owner, l.set.ttl)
+		l.locker.ghosts.add(l.lockKey, l.owner, l.set.TTL)
 	case n == 1:
 		ev.Result = obs.ReleaseReleased
 	default:
@@ -106,12 +106,12 @@ func (l *Lease) deleteKey(ctx context.Context, ev obs.Release) error {
 // It returns 1 when deleted, 0 when the key was gone or held by another.
 func (lk *Locker) releaseKey(ctx context.Context, set *settings, lockKey string, release script.Call) (int64, error) {
 	// ctx gives the call its values; the wait ends only at the deadline.
-	c := &groupcommit.Call{Script: release, Ctx: ctx, Deadline: clock.Now() + set.releaseTimeout}
+	c := &groupcommit.Call{Script: release, Ctx: ctx, Deadline: clock.Now() + set.ReleaseTimeout}
 	switch lk.lanes.ForKey(ctx, lockKey).Do(context.Background(), c) {
 	case groupcommit.NotSent:
-		return 0, fmt.Errorf("release timeout %v passed before the release could be sent", set.releaseTimeout)
+		return 0, fmt.Errorf("release timeout %v passed before the release could be sent", set.ReleaseTimeout)
 	case groupcommit.Abandoned:
-		return 0, fmt.Errorf("no reply to the release within the release timeout %v", set.releaseTimeout)
+		return 0, fmt.Errorf("no reply to the release within the release timeout %v", set.ReleaseTimeout)
 	}
 	return c.Cmd().Int64()
 }

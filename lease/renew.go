@@ -17,7 +17,7 @@ import (
 // count for it (renewed).
 func (lk *Locker) renew(batch []*Lease) {
 	sentAt := clock.Now()
-	deadline := sentAt + batch[0].set.renewalTimeout
+	deadline := sentAt + batch[0].set.RenewalTimeout
 	calls := make([]script.Call, len(batch))
 	for i, l := range batch {
 		calls[i] = l.renew
@@ -50,7 +50,7 @@ func (lk *Locker) renew(batch []*Lease) {
 	lost := lk.sched.renewed(batch, sentAt, results, errs, forced) // cancels the lost at once
 	for i, l := range batch {                                      // the renewal first: it is the loss's cause
 		if results[i] != "" {
-			l.set.rec.Renewal(l.ctx, obs.Renewal{Lock: l.set.name, Result: results[i], Duration: rtt, Fence: l.token.Fence,
+			l.set.rec.Renewal(l.ctx, obs.Renewal{Lock: l.set.Name, Result: results[i], Duration: rtt, Fence: l.token.Fence,
 				Err: errs[i]})
 		}
 	}

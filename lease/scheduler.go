@@ -230,11 +230,11 @@ func (s *scheduler) step() (lost, batch []*Lease, next time.Duration) {
 // timeout (one pipeline has one deadline: a lease must not inherit a shorter
 // one from a neighbour), at most maxBatch each.
 func chunks(batch []*Lease) [][]*Lease {
-	slices.SortStableFunc(batch, func(a, b *Lease) int { return cmp.Compare(a.set.renewalTimeout, b.set.renewalTimeout) })
+	slices.SortStableFunc(batch, func(a, b *Lease) int { return cmp.Compare(a.set.RenewalTimeout, b.set.RenewalTimeout) })
 	var out [][]*Lease
 	for len(batch) > 0 {
 		n := 1
-		for n < len(batch) && n < maxBatch && batch[n].set.renewalTimeout == batch[0].set.renewalTimeout {
+		for n < len(batch) && n < maxBatch && batch[n].set.RenewalTimeout == batch[0].set.RenewalTimeout {
 			n++
 		}
 		out = append(out, batch[:n:n])

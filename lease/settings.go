@@ -9,7 +9,7 @@ import (
 // settings are the resolved, validated timings one lease runs with. They are
 // computed once per Locker (and once per acquire that passes options).
 type settings struct {
-	config
+	Config
 	ttlMs        int64
 	drift        time.Duration // Redlock's clock-drift allowance: TTL/100 + 2ms
 	renewEvery   time.Duration // TTL/3
@@ -22,7 +22,7 @@ type settings struct {
 }
 
 // settings derives the timings c leaves to the TTL, then validates them.
-func (c config) settings() (*settings, error) {
+func (c Config) settings() (*settings, error) {
 	if err := c.validateBase(); err != nil {
 		return nil, err
 	}
@@ -35,48 +35,42 @@ func (c config) settings() (*settings, error) {
 
 // validateBase checks what every other setting derives from or is reported
 // under: the TTL (rounded down to milliseconds), the namespace, the name.
-func (c config) validateBase() error {
-	switch ttl := c.ttl.Truncate(time.Millisecond); {
+func (c Config) validateBase() error {
+	switch ttl := c.TTL.Truncate(time.Millisecond); {
 	case ttl < minTTL:
-		return invalidf("TTL %v is below the minimum %v", c.ttl, minTTL)
+		return invalidf("TTL %v is below the minimum %v", c.TTL, minTTL)
 	case ttl > forever:
-		return invalidf("TTL %v is above the maximum %v", c.ttl, forever)
+		return invalidf("TTL %v is above the maximum %v", c.TTL, forever)
 	}
-	if err := validNamespace(c.namespace); err != nil {
+	if err := validNamespace(c.Namespace); err != nil {
 		return err
-	}
-	if c.name == "" {
-		return invalidf("empty lock name")
 	}
 	return nil
 }
 
 // derive fills in the timings c leaves to the TTL, clamps durations to
 // forever, and boxes the script arguments once.
-func (c config) derive() *settings {
-	s := &settings{config: c, rec: (*obs.Telemetry)(c.tel).Recorder()}
-	s.ttl = c.ttl.Truncate(time.Millisecond)
-	s.ttlMs = s.ttl.Milliseconds()
-	s.drift = s.ttl/100 + 2*time.Millisecond
-	s.renewEvery = s.ttl / 3
+func (c Config) derive() *settings {
+	s := &settings{Config: c, rec: (*obs.Telemetry)(c.Telemetry).Recorder()}
+	s.TTL = c.TTL.Truncate(time.Millisecond)
+	s.ttlMs = s.TTL.Milliseconds()
+	s.drift = s.TTL/100 + 2*time.Millisecond
+	s.renewEvery = s.TTL / 3
 	s.renewSlack = s.renewEvery / 4
-	if !c.safetySet {
-		s.safety = s.ttl / 10
-	}
-	if !c.hardSet {
-		s.commitHard, s.commitWarn = s.ttl/20, s.ttl/4
-	}
-	for _, d := range []*time.Duration{&s.renewalTimeout, &s.acquireTimeout, &s.releaseTimeout} {
+	s.SafetyMargin = orDefault(c.SafetyMargin, s.TTL/10)
+	s.CommitHard = orDefault(c.CommitHard, s.TTL/20)
+	s.CommitWarn = orDefault(c.CommitWarn, max(s.TTL/4, s.CommitHard))
+	for _, d := range []*time.Duration{&s.RenewalTimeout, &s.AcquireTimeout, &s.ReleaseTimeout} {
 		if *d == 0 {
-			*d = s.ttl / 5
+			*d = s.TTL / 5
 		}
 	}
-	for _, d := range []*time.Duration{&s.wait, &s.maxHold, &s.acquireTimeout, &s.releaseTimeout, &s.ackTimeout, &s.fenceRetention, &s.commitTimeout} {
+	for _, d := range []*time.Duration{&s.Wait, &s.MaxHold, &s.AcquireTimeout, &s.ReleaseTimeout, &s.ReplicationTimeout, &s.FenceRetention, &s.CommitTimeout} {
 		*d = min(*d, forever)
 	}
-	s.fenceRetention = s.fenceRetention.Truncate(time.Millisecond)
-	s.retentionMs = s.fenceRetention.Milliseconds()
-	s.ackTimeoutMs = s.ackTimeout.Milliseconds()
+	s.FenceRetention = s.FenceRetention.Truncate(time.Millisecond)
+	s.retentionMs = s.FenceRetention.Milliseconds()
+	s.ackTimeoutMs = s.ReplicationTimeout.Milliseconds()
 	s.ttlArg, s.retentionArg = s.ttlMs, s.retentionMs
 	return s
 }
@@ -86,22 +80,20 @@ func (c config) derive() *settings {
 // would wrap.
 func (s *settings) validate() error {
 	switch {
-	case s.safety < 0:
-		return invalidf("negative safety margin %v", s.safety)
-	case s.safety >= s.ttl:
-		return invalidf("safety margin %v not below the TTL %v", s.safety, s.ttl)
+	case s.SafetyMargin >= s.TTL:
+		return invalidf("safety margin %v not below the TTL %v", s.SafetyMargin, s.TTL)
 	}
 	for _, t := range [...]struct {
 		name string
 		d    time.Duration
-	}{{"renewal", s.renewalTimeout}, {"acquire", s.acquireTimeout}, {"release", s.releaseTimeout}, {"commit", s.commitTimeout}} {
+	}{{"renewal", s.RenewalTimeout}, {"acquire", s.AcquireTimeout}, {"release", s.ReleaseTimeout}, {"commit", s.CommitTimeout}} {
 		if t.d <= 0 {
 			return invalidf("%s timeout %v must be positive", t.name, t.d)
 		}
 	}
-	if s.renewalTimeout > s.ttl-s.drift-s.safety-s.renewEvery {
+	if s.RenewalTimeout > s.TTL-s.drift-s.SafetyMargin-s.renewEvery {
 		return invalidf("TTL %v too short for renewal every %v, renewal timeout %v, drift %v and safety margin %v: a renewal sent on time could not be confirmed before the cancel point",
-			s.ttl, s.renewEvery, s.renewalTimeout, s.drift, s.safety)
+			s.TTL, s.renewEvery, s.RenewalTimeout, s.drift, s.SafetyMargin)
 	}
 	return s.validateBounds()
 }
@@ -110,26 +102,38 @@ func (s *settings) validate() error {
 // timeouts (validate).
 func (s *settings) validateBounds() error {
 	switch {
-	case s.commitHard < 0 || s.commitWarn < s.commitHard || s.commitWarn > s.ttl:
-		return invalidf("commit margins hard %v, warn %v: need 0 <= hard <= warn <= TTL %v", s.commitHard, s.commitWarn, s.ttl)
-	case s.maxHold < 0:
-		return invalidf("negative max hold %v", s.maxHold)
-	case s.wait < 0:
-		return invalidf("negative wait %v", s.wait)
-	case s.backoffMin <= 0 || s.backoffMax < s.backoffMin:
-		return invalidf("backoff bounds %v..%v: need 0 < min <= max", s.backoffMin, s.backoffMax)
-	case s.fenceRetention < s.ttl:
-		return invalidf("fence retention %v shorter than the TTL %v", s.fenceRetention, s.ttl)
-	case s.ackReplicas < 0:
-		return invalidf("negative replica count %d", s.ackReplicas)
-	case s.ackReplicas > 0 && s.ackTimeoutMs <= 0:
-		return invalidf("replication ack needs a timeout of at least 1ms, got %v", s.ackTimeout)
+	case s.CommitWarn < s.CommitHard || s.CommitWarn > s.TTL:
+		return invalidf("commit margins hard %v, warn %v: need hard <= warn <= TTL %v", s.CommitHard, s.CommitWarn, s.TTL)
+	case s.MaxHold < 0:
+		return invalidf("negative max hold %v", s.MaxHold)
+	case s.Wait < 0:
+		return invalidf("negative wait %v", s.Wait)
+	case s.BackoffMin <= 0 || s.BackoffMax < s.BackoffMin:
+		return invalidf("backoff bounds %v..%v: need 0 < min <= max", s.BackoffMin, s.BackoffMax)
+	case s.FenceRetention < s.TTL:
+		return invalidf("fence retention %v shorter than the TTL %v", s.FenceRetention, s.TTL)
+	case s.ReplicationAcks < 0:
+		return invalidf("negative replica count %d", s.ReplicationAcks)
+	case s.ReplicationAcks > 0 && s.ackTimeoutMs <= 0:
+		return invalidf("replication ack needs a timeout of at least 1ms, got %v", s.ReplicationTimeout)
 	}
 	return nil
+}
+
+// orDefault returns d if it is positive, def if it is zero, and zero
+// (none) if it is negative.
+func orDefault(d, def time.Duration) time.Duration {
+	switch {
+	case d > 0:
+		return d
+	case d == 0:
+		return def
+	}
+	return 0
 }
 
 // cancelAfter is how long after a confirmed send the lease is cancelled if
 // no later renewal is confirmed: the key cannot expire in Redis before
 // send + TTL, the drift allowance covers clock-rate differences, and the
 // safety margin leaves the work time to stop.
-func (s *settings) cancelAfter() time.Duration { return s.ttl - s.drift - s.safety }
+func (s *settings) cancelAfter() time.Duration { return s.TTL - s.drift - s.SafetyMargin }

@@ -26,7 +26,7 @@ type Snapshot struct {
 
 // LeaseInfo is one lease in a Snapshot: an active one, or one lost.
 type LeaseInfo struct {
-	Name    string // the lock name (WithName)
+	Name    string // the lock name (Config.Name)
 	KeyHash string // the key's hash, as on spans and in Redis
 	Key     string // the raw key, only with telemetry.Config.RawKeys
 	Fence   int64
@@ -35,11 +35,11 @@ type LeaseInfo struct {
 	Holder string
 	// State is, for an active lease, "renewing" while a renewal is in
 	// flight, "final" once nothing can extend it (its max hold,
-	// WithMaxHold, comes before a renewal could move its cancel point),
+	// Config.MaxHold, comes before a renewal could move its cancel point),
 	// "expired" once its cancel point has passed and the scheduler is
 	// about to end it, and "held" otherwise; "lost" for a lost one.
 	State string
-	// TTL is the lease's time to live in Redis (WithTTL).
+	// TTL is the lease's time to live in Redis (Config.TTL).
 	TTL time.Duration
 	// Age is the time since the acquire that took the lease was sent; for
 	// a lost lease, how long it had been held when it was lost (its hold
@@ -121,7 +121,7 @@ func (g *lossLog) list() []LeaseInfo {
 
 // info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner), State: state, TTL: l.set.ttl,
+	info := LeaseInfo{Name: l.set.Name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner), State: state, TTL: l.set.TTL,
 		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key

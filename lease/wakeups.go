@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// wakeups tells a Locker's waiters (WithWait) that the key they wait for
+// wakeups tells a Locker's waiters (Config.Wait) that the key they wait for
 // was released, so that a waiter tries again at once instead of at the end
 // of its backoff: one notification and one acquire, not a poll.
 //

@@ -16,38 +16,43 @@ import (
 type holder struct {
 	locker  *lease.Locker
 	cfg     holderConfig
-	byName  sync.Map     // lock name → *lease.Locker with the holder's lease options and that name
+	byName  sync.Map     // lock name → *lease.Locker with Config.Lease and that name
 	derived atomic.Int32 // entries in byName
 }
 
 // maxDerived bounds byName: lock names are meant to be a small set (routes,
-// methods); past this many, the options are resolved per request instead.
+// methods); past this many, the settings are resolved per request instead.
 const maxDerived = 1024
 
 func newHolder(locker *lease.Locker, cfg holderConfig) *holder {
 	if locker == nil {
 		panic("middleware: nil Locker")
 	}
+	if _, err := locker.With(cfg.lease); err != nil {
+		panic("middleware: " + err.Error())
+	}
 	return &holder{locker: locker, cfg: cfg}
 }
 
 // acquire takes the lease through a Locker derived once per lock name
-// (lease.Locker.With), so a request does not resolve the lease options
-// again. An invalid option still reaches Acquire, whose error tells.
+// (lease.Locker.With), so a request does not resolve the lease's settings
+// again; past maxDerived names, it derives one per request.
 func (h *holder) acquire(ctx context.Context, key, name string) (*lease.Lease, error) {
 	if lk, ok := h.byName.Load(name); ok {
 		return lk.(*lease.Locker).Acquire(ctx, key)
 	}
-	opts := append(h.cfg.leaseOpts[:len(h.cfg.leaseOpts):len(h.cfg.leaseOpts)], lease.WithName(name))
+	c := h.cfg.lease
+	c.Name = name
+	lk, err := h.locker.With(c)
+	if err != nil {
+		return nil, err
+	}
 	if h.derived.Load() < maxDerived {
-		if lk, err := h.locker.With(opts...); err == nil {
-			if _, loaded := h.byName.LoadOrStore(name, lk); !loaded {
-				h.derived.Add(1)
-			}
-			return lk.Acquire(ctx, key)
+		if _, loaded := h.byName.LoadOrStore(name, lk); !loaded {
+			h.derived.Add(1)
 		}
 	}
-	return h.locker.Acquire(ctx, key, opts...)
+	return lk.Acquire(ctx, key)
 }
 
 // end releases l after its work returned and reports whether the lease was

@@ -20,11 +20,12 @@ type Config struct {
 	// that sets none: give each route's middleware its name), the full
 	// method name of a gRPC call.
 	Name string
-	// LeaseOptions are passed to every Acquire: lease.WithWait for a bounded
-	// wait, lease.WithTTL for a per-route TTL, and so on. The lock name is
-	// the middleware's (Name, else the route or method): a lease.WithName
-	// here, or on the Locker, is replaced by it.
-	LeaseOptions []lease.Option
+	// Lease's fields that are not zero replace the Locker's for every
+	// request (lease.Locker.With): Wait for a bounded wait, TTL for a
+	// per-route TTL, and so on. The lock name is the middleware's (Name,
+	// else the route or method), whatever Lease.Name says. An invalid
+	// field makes HTTP and the interceptors panic, as lease.NewLocker does.
+	Lease lease.Config
 	// SyncRelease makes the middleware wait for the release's round trip to
 	// Redis before the answer goes out. Default: the lease ends when the
 	// handler returns (its context is cancelled at once), and the key is
@@ -33,7 +34,7 @@ type Config struct {
 	// trip, not two. Until that delete lands, one round trip later (until
 	// the TTL if it fails), another replica finds the key held; a client
 	// that needs its next request on the same key to succeed on any replica
-	// at once sets this (or gives that route lease.WithWait).
+	// at once sets this (or gives that route a Lease.Wait).
 	SyncRelease bool
 	// ErrorWriter writes HTTP refusals (HTTP only; GuardConfig has its
 	// own). Default (nil): an application/problem+json body of p (with
@@ -77,7 +78,7 @@ type GuardConfig struct {
 }
 
 type holderConfig struct {
-	leaseOpts   []lease.Option
+	lease       lease.Config
 	name        string // "": the route or method
 	errorWriter func(http.ResponseWriter, *http.Request, *Problem)
 	syncRelease bool
@@ -92,7 +93,7 @@ type guardConfig struct {
 }
 
 func newHolderConfig(c Config) holderConfig {
-	h := holderConfig{leaseOpts: c.LeaseOptions, name: c.Name, errorWriter: c.ErrorWriter, syncRelease: c.SyncRelease}
+	h := holderConfig{lease: c.Lease, name: c.Name, errorWriter: c.ErrorWriter, syncRelease: c.SyncRelease}
 	if h.errorWriter == nil {
 		h.errorWriter = writeProblem
 	}
