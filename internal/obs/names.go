@@ -1,11 +1,8 @@
 package obs
 
 // ScopeName is the instrumentation scope of every instrument and span:
-// lockwatch's module path. Version is its version.
-const (
-	ScopeName = "github.com/lockwatch/lockwatch"
-	Version   = "0.1.0"
-)
+// lockwatch's module path.
+const ScopeName = "github.com/lockwatch/lockwatch"
 
 // Instrument names (OpenTelemetry) and the Prometheus series the OTel
 // Prometheus exporter makes of them with its default translation (dots to
