@@ -49,10 +49,10 @@ const holderHashLen = 12
 
 // Inspect reads what Redis holds for key: whether it is held, for how much
 // longer, its newest fence, its barred tokens and a hash of its holder. One
-// read-only script, so the fields come from one moment. It takes the
-// Locker's namespace (Config.Namespace) and is bounded by the acquire timeout
-// (with ContextTimeoutEnabled on the client; without it a stalled read
-// waits for the client's ReadTimeout).
+// read-only script, so the fields come from one moment. It takes the Locker's
+// namespace (Config.Namespace) and is bounded by the acquire timeout (with
+// ContextTimeoutEnabled on the client; without it a stalled read waits for
+// the client's ReadTimeout).
 func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
@@ -87,12 +87,12 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 // (RELIABILITY.md); the next acquirer gets a larger fence, a waiter is
 // woken.
 //
-// It returns nil when holder's lease was taken by force (by this call, or
-// an earlier one whose mark is among the key's 16 newest ends), and
-// ErrNotHeld when the key was free or held by another. KeyInfo gives Held
-// and Holder as just before (holder when released, else the current holder,
-// if any) and Fence; TTL and Barred are not read. Any other error leaves
-// the outcome unknown: a transport error, or too few replica acks
+// It returns nil when holder's lease was taken by force (by this call, or an
+// earlier one whose mark is among the key's 16 newest ends), and ErrNotHeld
+// when the key was free or held by another. KeyInfo gives Held and Holder as
+// just before (holder when released, else the current holder, if any) and
+// Fence; TTL and Barred are not read. Any other error leaves the outcome
+// unknown: a transport error, or too few replica acks
 // (Config.ReplicationAcks). Counted in lockwatch_lease_force_releases_total,
 // logged at Warn, bounded like Inspect (plus the ack timeout).
 func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo, error) {

@@ -23,8 +23,8 @@ type Config struct {
 	// Lease's fields that are not zero replace the Locker's for every
 	// request (lease.Locker.With): Wait for a bounded wait, TTL for a
 	// per-route TTL, and so on. The lock name is the middleware's (Name,
-	// else the route or method), whatever Lease.Name says. An invalid
-	// field makes HTTP and the interceptors panic, as lease.NewLocker does.
+	// else the route or method), whatever Lease.Name says. An invalid field
+	// makes HTTP and the interceptors panic, as lease.NewLocker does.
 	Lease lease.Config
 	// SyncRelease makes the middleware wait for the release's round trip to
 	// Redis before the answer goes out. Default: the lease ends when the

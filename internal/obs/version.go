@@ -3,9 +3,9 @@ package obs
 import "runtime/debug"
 
 // Version is the scope's version: the version of lockwatch's module the
-// program was built with, as its build information records it, so that
-// no release has to remember to change a constant. A build of lockwatch's
-// own module (its tests, a clone's go run) reports "(devel)".
+// program was built with, as its build information records it, so that no
+// release has to remember to change a constant. A build of lockwatch's own
+// module (its tests, a clone's go run) reports "(devel)".
 var Version = func() string {
 	info, _ := debug.ReadBuildInfo()
 	return moduleVersion(info)
