@@ -52,6 +52,9 @@
  *          eviction; a record behind lies between it and REPAIR's kept
  *          one), the writes at the resource, no renewals; the
  *          resource's clock as in REPAIR
+ *   FIFO   the wait queue and the hand-off: three Lockers that wait,
+ *          entries that expire, refreshes, grants, leaves, on TIME's
+ *          clock (no copies, no losses, no renewals)
  *   SIM    everything at once and larger, for random simulations only
  *          (the conformance test): never checked exhaustively; without
  *          the stranger, whose checks run in Go (fence.policy)
@@ -67,6 +70,7 @@
 #define TOKENS 6
 #define REPAIR 7
 #define RLOSS 8
+#define FIFO 9
 
 /* A mutant is checked in the scenario that can show it. */
 #if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
@@ -99,31 +103,38 @@
 #define SCENARIO RLOSS
 #endif
 #endif
+#if defined(GRANT_PASSES_HEAD) || defined(VALIDITY_FROM_RECEIPT) || defined(EXPIRED_NOT_SKIPPED) || defined(LIVE_SKIPPED) || defined(LEAVE_KEEPS_GRANT) || defined(GRANT_REUSES_FENCE) || defined(ENQUEUE_APART)
+#ifndef SCENARIO
+#define SCENARIO FIFO
+#endif
+#endif
 
 /* The bounds, by scenario (README.md, "Bounds"):
- *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS SIM
- * NC         2       2     2    2    2      2      2     3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1    1      1      1     80   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1    1      1      1     80   of each other Locker
- * BARS       2       1     2    2    1      1      1     16   tokens per bar list (record.lua: 16)
- * NCOPY      1       1     1    1    1      1      1     2    copies in flight at once
- * DUPS       1       1     1    0    0      0      0     200  copies the network makes over the run
- * FORCES     0       1     0    0    0      0      0     20   force releases
- * RENEWALS   0       1     1    1    0      0      0     3    renewals per lease
- * PAUSES     0       0     1    0    0      0      0     20   client pauses
- * RFAULTS    0       0     0    1    0      0      1     40   losses of data by Redis
- * LOSSES     0       0     0    7    0      0      4     7    which: 1 restart, 2 failover, 4 eviction of the fence record
- * WRITES     0       0     0    1    1      1      1     1    leases write at the resource
- * TIMED      0       0     1    0    0      0      0     1    a discrete clock (else: expiry of unused locks)
- * TTL        2       2     3    2    2      2      2     3    the lock's TTL, in ticks of the servers' clock
- * CA         1       1     2    1    1      1      1     2    cancelAfter (TTL - drift - safety), in ticks
- * ACKC       NC      NC    NC   0    NC     NC     NC    0    the Locker with WithReplicationAck (NC: none)
- * STRANGER   0       0     0    0    2      1      0     0    writes of the stranger (tokens it made up)
- * SECRET     -       -     -    -    2      0      -     -    the resource has the secret: 0 no, 1 yes, 2 either
- * SKEW       -       -     -    -    1      2      2     -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
- * LAG        0       0     0    0    0      2      2     0    how far behind TIME the resource's clock may read (at most SKEW)
- * REPAIRS    0       0     0    0    0      1      1     0    an operator's repairs of the mark (lockwatch fence)
- * RCOPIES    0       0     0    0    0      1      0     0    copies of the repair script the network makes (a re-send)
+ *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO SIM
+ * NC         2       2     2    2    2      2      2     3    3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1    1      1      1     1    80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1    1      1      1     1    80   of each other Locker
+ * BARS       2       1     2    2    1      1      1     1    16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1    1      1      1     1    2    copies in flight at once
+ * DUPS       1       1     1    0    0      0      0     0    200  copies the network makes over the run
+ * FORCES     0       1     0    0    0      0      0     0    20   force releases
+ * RENEWALS   0       1     1    1    0      0      0     0    3    renewals per lease
+ * PAUSES     0       0     1    0    0      0      0     0    20   client pauses
+ * RFAULTS    0       0     0    1    0      0      1     0    40   losses of data by Redis
+ * LOSSES     0       0     0    7    0      0      4     0    7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * WRITES     0       0     0    1    1      1      1     0    1    leases write at the resource
+ * TIMED      0       0     1    0    0      0      0     1    1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2    2      2      2     2    3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1    1      1      1     1    2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0    NC     NC     NC    NC   0    the Locker with WithReplicationAck (NC: none)
+ * STRANGER   0       0     0    0    2      1      0     0    0    writes of the stranger (tokens it made up)
+ * SECRET     -       -     -    -    2      0      -     -    -    the resource has the secret: 0 no, 1 yes, 2 either
+ * SKEW       -       -     -    -    1      2      2     -    -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
+ * LAG        0       0     0    0    0      2      2     0    0    how far behind TIME the resource's clock may read (at most SKEW)
+ * REPAIRS    0       0     0    0    0      1      1     0    0    an operator's repairs of the mark (lockwatch fence)
+ * RCOPIES    0       0     0    0    0      1      0     0    0    copies of the repair script the network makes (a re-send)
+ * QN         0       0     0    0    0      0      0     3    0    the wait queue's entries (FIFO; 0: acquire.lua as it is)
+ * QTTL       -       -     -    -    -      -      -     2    -    an entry's TTL (the waiter's), in ticks
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -515,6 +526,62 @@
 #define RCOPIES 0
 #endif
 #endif
+#if SCENARIO == FIFO
+#ifndef LOSSES
+#define LOSSES 0
+#endif
+#ifndef CA
+#define CA 1
+#endif
+#ifndef TTL
+#define TTL 2
+#endif
+#ifndef NC
+#define NC 3
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 1
+#endif
+#ifndef BARS
+#define BARS 1
+#endif
+#ifndef NCOPY
+#define NCOPY 1
+#endif
+#ifndef DUPS
+#define DUPS 0
+#endif
+#ifndef FORCES
+#define FORCES 0
+#endif
+#ifndef RENEWALS
+#define RENEWALS 0
+#endif
+#ifndef PAUSES
+#define PAUSES 0
+#endif
+#ifndef RFAULTS
+#define RFAULTS 0
+#endif
+#ifndef WRITES
+#define WRITES 0
+#endif
+#ifndef TIMED
+#define TIMED 1
+#endif
+#ifndef ACKC
+#define ACKC NC
+#endif
+#ifndef QN
+#define QN 3
+#endif
+#ifndef QTTL
+#define QTTL 2
+#endif
+#endif
 #if SCENARIO == SIM
 #ifndef LOSSES
 #define LOSSES 7
@@ -898,6 +965,89 @@ inline repair_unblocks(fn) {
 	assert(!repaired || fn <= rtime + SKEW || wpost)
 }
 
+/* ==== FIFO: the wait queue, the hand-off and their checks ====
+ *
+ * A waiting acquire enqueues its owner token in the script that finds the
+ * key held, and waits for the key to be handed to it: a release (or a
+ * leave, a force, or any script that finds the lock expired) gives the key
+ * to the queue's first live entry, minting its fence as acquire.lua does,
+ * and publishes the grant (owner, fence). An entry expires QTTL ticks
+ * after the script that set or refreshed it; the waiter refreshes it,
+ * and a refresh answers waiting, granted (with the fence) or gone. The
+ * waiter counts its validity from the send of its last script answered
+ * waiting, which ran before the grant. The checks below are FIFO's
+ * (README.md, "The wait queue"); they read only the spec's record of the
+ * waiters (wq, wl, qseq), not the queue. */
+#define QRF 6       /* the refresh script */
+#define LVE 7       /* the leave: release.lua, sent by a waiter that gives up */
+#define R_QUEUED 5  /* acquire: {0, position}: held by another, owner enqueued */
+#define QW 1        /* refresh: waiting (the entry's expiry is pushed back) */
+#define QG 2        /* refresh: granted, {fence} */
+#define QX 3        /* refresh: gone (no entry, and the key is not its) */
+#define QUEUED 4    /* Acquire: enqueued, until granted, gone or given up */
+
+#if QN
+#if WRITES || RFAULTS || NCOPY > 1
+#error "FIFO models neither the resource's writes, nor losses, nor two copies"
+#endif
+/* Redis: the queue, oldest first; each entry's ticks until it expires */
+byte qt[QN];
+byte qx[QN];
+byte qn;
+/* The waiter (lease/acquire.go, FIFO) */
+bit queued[NC];     /* in the state QUEUED */
+byte wage[NC];      /* ticks since the send of its last script answered waiting (at most CA) */
+bit qreq[NC];       /* a refresh awaits its reply */
+byte qrep[NC];      /* its reply (QW, QG, QX) */
+byte qrepf[NC];
+byte qage[NC];      /* ticks since that refresh was sent (at most CA) */
+byte gtok[NC];      /* a grant message on its way: the owner token */
+byte gfen[NC];      /*   and the fence */
+bit lleave[NC];     /* the end the background sends is a leave */
+/* Spec: the waiters as they were answered */
+bit wq[NTOK];       /* answered waiting, and not yet granted, gone or left */
+byte wl[NTOK];      /* ticks until its entry expires, as last set */
+byte qseq[NTOK];    /* its place in arrival order */
+byte nseq;
+hidden byte y, z;
+#define LIVE(t) (wq[t] && wl[t] > 0)
+
+/* First come, first served: a mint (a grant, or an acquire that found
+ * the key free) goes to the earliest live waiter; no waiter that came
+ * earlier and is still live is passed over. An acquire of a waiter-less
+ * token passes over none. */
+inline fifo_first(g) {
+	z = 1;
+	do
+	:: z < NTOK ->
+		assert(z == g || !LIVE(z) || (LIVE(g) && qseq[z] > qseq[g]));
+		z++
+	:: else -> break
+	od;
+	z = 0
+}
+
+/* No lost key: after every script, while a live waiter waits, the key is
+ * held, and not by an attempt that ended (released, left). */
+inline no_lost_key() {
+	z = 1;
+	do
+	:: z < NTOK ->
+		assert(!LIVE(z) || (P.lock != 0 && !endedl[P.lock]));
+		z++
+	:: else -> break
+	od;
+	z = 0
+}
+
+/* A live lease's cancel point comes before its key's expiry on the
+ * servers' clock, unless its client is paused: a granted waiter's too,
+ * whose validity counts from a send before the grant. */
+inline cancel_before_expiry(c) {
+	assert(!live[c] || paused[c] || overran[c] || (P.lock == tok[c] && valid[c] < P.ttl))
+}
+#endif
+
 /* ==== The step lines the conformance test replays ==== */
 inline print_state() {
 	printf(" | lock=%d mark=%d fence=%d e=", P.lock, P.mark, P.fence);
@@ -912,6 +1062,14 @@ inline print_state() {
 	:: j < BARS && P.cT[j] != 0 -> printf("%d,", P.cT[j]); j++
 	:: else -> break
 	od;
+#if QN
+	printf(" q=");
+	j = 0;
+	do
+	:: j < qn -> printf("%d.%d,", qt[j], qx[j]); j++
+	:: else -> break
+	od;
+#endif
 	printf("\n");
 	j = 0
 }
@@ -1059,6 +1217,37 @@ inline endGhosts() {
 #endif
 }
 
+/* mint(t): the lock for t with a new fence (in f), max(last + 1, TIME);
+ * acquire.lua, and the hand-off, which mints as it does. */
+inline mint(t) {
+	T++;
+#ifdef INCR_WITHOUT_TIME_FLOOR
+	/* RELIABILITY.md, "Why the fence is max(last + 1, server TIME in µs)":
+	 * a counter alone starts again when the record is lost. */
+	f = P.fence + 1;
+#else
+	f = T;
+	if
+	:: P.fence >= f -> f = P.fence + 1
+	:: else -> skip
+	fi;
+#endif
+	fence_monotonic(f);
+	ended_stays_ended(t);
+#if QN
+	fifo_first(t);
+#endif
+	if
+	:: f > maxf -> maxf = f
+	:: else -> skip
+	fi;
+	P.fence = f;
+	mintf[t] = f;
+	endedl[t] = 0;
+	P.lock = t;
+	P.ttl = TTL
+}
+
 /* acquire.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, wait,
  * ghosts... */
 inline acquire_lua() {
@@ -1102,31 +1291,7 @@ inline acquire_lua() {
 			if
 			:: h -> rep = R_BARRED
 			:: else ->
-				/* the fence: max(last + 1, TIME) */
-				T++;
-#ifdef INCR_WITHOUT_TIME_FLOOR
-				/* RELIABILITY.md, "Why the fence is max(last + 1, server TIME
-				 * in µs)": a counter alone starts again when the record is
-				 * lost. */
-				f = P.fence + 1;
-#else
-				f = T;
-				if
-				:: P.fence >= f -> f = P.fence + 1
-				:: else -> skip
-				fi;
-#endif
-				fence_monotonic(f);
-				ended_stays_ended(ctok);
-				if
-				:: f > maxf -> maxf = f
-				:: else -> skip
-				fi;
-				P.fence = f;
-				mintf[ctok] = f;
-				endedl[ctok] = 0;
-				P.lock = ctok;
-				P.ttl = TTL;
+				mint(ctok);
 #if WRITES
 				mints++;
 				umint = mints;
@@ -1137,11 +1302,15 @@ inline acquire_lua() {
 			fi
 		fi
 	fi;
-	/* what the current attempt's copies did (spec), and the reply */
+	acquire_reply()
+}
+
+/* What the current attempt's copies did (spec), and the reply. */
+inline acquire_reply() {
 	if
 	:: cser == att[ccl] ->
 		if
-		:: rep == R_CONT -> saw[ccl] = 1; never_refused_by_own(ccl, x)
+		:: rep == R_CONT || rep == R_QUEUED -> saw[ccl] = 1; never_refused_by_own(ccl, x)
 		:: rep == R_ACQ -> took[ccl] = 1
 		:: else -> skip
 		fi;
@@ -1164,8 +1333,196 @@ inline acquire_lua() {
 	print_state()
 }
 
+#if QN
+/* ==== FIFO's scripts: the queue, the hand-off, the refresh ==== */
+
+/* An entry is expired once its ticks ran out (TIME past its expiry). */
+#ifdef EXPIRED_NOT_SKIPPED
+/* the hand-off grants the head, expired or not: a dead waiter's entry
+ * holds the key for a TTL while a live one waits behind it */
+#define EXPIRED(k) (0)
+#else
+#ifdef LIVE_SKIPPED
+/* an expiry compared one tick early (<= for <): an entry still live is
+ * dropped */
+#define EXPIRED(k) (qx[k] <= 1)
+#else
+#define EXPIRED(k) (qx[k] == 0)
+#endif
+#endif
+
+/* qremove(k): entry k leaves the queue; the rest keep their order. */
+inline qremove(k) {
+	y = k;
+	do
+	:: y + 1 < qn -> qt[y] = qt[y + 1]; qx[y] = qx[y + 1]; y++
+	:: else -> break
+	od;
+	qn--;
+	qt[qn] = 0;
+	qx[qn] = 0;
+	y = 0
+}
+
+/* qfind(t): t's entry (in i; QN: none). */
+inline qfind(t) {
+	i = 0;
+	do
+	:: i < qn && qt[i] != t -> i++
+	:: else -> break
+	od;
+	if
+	:: i == qn -> i = QN
+	:: else -> skip
+	fi
+}
+
+/* grant(k): the key goes to entry k, with a fence minted as acquire.lua
+ * mints it, and the grant is published on the key's channel. */
+inline grant(k) {
+	h = qt[k];
+	qremove(k);
+#ifdef GRANT_REUSES_FENCE
+	/* the grant sets the lock to the waiter and hands it the fence of
+	 * the record, the releaser's, without minting */
+	f = P.fence;
+	fence_monotonic(f);
+	fifo_first(h);
+	P.lock = h;
+	P.ttl = TTL;
+#else
+	mint(h);
+#endif
+	wq[h] = 0;
+	wl[h] = 0;
+	gtok[OWNER(h)] = h;
+	gfen[OWNER(h)] = f;
+	printf("@grant t=%d f=%d\n", h, f);
+	h = 0
+}
+
+/* handoff: the key, free, goes to the queue's first live entry; expired
+ * entries before it are dropped. Without one, the key stays free. */
+inline handoff() {
+	do
+	:: qn == 0 -> break
+	:: qn > 0 && EXPIRED(0) -> qremove(0)
+	:: qn > 0 && !EXPIRED(0) ->
+#ifdef GRANT_PASSES_HEAD
+		/* the grant goes to the entry after the head, if it is live */
+		if
+		:: qn > 1 && !EXPIRED(1) -> i = 1
+		:: else -> i = 0
+		fi;
+		grant(i);
+#else
+		grant(0);
+#endif
+		i = 0;
+		break
+	od
+}
+
+/* Every script that touches the key first hands it on if its lock is
+ * gone (expired): the expiry a waiter's next refresh notices. */
+inline notice() {
+	if
+	:: P.lock == 0 -> handoff()
+	:: else -> skip
+	fi
+}
+
+/* enqueue(t): t joins the queue's tail, live for QTTL ticks (acquire.lua,
+ * in the step that answers it contended); barred '~' as a contended
+ * attempt is, so that a late copy of the attempt can neither take the key
+ * nor enter the queue again once its entry is gone. The bar is no end:
+ * the entry, not the bar lists, says who the hand-off may grant. */
+inline enqueue(t) {
+	assert(qn < QN);
+	qt[qn] = t;
+	qx[qn] = QTTL;
+	qn++;
+	pushContended(t)
+}
+
+/* acquire.lua with the queue: a key held by another enqueues a waiting
+ * caller; a key a ghost held, or one expired, goes to the queue first. */
+inline acquire_fifo() {
+	h = 0;
+	x = 0;
+	if
+	:: P.lock != 0 && P.lock == ctok ->
+		rep = R_ACQ;
+		repf = P.fence
+	:: else ->
+		endGhosts();
+		notice();
+		if
+		:: P.lock != 0 && cwait ->
+			x = P.lock;
+			isBarred(ctok);
+			if
+			:: h -> rep = R_BARRED
+			:: else ->
+#ifndef ENQUEUE_APART
+				enqueue(ctok);
+#endif
+				wq[ctok] = 1;
+				wl[ctok] = QTTL;
+				nseq++;
+				qseq[ctok] = nseq;
+				rep = R_QUEUED;
+				repf = qn
+			fi
+		:: P.lock != 0 && !cwait ->
+			x = P.lock;
+			barOwner(ctok, TILDE);
+			rep = R_CONT
+		:: P.lock == 0 ->
+			isBarred(ctok);
+			if
+			:: h -> rep = R_BARRED
+			:: else -> mint(ctok); rep = R_ACQ; repf = f
+			fi
+		fi
+	fi;
+	acquire_reply()
+}
+
+/* refresh: KEYS lock, fence, queue; ARGV owner, the waiter's TTL. */
+inline refresh_lua() {
+	notice();
+	if
+	:: P.lock != 0 && P.lock == ctok -> rep = QG; repf = P.fence
+	:: else ->
+		qfind(ctok);
+		if
+		:: i < QN && !EXPIRED(i) -> qx[i] = QTTL; wl[ctok] = QTTL; rep = QW
+		:: i < QN && EXPIRED(i) -> qremove(i); wq[ctok] = 0; rep = QX
+#ifdef ENQUEUE_APART
+		/* the waiter's own enqueue, after the contended answer: it
+		 * appends, whatever happened to the key in between */
+		:: i == QN -> enqueue(ctok); wl[ctok] = QTTL; rep = QW
+#else
+		:: i == QN -> wq[ctok] = 0; rep = QX
+#endif
+		fi;
+		i = 0
+	fi;
+	if
+	:: qreq[ccl] && tok[ccl] == ctok -> qrep[ccl] = rep; qrepf[ccl] = repf
+	:: else -> skip
+	fi;
+	printf("@refresh cp=%d t=%d r=%d f=%d", ccp, ctok, rep, repf);
+	print_state()
+}
+#endif
+
 /* renew.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, fence. */
 inline renew_lua() {
+#if QN
+	notice();
+#endif
 	if
 	:: P.lock != 0 && P.lock == ctok ->
 		if
@@ -1210,7 +1567,13 @@ inline renew_lua() {
 inline release_lua() {
 	h = 0;
 	if
+#ifdef LEAVE_KEEPS_GRANT
+	/* a leave removes the waiter's entry only: a key granted to it before
+	 * the leave ran stays with it until its TTL */
+	:: P.lock != 0 && P.lock == ctok && cop != LVE ->
+#else
 	:: P.lock != 0 && P.lock == ctok ->
+#endif
 		P.lock = 0;
 		P.ttl = 0;
 #ifndef RELEASE_WITHOUT_BAR
@@ -1240,6 +1603,18 @@ inline release_lua() {
 		fi
 #endif
 	fi;
+#if QN
+	/* the leave: the attempt's entry goes; then the key, free, is handed
+	 * on (the release's, or an expiry's) */
+	qfind(ctok);
+	if
+	:: i < QN -> qremove(i)
+	:: else -> skip
+	fi;
+	i = 0;
+	wq[ctok] = 0;
+	notice();
+#endif
 	if
 	:: lreq[ccl] == ctok -> lrep[ccl] = rep
 	:: else -> skip
@@ -1268,6 +1643,9 @@ inline force_lua() {
 		P.ttl = 0;
 		wake();
 		fdel = 1;
+#if QN
+		notice();
+#endif
 		rep = 1
 	:: else ->
 #ifndef RESENT_RESULT_LIES
@@ -1371,11 +1749,20 @@ end:
 			load(k);
 			k = 0;
 			if
+#if QN
+			:: cop == ACQ -> acquire_fifo()
+			:: cop == QRF -> refresh_lua()
+			:: cop == LVE -> release_lua()
+#else
 			:: cop == ACQ -> acquire_lua()
+#endif
 			:: cop == REN -> renew_lua()
 			:: cop == REL -> release_lua()
 			:: cop == FRC -> force_lua()
 			fi;
+#if QN
+			no_lost_key();
+#endif
 			unload()
 		}
 	}
@@ -1633,7 +2020,11 @@ inline send_acquire(c, newcall) {
 	slot[SA(c)].cl = c;
 	slot[SA(c)].tok = tok[c];
 	slot[SA(c)].ser = att[c];
+#if QN
+	slot[SA(c)].wait = 1;
+#else
 	slot[SA(c)].wait = (att[c] < ATTS(c));
+#endif
 	slot[SA(c)].g[0] = ghost[c * GH];
 	slot[SA(c)].g[1] = ghost[c * GH + 1];
 	areq[c] = att[c];
@@ -1692,6 +2083,57 @@ inline become_live(c) {
 #define BACKOFF 2   /* answered contended, sleeping before the next attempt */
 #define HOLDING 3   /* a lease, until Release */
 
+#if QN
+/* The waiter's state, cleared when it stops waiting. */
+inline unqueue(c) {
+	drop(SR(c));
+	queued[c] = 0; wage[c] = 0; qreq[c] = 0; qrep[c] = 0; qrepf[c] = 0; qage[c] = 0;
+	gtok[c] = 0; gfen[c] = 0
+}
+
+/* leave: the waiter gives up (its wait's end, its ctx); the leave runs in
+ * the background, as a release does, and releases the key if it was
+ * granted already. A leave without a reply leaves a ghost. */
+inline leave(c) {
+	unqueue(c);
+	ltok[c] = tok[c];
+	lleave[c] = 1;
+	pending[c] = 1
+}
+
+/* take_grant(c, fv): the key is the waiter's, with fence fv, whether the
+ * grant message or a refresh's answer said so. Its validity counts from
+ * the send of its last script answered waiting, which ran before the
+ * grant; once that is past cancelAfter, the grant is of no use and it
+ * leaves. */
+inline take_grant(c, fv) {
+	fen[c] = fv;
+#ifdef VALIDITY_FROM_RECEIPT
+	/* the validity counts from the grant's receipt */
+	valid[c] = CA;
+	unqueue(c);
+	held[c] = 1;
+	become_live(c);
+	cancel_before_expiry(c);
+	st = HOLDING
+#else
+	if
+	:: wage[c] < CA ->
+		valid[c] = CA - wage[c];
+		unqueue(c);
+		held[c] = 1;
+		become_live(c);
+		cancel_before_expiry(c);
+		st = HOLDING
+	:: else ->
+		fen[c] = 0;
+		leave(c);
+		st = IDLE
+	fi
+#endif
+}
+#endif
+
 proctype Acquire(byte c) {
 	byte st = IDLE;
 end:
@@ -1749,6 +2191,37 @@ end:
 		:: att[c] < ATTS(c) -> st = BACKOFF /* WithWait: it sleeps and tries again */
 		:: else -> st = IDLE
 		fi }
+#if QN
+	:: atomic { st == WAITING && !paused[c] && arep[c] == R_QUEUED ->
+		/* enqueued: the wait counts from the acquire's send */
+		result_matches_acquire(c);
+		forget_ghosts(c);
+		wage[c] = age[c];
+		queued[c] = 1;
+		clear_reply(c);
+		st = QUEUED }
+	:: atomic { st == QUEUED && !paused[c] && !qreq[c] ->
+		/* the refresh, every waiter TTL / 3 */
+		slot[SR(c)].op = QRF; slot[SR(c)].cl = c; slot[SR(c)].tok = tok[c];
+		qreq[c] = 1; qrep[c] = 0; qage[c] = 0 }
+	:: atomic { st == QUEUED && !paused[c] && qreq[c] && qrep[c] == QW ->
+		wage[c] = qage[c];
+		qreq[c] = 0; qrep[c] = 0; qage[c] = 0 }
+	:: atomic { st == QUEUED && !paused[c] && qreq[c] && qrep[c] == QG -> take_grant(c, qrepf[c]) }
+	:: atomic { st == QUEUED && !paused[c] && qreq[c] && qrep[c] == QX ->
+		/* gone: its entry expired, or a grant it never heard of ended */
+		unqueue(c);
+		if
+		:: att[c] < ATTS(c) -> st = BACKOFF
+		:: else -> st = IDLE
+		fi }
+	:: atomic { st == QUEUED && !paused[c] && qreq[c] ->
+		/* no reply within the timeout: the next refresh will tell */
+		drop(SR(c));
+		qreq[c] = 0; qrep[c] = 0; qage[c] = 0 }
+	:: atomic { st == QUEUED && !paused[c] && gtok[c] != 0 && gtok[c] == tok[c] -> take_grant(c, gfen[c]) }
+	:: atomic { st == QUEUED && !paused[c] -> leave(c); st = IDLE }
+#endif
 	:: atomic { st == WAITING && !paused[c] ->
 		/* no reply within the deadline (lost, late, an error): unknown */
 		resolve_unknown(c);
@@ -1781,7 +2254,13 @@ proctype background(byte c) {
 end:
 	do
 	:: atomic { pending[c] && lreq[c] == 0 && !paused[c] ->
-		slot[SL(c)].op = REL; slot[SL(c)].cl = c; slot[SL(c)].tok = ltok[c];
+#if QN
+		slot[SL(c)].op = (lleave[c] -> LVE : REL);
+		lleave[c] = 0;
+#else
+		slot[SL(c)].op = REL;
+#endif
+		slot[SL(c)].cl = c; slot[SL(c)].tok = ltok[c];
 		lreq[c] = ltok[c]; lrep[c] = 0; reldel[c] = 0 }
 	:: atomic { lreq[c] != 0 && lrep[c] != 0 && !paused[c] ->
 		result_matches_release(c, lreq[c], lrep[c]);
@@ -1789,7 +2268,15 @@ end:
 	:: atomic { lreq[c] != 0 && !paused[c] ->
 		/* no reply within the release timeout: the token is a ghost */
 		drop(SL(c));
+#if QN
+		/* FIFO: only a next attempt reads the ghosts */
+		if
+		:: att[c] < ATTS(c) -> add_ghost(c, lreq[c])
+		:: else -> skip
+		fi;
+#else
 		add_ghost(c, lreq[c]);
+#endif
 		lreq[c] = 0; lrep[c] = 0; reldel[c] = 0; ltok[c] = 0; pending[c] = 0 }
 	od
 }
@@ -1881,10 +2368,46 @@ inline tick() {
 		:: rreq[x] != 0 && rage[x] < CA -> rage[x]++
 		:: else -> skip
 		fi;
+#if QN
+		if
+		:: queued[x] && wage[x] < CA -> wage[x]++
+		:: else -> skip
+		fi;
+		if
+		:: qreq[x] && qage[x] < CA -> qage[x]++
+		:: else -> skip
+		fi;
+		cancel_before_expiry(x);
+#endif
 		x++
 	:: else -> break
 	od;
-	x = 0
+	x = 0;
+#if QN
+	/* the entries' expiry, and the spec's record of it */
+	y = 0;
+	do
+	:: y < qn ->
+		if
+		:: qx[y] > 0 -> qx[y]--
+		:: else -> skip
+		fi;
+		y++
+	:: else -> break
+	od;
+	y = 1;
+	do
+	:: y < NTOK ->
+		if
+		:: wl[y] > 0 -> wl[y]--
+		:: else -> skip
+		fi;
+		y++
+	:: else -> break
+	od;
+	y = 0;
+#endif
+	skip
 }
 
 #define NEEDED(o) ((live[o] || areq[o] != 0) && tok[o] == P.lock)
