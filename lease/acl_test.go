@@ -56,11 +56,18 @@ func aclCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func aclLocker(t *testing.T, c redis.UniversalClient, opts ...lease.Option) *lease.Locker {
+func aclLocker(t *testing.T, c redis.UniversalClient, cfg lease.Config) *lease.Locker {
 	t.Helper()
-	lk := lease.NewLocker(c, opts...)
+	lk := lease.NewLocker(c, cfg)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
+}
+
+func aclWith(t *testing.T, lk *lease.Locker, cfg lease.Config) *lease.Locker {
+	t.Helper()
+	derived, err := lk.With(cfg)
+	require.NoError(t, err)
+	return derived
 }
 
 // TestLockerACL: a Locker whose user has SECURITY.md's Locker rules
@@ -74,7 +81,7 @@ func TestLockerACL(t *testing.T) {
 	ctx := aclCtx(t)
 	ns := redisacl.LeaseNamespace
 	c := s.User(t, redisacl.LockerUser, redisacl.Locker(ns))
-	lk := aclLocker(t, c)
+	lk := aclLocker(t, c, lease.Config{})
 
 	t.Run("handshake", func(t *testing.T) {
 		// go-redis logs in with HELLO 3 AUTH, which needs no grant (no-auth
@@ -106,7 +113,7 @@ func TestLockerACL(t *testing.T) {
 
 	t.Run("acquire, renew, release", func(t *testing.T) {
 		const ttl = 300 * time.Millisecond
-		l, err := lk.Acquire(ctx, "acl-renew", lease.WithTTL(ttl))
+		l, err := aclWith(t, lk, lease.Config{TTL: ttl}).Acquire(ctx, "acl-renew")
 		require.NoError(t, err)
 		// Three TTLs: unrenewed, the lease would be lost after one.
 		time.Sleep(3 * ttl)
@@ -126,7 +133,7 @@ func TestLockerACL(t *testing.T) {
 		// With a backoff of up to 2 s, each round's waiter holds the key
 		// within 200 ms of the release: by polling alone each round had a
 		// chance of about 10%, all four of 1 in 10 000.
-		waiting, err := lk.With(lease.WithWait(10*time.Second), lease.WithBackoff(2*time.Second, 2*time.Second))
+		waiting, err := lk.With(lease.Config{Wait: 10 * time.Second, BackoffMin: 2 * time.Second, BackoffMax: 2 * time.Second})
 		require.NoError(t, err)
 		for round := range 4 {
 			key := "acl-wait-" + strconv.Itoa(round)
@@ -158,7 +165,7 @@ func TestLockerACL(t *testing.T) {
 	t.Run("replication ack", func(t *testing.T) {
 		// WAIT runs: with no replica it answers 0, which is not enough,
 		// where a refused WAIT would say NOPERM.
-		_, err := lk.Acquire(ctx, "acl-ack", lease.WithReplicationAck(1, 50*time.Millisecond))
+		_, err := aclWith(t, lk, lease.Config{ReplicationAcks: 1, ReplicationTimeout: 50 * time.Millisecond}).Acquire(ctx, "acl-ack")
 		require.Error(t, err)
 		assert.False(t, redisacl.Refused(err), "%v", err)
 		assert.Contains(t, err.Error(), "0 of 1 replicas acknowledged")
@@ -168,7 +175,7 @@ func TestLockerACL(t *testing.T) {
 	assert.Empty(t, s.Refusals(t, redisacl.LockerUser), "the Locker rules are all a Locker needs")
 
 	t.Run("no other namespace", func(t *testing.T) {
-		other, err := lk.With(lease.WithNamespace("billing"), lease.WithWait(5*time.Second))
+		other, err := lk.With(lease.Config{Namespace: "billing", Wait: 5 * time.Second})
 		require.NoError(t, err)
 		start := time.Now()
 		l, err := other.Acquire(ctx, "acl-other")
@@ -200,11 +207,11 @@ func TestLockerACL(t *testing.T) {
 		// Escaped, "jobs*" is that namespace only, not every one that
 		// starts with "jobs".
 		c := s.User(t, "lockwatch-jobs", redisacl.Locker("jobs*"))
-		jobs := aclLocker(t, c, lease.WithNamespace("jobs*"))
+		jobs := aclLocker(t, c, lease.Config{Namespace: "jobs*"})
 		l, err := jobs.Acquire(ctx, "acl-glob")
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
-		jobsX, err := jobs.With(lease.WithNamespace("jobsX"))
+		jobsX, err := jobs.With(lease.Config{Namespace: "jobsX"})
 		require.NoError(t, err)
 		_, err = jobsX.Acquire(ctx, "acl-glob")
 		redisacl.RequireRefused(t, err, "an acquire in jobsX under the rules of jobs*")
@@ -223,12 +230,13 @@ func TestLockerACLMissing(t *testing.T) {
 	t.Run("no channels", func(t *testing.T) {
 		const user = "lockwatch-nochannels"
 		c := s.User(t, user, redisacl.Without(redisacl.Locker(ns), "&"+ns+":{*"))
-		lk := aclLocker(t, c)
+		lk := aclLocker(t, c, lease.Config{})
 		holder, err := lk.Acquire(ctx, "acl-nochannels")
 		require.NoError(t, err)
+		waiting := aclWith(t, lk, lease.Config{Wait: 10 * time.Second, BackoffMin: 50 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 		got := make(chan error, 1)
 		go func() {
-			l, err := lk.Acquire(ctx, "acl-nochannels", lease.WithWait(10*time.Second), lease.WithBackoff(50*time.Millisecond, 50*time.Millisecond))
+			l, err := waiting.Acquire(ctx, "acl-nochannels")
 			if err == nil {
 				err = l.Release(ctx)
 			}
@@ -268,7 +276,7 @@ func TestLockerACLMissing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			user := "lockwatch-" + strings.ReplaceAll(tc.name, " ", "-")
 			c := s.User(t, user, redisacl.Without(redisacl.Locker(ns), tc.drop))
-			lk := aclLocker(t, c, lease.WithWait(5*time.Second))
+			lk := aclLocker(t, c, lease.Config{Wait: 5 * time.Second})
 			start := time.Now()
 			l, err := lk.Acquire(ctx, "acl-"+user)
 			redisacl.RequireRefused(t, err, "an acquire without "+tc.drop)
@@ -288,16 +296,17 @@ func TestOperatorACL(t *testing.T) {
 	s := redisacl.Start(t, "--acl-pubsub-default", "allchannels")
 	ctx := aclCtx(t)
 	ns := redisacl.LeaseNamespace
-	holders := aclLocker(t, s.User(t, redisacl.LockerUser, redisacl.Locker(ns)), lease.WithTTL(600*time.Millisecond))
+	holders := aclLocker(t, s.User(t, redisacl.LockerUser, redisacl.Locker(ns)), lease.Config{TTL: 600 * time.Millisecond})
 	opClient := s.User(t, redisacl.OperatorUser, redisacl.Operator(ns))
-	op := aclLocker(t, opClient)
+	op := aclLocker(t, opClient, lease.Config{})
 
 	t.Run("inspect and force release", func(t *testing.T) {
 		l, err := holders.Acquire(ctx, "acl-stuck")
 		require.NoError(t, err)
+		waiting := aclWith(t, holders, lease.Config{Wait: 10 * time.Second})
 		waiter := make(chan error, 1)
 		go func() {
-			l, err := holders.Acquire(ctx, "acl-stuck", lease.WithWait(10*time.Second))
+			l, err := waiting.Acquire(ctx, "acl-stuck")
 			if err == nil {
 				err = l.Release(ctx)
 			}
@@ -343,7 +352,7 @@ func TestOperatorACL(t *testing.T) {
 		// lockwatch inspect and release PING first; WAIT follows a force
 		// release when the Locker asks for acks (with no replica: 0).
 		require.NoError(t, opClient.Ping(ctx).Err())
-		acked, err := op.With(lease.WithReplicationAck(1, 50*time.Millisecond))
+		acked, err := op.With(lease.Config{ReplicationAcks: 1, ReplicationTimeout: 50 * time.Millisecond})
 		require.NoError(t, err)
 		_, err = acked.ForceRelease(ctx, "acl-free", "0123456789ab")
 		require.Error(t, err)
@@ -372,7 +381,7 @@ func TestOperatorACL(t *testing.T) {
 	})
 
 	t.Run("no other namespace", func(t *testing.T) {
-		billing, err := op.With(lease.WithNamespace("billing"))
+		billing, err := op.With(lease.Config{Namespace: "billing"})
 		require.NoError(t, err)
 		_, err = billing.Inspect(ctx, "acl-stuck")
 		redisacl.RequireRefused(t, err, "an inspect in another namespace")
@@ -381,7 +390,7 @@ func TestOperatorACL(t *testing.T) {
 	})
 
 	t.Run("no DEL", func(t *testing.T) {
-		weak := aclLocker(t, s.User(t, "lockwatch-operator-nodel", redisacl.Without(redisacl.Operator(ns), "+del")))
+		weak := aclLocker(t, s.User(t, "lockwatch-operator-nodel", redisacl.Without(redisacl.Operator(ns), "+del")), lease.Config{})
 		l, err := holders.Acquire(ctx, "acl-nodel")
 		require.NoError(t, err)
 		info, err := weak.Inspect(ctx, "acl-nodel")
@@ -406,13 +415,14 @@ func TestLockerACLOnCluster(t *testing.T) {
 	cl := redistest.StartCluster(t, 1)
 	ctx := aclCtx(t)
 	rules := append(redisacl.Locker(redisacl.LeaseNamespace), redisacl.Cluster...)
-	lk := aclLocker(t, redisacl.ClusterUser(t, cl, redisacl.LockerUser, rules))
+	lk := aclLocker(t, redisacl.ClusterUser(t, cl, redisacl.LockerUser, rules), lease.Config{})
 	require.NoError(t, lk.Check(ctx))
 	holder, err := lk.Acquire(ctx, "acl-cluster")
 	require.NoError(t, err)
+	waiting := aclWith(t, lk, lease.Config{Wait: 10 * time.Second})
 	got := make(chan error, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, "acl-cluster", lease.WithWait(10*time.Second))
+		l, err := waiting.Acquire(ctx, "acl-cluster")
 		if err == nil {
 			err = l.Release(ctx)
 		}
@@ -433,12 +443,12 @@ func TestLockerACLOnCluster(t *testing.T) {
 	}
 
 	noSlots := redisacl.ClusterUser(t, cl, "lockwatch-noslots", redisacl.Without(rules, "+cluster|slots"))
-	_, err = aclLocker(t, noSlots).Acquire(ctx, "acl-cluster")
+	_, err = aclLocker(t, noSlots, lease.Config{}).Acquire(ctx, "acl-cluster")
 	redisacl.RequireRefused(t, err, "an acquire without CLUSTER SLOTS")
 
 	// Without COMMAND go-redis logs the refusal and routes all the same.
 	noCommand := redisacl.ClusterUser(t, cl, "lockwatch-nocommand", redisacl.Without(rules, "+command"))
-	l, err := aclLocker(t, noCommand).Acquire(ctx, "acl-cluster")
+	l, err := aclLocker(t, noCommand, lease.Config{}).Acquire(ctx, "acl-cluster")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 	assert.Contains(t, node.Refusals(t, "lockwatch-nocommand"), redisacl.Denial{Reason: "command", Context: "toplevel", Object: "command"})

@@ -26,7 +26,7 @@ func tokenHash(owner string) string {
 
 func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithTTL(5*time.Second))
+	lk := newLocker(t, c, Config{TTL: 5 * time.Second})
 	l, err := lk.Acquire(ctx, "report")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -36,7 +36,7 @@ func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
 	info, err := lk.Inspect(ctx, "report")
 	require.NoError(t, err)
 	assert.Equal(t, "report", info.Key)
-	lockKey, _ := redisKeys(lk.set.namespace, "report")
+	lockKey, _ := redisKeys(lk.set.Namespace, "report")
 	assert.Equal(t, hashTag(lockKey), info.KeyHash)
 	assert.True(t, info.Held)
 	assert.Greater(t, info.TTL, 3*time.Second)
@@ -46,7 +46,7 @@ func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, tokenHash(ownerOf(l)), info.Holder)
 
 	// Another namespace is another key.
-	other, err := lk.With(WithNamespace(lk.set.namespace + "x"))
+	other, err := lk.With(Config{Namespace: lk.set.Namespace + "x"})
 	require.NoError(t, err)
 	info, err = other.Inspect(ctx, "report")
 	require.NoError(t, err)
@@ -55,10 +55,10 @@ func testInspectShowsAHeldKey(t *testing.T, c redis.UniversalClient) {
 
 func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	info, err := lk.Inspect(ctx, "never-taken")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "never-taken")
+	lockKey, _ := redisKeys(lk.set.Namespace, "never-taken")
 	assert.Equal(t, KeyInfo{Key: "never-taken", KeyHash: hashTag(lockKey)}, info)
 
 	last := acquireReleaseN(ctx, t, lk, "taken-before", 2)
@@ -74,7 +74,7 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	assert.ErrorIs(t, err, errInvalidOption)
 
 	// A lock key written by something else: held, without an expiry.
-	lockKey, _ = redisKeys(lk.set.namespace, "foreign")
+	lockKey, _ = redisKeys(lk.set.Namespace, "foreign")
 	require.NoError(t, c.Set(ctx, lockKey, "not-lockwatch", 0).Err())
 	info, err = lk.Inspect(ctx, "foreign")
 	require.NoError(t, err)
@@ -85,11 +85,11 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	holder := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel))
+	holder := newLocker(t, c, Config{TTL: 600 * time.Millisecond, Telemetry: h.Tel})
 	l, err := holder.Acquire(ctx, "stuck")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	admin, err := holder.With(WithName("admin"))
+	admin, err := holder.With(Config{Name: "admin"})
 	require.NoError(t, err)
 
 	seen, err := admin.Inspect(ctx, "stuck")
@@ -113,7 +113,7 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	// rejected (200 + 120 ms here; the rest is slack for a loaded machine),
 	// and says why.
 	assert.Equal(t, LossForceReleased, lossReason(t, waitDone(t, l, 2*time.Second)))
-	assert.Less(t, time.Since(forcedAt), holder.set.renewEvery+holder.set.renewalTimeout+400*time.Millisecond)
+	assert.Less(t, time.Since(forcedAt), holder.set.renewEvery+holder.set.RenewalTimeout+400*time.Millisecond)
 	// A rejected renewal has no error to log, and says so by saying nothing.
 	for msg, want := range map[string]string{"renewal failed": "rejected", "lease lost": "force_released"} {
 		require.Eventually(t, func() bool { _, _, ok := h.Logs.Find(msg); return ok }, 2*time.Second, 5*time.Millisecond, msg)
@@ -129,7 +129,7 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, seen.Holder, again.Holder)
 
 	// A late copy of the holder's acquire cannot take the key back.
-	lockKey, _ := redisKeys(holder.set.namespace, "stuck")
+	lockKey, _ := redisKeys(holder.set.Namespace, "stuck")
 	late := holder.attempt(ctx, holder.set, lockKey, attemptOf(holder.set, "stuck", ownerOf(l)).call())
 	require.NoError(t, late.err)
 	assert.False(t, late.acquired, "the forced-out token is barred")
@@ -143,7 +143,7 @@ func testForceReleaseLosesTheHolder(t *testing.T, c redis.UniversalClient) {
 func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("admin"))
+	lk := newLocker(t, c, Config{Telemetry: h.Tel, Name: "admin"})
 	last := acquireReleaseN(ctx, t, lk, "free", 1)
 	before, err := lk.Inspect(ctx, "free")
 	require.NoError(t, err)
@@ -172,7 +172,7 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, err)
 	defer l.Release(ctx)
 	for _, short := range []string{"", tokenHash(ownerOf(l))[:6]} {
-		force := forceArgs{keys: keysOf(lk.set.namespace, "free"), retention: lk.set.retentionArg, holder: short}
+		force := forceArgs{keys: keysOf(lk.set.Namespace, "free"), retention: lk.set.retentionArg, holder: short}
 		vals, err := reply(script.RunOne(ctx, c, force.call()), 3)
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, vals[0], "the script released the key for holder %q", short)
@@ -189,7 +189,7 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 func testForceReleaseSparesAnotherHolder(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	lk := newLocker(t, c, WithTTL(600*time.Millisecond), WithTelemetry(h.Tel))
+	lk := newLocker(t, c, Config{TTL: 600 * time.Millisecond, Telemetry: h.Tel})
 	stuck, err := lk.Acquire(ctx, "handed-over")
 	require.NoError(t, err)
 	seen, err := lk.Inspect(ctx, "handed-over")
@@ -213,15 +213,14 @@ func testForceReleaseSparesAnotherHolder(t *testing.T, c redis.UniversalClient) 
 	assert.Equal(t, info.Holder, now.Holder)
 }
 
-// With WithReplicationAck, a force that too few replicas acknowledged is
-// unknown: a failover now could bring the holder's key back.
+// With Config.ReplicationAcks, a force that too few replicas acknowledged
+// is unknown: a failover now could bring the holder's key back.
 func TestForceReleaseWaitsForReplicas(t *testing.T) {
 	ctx := testCtx(t)
 	primary := redistest.Start(t)
 	h := telemetrytest.New(t)
-	lk := newLocker(t, primary.Client(t), WithTelemetry(h.Tel), WithReplicationAck(1, 100*time.Millisecond))
-	plain, err := lk.With(WithReplicationAck(0, 0))
-	require.NoError(t, err)
+	plain := newLocker(t, primary.Client(t), Config{Telemetry: h.Tel})
+	lk := with(t, plain, Config{ReplicationAcks: 1, ReplicationTimeout: 100 * time.Millisecond})
 	force := func(key string) error {
 		l, err := plain.Acquire(ctx, key)
 		require.NoError(t, err)
@@ -232,7 +231,7 @@ func TestForceReleaseWaitsForReplicas(t *testing.T) {
 		return err
 	}
 
-	err = force("no-replica")
+	err := force("no-replica")
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrNotHeld)
 	assert.Contains(t, err.Error(), "0 of 1 replicas acknowledged")
@@ -251,11 +250,11 @@ func TestForceReleaseWaitsForReplicas(t *testing.T) {
 // a minute, only the notification can hand it the key within the test.
 func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithTTL(time.Minute))
+	lk := newLocker(t, c, Config{TTL: time.Minute})
 	l, err := lk.Acquire(ctx, "queue")
 	require.NoError(t, err)
 	defer l.Release(ctx)
-	waiter := NewLocker(c, WithNamespace(lk.set.namespace), WithWait(30*time.Second), WithBackoff(time.Minute, time.Minute))
+	waiter := NewLocker(c, Config{Namespace: lk.set.Namespace, Wait: 30 * time.Second, BackoffMin: time.Minute, BackoffMax: time.Minute})
 	defer waiter.Close()
 
 	got := make(chan *Lease, 1)
@@ -264,7 +263,7 @@ func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 		assert.NoError(t, err)
 		got <- w
 	}()
-	mark := keysOf(lk.set.namespace, "queue").Wait
+	mark := keysOf(lk.set.Namespace, "queue").Wait
 	require.Eventually(t, func() bool {
 		n, _ := c.Exists(ctx, mark).Result()
 		return n == 1
@@ -288,11 +287,11 @@ func TestSnapshot(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithTTL(300*time.Millisecond), WithName("jobs"))
+	lk := newLocker(t, c, Config{TTL: 300 * time.Millisecond, Name: "jobs"})
 	a, err := lk.Acquire(ctx, "a")
 	require.NoError(t, err)
 	defer a.Release(ctx)
-	b, err := lk.Acquire(ctx, "b", WithName("billing"), WithMaxHold(50*time.Millisecond))
+	b, err := with(t, lk, Config{Name: "billing", MaxHold: 50 * time.Millisecond}).Acquire(ctx, "b")
 	require.NoError(t, err)
 
 	snap := lk.Snapshot()
@@ -301,7 +300,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, "billing", snap.Leases[0].Name, "by name")
 	assert.Equal(t, "final", snap.Leases[0].State, "its max hold comes before any renewal could help")
 	first := snap.Leases[1]
-	lockKey, _ := redisKeys(lk.set.namespace, "a")
+	lockKey, _ := redisKeys(lk.set.Namespace, "a")
 	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), Holder: tokenHash(ownerOf(a)), State: "held", TTL: 300 * time.Millisecond,
 		Age: first.Age, Remaining: first.Remaining}, first)
 	assert.Positive(t, first.Age)
@@ -328,7 +327,7 @@ func TestSnapshot(t *testing.T) {
 	require.NoError(t, b.Release(ctx))
 
 	// A Locker made with With shares the scheduler, and so the snapshot.
-	derived, err := lk.With(WithName("derived"))
+	derived, err := lk.With(Config{Name: "derived"})
 	require.NoError(t, err)
 	d, err := derived.Acquire(ctx, "d")
 	require.NoError(t, err)
@@ -345,7 +344,7 @@ func TestSnapshot(t *testing.T) {
 func TestSnapshotShowsARenewalInFlight(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	lk := newLocker(t, srv.Client(t), Config{TTL: 3 * time.Second})
 	l, err := lk.Acquire(ctx, "slow")
 	require.NoError(t, err)
 	require.Equal(t, "held", lk.Snapshot().Leases[0].State)
@@ -365,7 +364,7 @@ func TestSnapshotRawKeysAndTheLastLosses(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	h := telemetrytest.NewRawKeys(t)
-	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), WithTelemetry(h.Tel))
+	lk := NewLocker(srv.Client(t), Config{Namespace: testNamespace(t), Telemetry: h.Tel})
 	var fences []int64
 	for i := range lastLosses + 8 {
 		l, err := lk.Acquire(ctx, "k"+strconv.Itoa(i))

@@ -67,7 +67,7 @@ func TestBehaviour(t *testing.T) {
 
 func testAcquireIsOneRoundTrip(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	// The first use of a script on a node answers NOSCRIPT and falls back to
 	// EVAL: at most two commands, once per node and script.
 	cold := &cmdCounter{}
@@ -90,8 +90,8 @@ func testAcquireIsOneRoundTrip(t *testing.T, c redis.UniversalClient) {
 
 func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
-	lk := newLocker(t, c, WithTTL(5*time.Second), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{TTL: 5 * time.Second, Telemetry: tel})
 	l, err := lk.Acquire(ctx, "busy")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -111,8 +111,8 @@ func testContendedReturnsHolderTTL(t *testing.T, c redis.UniversalClient) {
 
 func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
-	lockKey, fenceKey := redisKeys(lk.set.namespace, "retry")
+	lk := newLocker(t, c, Config{})
+	lockKey, fenceKey := redisKeys(lk.set.Namespace, "retry")
 	// Two sends with one owner token, as when go-redis retries a script
 	// whose reply was lost: the same fence, one lock.
 	first := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "retry", "owner-a").call())
@@ -139,9 +139,9 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 // barred tokens stays bounded.
 func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	set := lk.set
-	lockKey, fenceKey := redisKeys(set.namespace, "late")
+	lockKey, fenceKey := redisKeys(set.Namespace, "late")
 	acquire := func(owner string) attemptResult {
 		t.Helper()
 		r := lk.attempt(ctx, set, lockKey, attemptOf(set, "late", owner).call())
@@ -216,7 +216,7 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 
 	// On a key with no fence record the clean-up writes no fence: the
 	// record still tells a lock that has none.
-	freshLock, freshFence := redisKeys(set.namespace, "late-fresh")
+	freshLock, freshFence := redisKeys(set.Namespace, "late-fresh")
 	tok := rand.Text()
 	n, err := lk.releaseKey(ctx, set, freshLock, attemptOf(set, "late-fresh", tok).release().call())
 	require.NoError(t, err)
@@ -226,15 +226,15 @@ func testLateUnknownAcquireIsBarred(t *testing.T, c redis.UniversalClient) {
 
 func testFenceIncreasesAcrossReleases(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	acquireReleaseN(ctx, t, newLocker(t, c), "seq", 20)
+	acquireReleaseN(ctx, t, newLocker(t, c, Config{}), "seq", 20)
 }
 
 func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	// A short TTL, and a round trip allowed to take longer than TTL/5 on a
 	// loaded machine.
-	lk := newLocker(t, c, WithTTL(50*time.Millisecond), WithAcquireTimeout(5*time.Second))
-	lockKey, _ := redisKeys(lk.set.namespace, "expiry")
+	lk := newLocker(t, c, Config{TTL: 50 * time.Millisecond, AcquireTimeout: 5 * time.Second})
+	lockKey, _ := redisKeys(lk.set.Namespace, "expiry")
 	first := lk.attempt(ctx, lk.set, lockKey, attemptOf(lk.set, "expiry", "owner-a").call())
 	require.NoError(t, first.err)
 	require.True(t, first.acquired)
@@ -251,7 +251,7 @@ func testFenceIncreasesAcrossExpiry(t *testing.T, c redis.UniversalClient) {
 // strictly increasing.
 func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithTTL(2*time.Second), WithWait(10*time.Second), WithBackoff(time.Millisecond, 20*time.Millisecond))
+	lk := newLocker(t, c, Config{TTL: 2 * time.Second, Wait: 10 * time.Second, BackoffMin: time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	var (
 		inside atomic.Int32
 		mu     sync.Mutex
@@ -296,12 +296,12 @@ func testExclusionAndFenceOrder(t *testing.T, c redis.UniversalClient) {
 
 func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
+	o, tel := observe(t)
 	ttl := 500 * time.Millisecond
-	lk := newLocker(t, c, WithTTL(ttl), withO)
+	lk := newLocker(t, c, Config{TTL: ttl, Telemetry: tel})
 	l, err := lk.Acquire(ctx, "long")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "long")
+	lockKey, _ := redisKeys(lk.set.Namespace, "long")
 
 	deadline := time.Now().Add(6 * ttl)
 	for time.Now().Before(deadline) {
@@ -320,9 +320,9 @@ func testRenewalKeepsLease(t *testing.T, c redis.UniversalClient) {
 
 func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
+	o, tel := observe(t)
 	const n = 200
-	lk := newLocker(t, c, WithTTL(600*time.Millisecond), withO)
+	lk := newLocker(t, c, Config{TTL: 600 * time.Millisecond, Telemetry: tel})
 	counter := &cmdCounter{}
 	c.AddHook(counter)
 	var biggest atomic.Int64 // the most renewals in one pipeline: one batch
@@ -364,11 +364,11 @@ func testRenewalsAreBatched(t *testing.T, c redis.UniversalClient) {
 
 func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
-	lk := newLocker(t, c, WithTTL(300*time.Millisecond), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{TTL: 300 * time.Millisecond, Telemetry: tel})
 	l, err := lk.Acquire(ctx, "deleted")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "deleted")
+	lockKey, _ := redisKeys(lk.set.Namespace, "deleted")
 	require.EqualValues(t, 1, c.Del(ctx, lockKey).Val())
 
 	cause := waitDone(t, l, 5*time.Second)
@@ -383,10 +383,10 @@ func testDeletedKeyIsLost(t *testing.T, c redis.UniversalClient) {
 
 func testOverwrittenKeyIsLost(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithTTL(300*time.Millisecond))
+	lk := newLocker(t, c, Config{TTL: 300 * time.Millisecond})
 	l, err := lk.Acquire(ctx, "overwritten")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "overwritten")
+	lockKey, _ := redisKeys(lk.set.Namespace, "overwritten")
 	require.NoError(t, c.Set(ctx, lockKey, "someone-else", time.Minute).Err())
 
 	cause := waitDone(t, l, 5*time.Second)
@@ -397,8 +397,8 @@ func testOverwrittenKeyIsLost(t *testing.T, c redis.UniversalClient) {
 
 func testMaxHold(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
-	lk := newLocker(t, c, WithTTL(time.Second), WithMaxHold(250*time.Millisecond), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{TTL: time.Second, MaxHold: 250 * time.Millisecond, Telemetry: tel})
 	l, err := lk.Acquire(ctx, "bounded")
 	require.NoError(t, err)
 	cause := waitDone(t, l, 5*time.Second)
@@ -412,10 +412,10 @@ func testMaxHold(t *testing.T, c redis.UniversalClient) {
 }
 
 func testCommit(t *testing.T, c redis.UniversalClient) {
-	o, withO := observe(t)
+	o, tel := observe(t)
 	ctx, work := o.Tracer.Start(testCtx(t), "work") // where each Commit is marked
 	ttl := time.Second
-	lk := newLocker(t, c, WithTTL(ttl), withO)
+	lk := newLocker(t, c, Config{TTL: ttl, Telemetry: tel})
 
 	t.Run("runs with the fence", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-ok")
@@ -429,7 +429,7 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return wantErr }), wantErr)
 	})
 	t.Run("near expiry runs and is counted", func(t *testing.T) {
-		l, err := lk.Acquire(ctx, "commit-near", WithCommitMargins(0, ttl))
+		l, err := with(t, lk, Config{CommitHard: -1, CommitWarn: ttl}).Acquire(ctx, "commit-near")
 		require.NoError(t, err)
 		defer l.Release(ctx)
 		ran := false
@@ -437,7 +437,7 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 		assert.True(t, ran)
 	})
 	t.Run("below the hard margin refuses", func(t *testing.T) {
-		l, err := lk.Acquire(ctx, "commit-hard", WithCommitMargins(ttl, ttl))
+		l, err := with(t, lk, Config{CommitHard: ttl, CommitWarn: ttl}).Acquire(ctx, "commit-hard")
 		require.NoError(t, err)
 		defer l.Release(ctx)
 		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran below the hard margin"); return nil })
@@ -446,7 +446,7 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 	t.Run("after loss refuses", func(t *testing.T) {
 		l, err := lk.Acquire(ctx, "commit-lost")
 		require.NoError(t, err)
-		lockKey, _ := redisKeys(lk.set.namespace, "commit-lost")
+		lockKey, _ := redisKeys(lk.set.Namespace, "commit-lost")
 		c.Del(ctx, lockKey)
 		_ = waitDone(t, l, 5*time.Second)
 		err = l.Commit(ctx, func(context.Context, fence.Token) error { t.Fatal("fn ran after loss"); return nil })
@@ -475,9 +475,9 @@ func testCommit(t *testing.T, c redis.UniversalClient) {
 
 func testRelease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
-	lockKey, _ := redisKeys(lk.set.namespace, "rel")
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
+	lockKey, _ := redisKeys(lk.set.Namespace, "rel")
 
 	l, err := lk.Acquire(ctx, "rel")
 	require.NoError(t, err)
@@ -506,21 +506,21 @@ func testRelease(t *testing.T, c redis.UniversalClient) {
 
 func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
 	holder, err := lk.Acquire(ctx, "wait")
 	require.NoError(t, err)
 
 	t.Run("exhausted", func(t *testing.T) {
 		start := time.Now()
-		_, err := lk.Acquire(ctx, "wait", WithWait(150*time.Millisecond))
+		_, err := with(t, lk, Config{Wait: 150 * time.Millisecond}).Acquire(ctx, "wait")
 		require.ErrorIs(t, err, ErrNotAcquired)
 		assert.GreaterOrEqual(t, time.Since(start), 150*time.Millisecond)
 	})
 	t.Run("cancelled", func(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
-		_, err := lk.Acquire(cctx, "wait", WithWait(10*time.Second))
+		_, err := with(t, lk, Config{Wait: 10 * time.Second}).Acquire(cctx, "wait")
 		// Ended during a backoff sleep: not acquired. Ended while an attempt
 		// was in flight: that attempt's result is unknown. Either way the
 		// deadline is the cause and the wait stopped.
@@ -529,7 +529,7 @@ func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 	})
 	t.Run("acquires when the holder releases", func(t *testing.T) {
 		time.AfterFunc(150*time.Millisecond, func() { _ = holder.Release(context.Background()) })
-		l, err := lk.Acquire(ctx, "wait", WithWait(10*time.Second))
+		l, err := with(t, lk, Config{Wait: 10 * time.Second}).Acquire(ctx, "wait")
 		require.NoError(t, err)
 		assert.Greater(t, l.Fence(), holder.Fence())
 		require.NoError(t, l.Release(ctx))
@@ -541,12 +541,12 @@ func testWaitWithBackoff(t *testing.T, c redis.UniversalClient) {
 
 func testCallerBracesDoNotChooseSlot(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	slots := map[uint16]bool{}
 	for _, k := range []string{"{tag}a", "{tag}b", "{tag}c", "{tag}d", "{tag}e", "{tag}f", "{tag}g", "{tag}h", "}{", "{", "{}"} {
 		l, err := lk.Acquire(ctx, k)
 		require.NoError(t, err)
-		lockKey, fenceKey := redisKeys(lk.set.namespace, k)
+		lockKey, fenceKey := redisKeys(lk.set.Namespace, k)
 		ls, fs := keySlot(lockKey), keySlot(fenceKey)
 		require.Equal(t, ls, fs, "lock and fence keys must share a slot")
 		if cc, ok := c.(*redis.ClusterClient); ok {
@@ -582,11 +582,11 @@ func keySlot(key string) uint16 {
 
 func testLongAndBinaryKeys(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	for _, k := range []string{strings.Repeat("k", 1<<20), "\x00\xff\n\r binary", "ключ 🔒"} {
 		l, err := lk.Acquire(ctx, k)
 		require.NoError(t, err)
-		lockKey, fenceKey := redisKeys(lk.set.namespace, k)
+		lockKey, fenceKey := redisKeys(lk.set.Namespace, k)
 		assert.Less(t, len(lockKey), 128)
 		assert.Less(t, len(fenceKey), 128)
 		assert.EqualValues(t, 1, c.Exists(ctx, lockKey).Val())
@@ -600,8 +600,8 @@ func testLongAndBinaryKeys(t *testing.T, c redis.UniversalClient) {
 
 func testNamespacesAreIndependent(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	a := newLocker(t, c)
-	b := newLocker(t, c)
+	a := newLocker(t, c, Config{})
+	b := newLocker(t, c, Config{})
 	la, err := a.Acquire(ctx, "same")
 	require.NoError(t, err)
 	lb, err := b.Acquire(ctx, "same")
@@ -616,8 +616,8 @@ func testNamespacesAreIndependent(t *testing.T, c redis.UniversalClient) {
 func testMaxHoldLeaseDoesNotShortenItsBatch(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	ttl := 600 * time.Millisecond
-	lk := newLocker(t, c, WithTTL(ttl))
-	bounded, err := lk.Acquire(ctx, "bounded", WithMaxHold(ttl/3+time.Millisecond))
+	lk := newLocker(t, c, Config{TTL: ttl})
+	bounded, err := with(t, lk, Config{MaxHold: ttl/3 + time.Millisecond}).Acquire(ctx, "bounded")
 	require.NoError(t, err)
 	leases := make([]*Lease, 100)
 	for i := range leases {
@@ -638,10 +638,10 @@ func testMaxHoldLeaseDoesNotShortenItsBatch(t *testing.T, c redis.UniversalClien
 func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	ttl := 300 * time.Millisecond
-	lk := newLocker(t, c, WithTTL(ttl), WithFenceRetention(ttl))
+	lk := newLocker(t, c, Config{TTL: ttl, FenceRetention: ttl})
 	l, err := lk.Acquire(ctx, "kept")
 	require.NoError(t, err)
-	_, fenceKey := redisKeys(lk.set.namespace, "kept")
+	_, fenceKey := redisKeys(lk.set.Namespace, "kept")
 	time.Sleep(4 * ttl)
 	require.NoError(t, l.Err())
 	fence, err := recordFence(ctx, c, fenceKey)
@@ -653,7 +653,7 @@ func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 func TestLeaseIsReachableFromItsContext(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t))
+	lk := newLocker(t, srv.Client(t), Config{})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer l.Release(ctx)

@@ -52,7 +52,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		tel  *telemetry.Telemetry
 		ctx  context.Context
 	}{{"telemetry-off", off, ctx}, {"telemetry-on", on, sampled}} {
-		lk := newLocker(b, c, WithTelemetry(tc.tel))
+		lk := newLocker(b, c, Config{Telemetry: tc.tel})
 		cycle := func(b *testing.B, key string) {
 			l, err := lk.Acquire(tc.ctx, key)
 			if err != nil {

@@ -29,7 +29,7 @@ func (c unfired) Deadline() (time.Time, bool) { return c.deadline, true }
 // queue because the caller's deadline passed says so with
 // context.DeadlineExceeded, whichever timer noticed first.
 func TestCallersDeadlineInTheQueueIsTheCause(t *testing.T) {
-	lk, counter, _ := slowLocker(t, 100*time.Millisecond)
+	lk, counter, _ := slowLocker(t, 100*time.Millisecond, Config{})
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	r := <-acquireAsync(unfired{ctx, time.Now().Add(20 * time.Millisecond)}, lk, "queued")
@@ -46,15 +46,15 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	c := redistest.Start(t).Client(t)
 	late := &lateReply{}
 	c.AddHook(late.hook())
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
 	ctx := testCtx(t)
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 
 	deadline := time.Now().Add(50 * time.Millisecond)
 	late.until.Store(deadline.Add(10 * time.Millisecond).UnixNano()) // the first answer comes after the deadline
-	_, err = lk.Acquire(unfired{ctx, deadline}, "k", WithWait(10*time.Second))
+	_, err = with(t, lk, Config{Wait: 10 * time.Second}).Acquire(unfired{ctx, deadline}, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.NotErrorIs(t, err, ErrUnknown)
@@ -88,19 +88,20 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	proxy := faultproxy.Start(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 8})
 	t.Cleanup(func() { _ = c.Close() })
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
 	ctx := testCtx(t)
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	held := &holdReply{key: lockKey, inHook: make(chan struct{}), release: make(chan struct{})}
 	held.armed.Store(true)
 	c.AddHook(held.hook())
+	waiting := with(t, lk, Config{Wait: 5 * time.Second, AcquireTimeout: 500 * time.Millisecond})
 	done := make(chan error, 1)
 	go func() {
-		_, err := lk.Acquire(ctx, "k", WithWait(5*time.Second), WithAcquireTimeout(500*time.Millisecond))
+		_, err := waiting.Acquire(ctx, "k")
 		done <- err
 	}()
 	<-held.inHook // the first attempt was answered contended

@@ -14,10 +14,10 @@ import (
 func TestCheck(t *testing.T) {
 	ctx := testCtx(t)
 	for _, b := range backends(t) {
-		assert.NoError(t, newLocker(t, b.client(t)).Check(ctx), b.name)
+		assert.NoError(t, newLocker(t, b.client(t), Config{}).Check(ctx), b.name)
 	}
 	evicting := redistest.Start(t, "--maxmemory-policy", "volatile-lru")
-	err := newLocker(t, evicting.Client(t)).Check(ctx)
+	err := newLocker(t, evicting.Client(t), Config{}).Check(ctx)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "volatile-lru")
 }

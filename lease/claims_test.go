@@ -93,14 +93,14 @@ func TestClaims(t *testing.T) {
 func testLateCopyOfAWaitersFirstAttempt(t *testing.T, b backend) {
 	ctx := testCtx(t)
 	ttl := 3 * time.Second
-	holderLk := newLocker(t, b.client(t), WithTTL(ttl))
+	holderLk := newLocker(t, b.client(t), Config{TTL: ttl})
 	holder, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
 
 	c := b.client(t)
 	tap := &acquireTap{}
 	c.AddHook(tap)
-	waiterLk := NewLocker(c, WithNamespace(holderLk.set.namespace), WithTTL(ttl))
+	waiterLk := NewLocker(c, Config{Namespace: holderLk.set.Namespace, TTL: ttl})
 	t.Cleanup(func() { _ = waiterLk.Close() })
 	other := b.client(t)
 	var copyReply []any
@@ -114,12 +114,12 @@ func testLateCopyOfAWaitersFirstAttempt(t *testing.T, b backend) {
 		copyReply = deliverAgain(ctx, t, other, tap.args(1))
 		time.Sleep(600 * time.Millisecond)
 	}
-	l, err := waiterLk.Acquire(ctx, "k", WithWait(5*time.Second), WithBackoff(time.Millisecond, time.Millisecond))
+	l, err := with(t, waiterLk, Config{Wait: 5 * time.Second, BackoffMin: time.Millisecond, BackoffMax: time.Millisecond}).Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer func() { _ = l.Release(ctx) }()
 	t.Logf("late copy of attempt 1 answered %v", copyReply)
 
-	lockKey, _ := redisKeys(holderLk.set.namespace, "k")
+	lockKey, _ := redisKeys(holderLk.set.Namespace, "k")
 	pttl := other.PTTL(ctx, lockKey).Val()
 	rem := l.Remaining()
 	require.Positive(t, pttl, "the waiter holds the key")
@@ -131,14 +131,14 @@ func testLateCopyOfAWaitersFirstAttempt(t *testing.T, b backend) {
 // it, and every other replica would find it held for a TTL).
 func testLateCopyOfAContendedAcquire(t *testing.T, b backend) {
 	ctx := testCtx(t)
-	holderLk := newLocker(t, b.client(t))
+	holderLk := newLocker(t, b.client(t), Config{})
 	holder, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
 
 	c := b.client(t)
 	tap := &acquireTap{}
 	c.AddHook(tap)
-	lk := NewLocker(c, WithNamespace(holderLk.set.namespace))
+	lk := NewLocker(c, Config{Namespace: holderLk.set.Namespace})
 	t.Cleanup(func() { _ = lk.Close() })
 	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
@@ -159,7 +159,7 @@ func testLateCopyOfAReleasedAcquire(t *testing.T, b backend) {
 	c := b.client(t)
 	tap := &acquireTap{}
 	c.AddHook(tap)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
@@ -183,8 +183,8 @@ func testAcquireAfterAnUnknownWaitsForItsCleanUp(t *testing.T, b backend) {
 	fault := &replyFault{resolveDelay: 200 * time.Millisecond}
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 
@@ -203,15 +203,15 @@ func testContendedAnswersDoNotPushOutAReleasesBar(t *testing.T, b backend) {
 	c := b.client(t)
 	tap := &acquireTap{}
 	c.AddHook(tap)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	first, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, first.Release(ctx))
 
-	holderLk := newLocker(t, b.client(t), WithNamespace(lk.set.namespace))
+	holderLk := newLocker(t, b.client(t), Config{Namespace: lk.set.Namespace})
 	holder, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
-	pollers := newLocker(t, b.client(t), WithNamespace(lk.set.namespace))
+	pollers := newLocker(t, b.client(t), Config{Namespace: lk.set.Namespace})
 	for range 40 {
 		_, err := pollers.Acquire(ctx, "k")
 		require.ErrorIs(t, err, ErrNotAcquired)
@@ -229,14 +229,14 @@ func TestABarKeepsTheRecordsExpiry(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	holderLk := newLocker(t, c, WithFenceRetention(time.Hour))
+	holderLk := newLocker(t, c, Config{FenceRetention: time.Hour})
 	holder, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer func() { _ = holder.Release(ctx) }()
 
-	contender := newLocker(t, c, WithNamespace(holderLk.set.namespace), WithTTL(time.Second), WithFenceRetention(time.Second))
+	contender := newLocker(t, c, Config{Namespace: holderLk.set.Namespace, TTL: time.Second, FenceRetention: time.Second})
 	_, err = contender.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
-	_, fenceKey := redisKeys(holderLk.set.namespace, "k")
+	_, fenceKey := redisKeys(holderLk.set.Namespace, "k")
 	assert.Greater(t, c.PTTL(ctx, fenceKey).Val(), 59*time.Minute, "the contender's bar shortened the record's retention")
 }

@@ -25,7 +25,7 @@ import (
 //     old fence was written first, the new holder is refused (unavailable,
 //     not unsafe); if the new holder writes first, a late write of the old
 //     holder is accepted over it, the one way a stale write gets in;
-//   - the same skew with WithReplicationAck: the acquires the replica
+//   - the same skew with Config.ReplicationAcks: the acquires the replica
 //     missed were never held (each is unknown and released), and every
 //     fence a holder got is in the replica's record, so the new fence is
 //     above them all: the gap is closed for a replica that acknowledged.
@@ -34,7 +34,7 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		skew  time.Duration
-		ack   bool // acquires wait for the replica (WithReplicationAck)
+		ack   bool // acquires wait for the replica (Config.ReplicationAcks)
 		above bool // the new fence passes every fence a holder got
 	}{
 		{"behind by less than the failover", 200 * time.Millisecond, false, true},
@@ -47,11 +47,11 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			replica := redistest.StartSkewed(t, -tc.skew)
 			require.NoError(t, replica.ReplicaOf(primary))
 			ns := testNamespace(t)
-			opts := []Option{WithNamespace(ns)}
+			cfg := Config{Namespace: ns}
 			if tc.ack {
-				opts = append(opts, WithReplicationAck(1, 200*time.Millisecond))
+				cfg.ReplicationAcks, cfg.ReplicationTimeout = 1, 200*time.Millisecond
 			}
-			onPrimary := newLocker(t, primary.Client(t), opts...)
+			onPrimary := newLocker(t, primary.Client(t), cfg)
 			last := acquireReleaseN(ctx, t, onPrimary, "k", 1)
 			require.NoError(t, replica.StopReplication())
 			if tc.ack {
@@ -70,7 +70,7 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			require.NoError(t, primary.Kill())
 			require.NoError(t, replica.Promote())
 
-			l, err := newLocker(t, replica.Client(t), WithNamespace(ns)).Acquire(ctx, "k")
+			l, err := newLocker(t, replica.Client(t), Config{Namespace: ns}).Acquire(ctx, "k")
 			require.NoError(t, err)
 			defer func() { _ = l.Release(ctx) }()
 			if tc.above {

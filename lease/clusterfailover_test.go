@@ -32,8 +32,8 @@ func TestClusterFailover(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	c := cluster.Client(t)
 	ns := testNamespace(t)
-	holder := newLocker(t, c, WithNamespace(ns), WithTTL(3*time.Second))
-	other := newLocker(t, cluster.Client(t), WithNamespace(ns), WithTTL(3*time.Second))
+	holder := newLocker(t, c, Config{Namespace: ns, TTL: 3 * time.Second})
+	other := newLocker(t, cluster.Client(t), Config{Namespace: ns, TTL: 3 * time.Second})
 	masterOf := func(key string) string {
 		lockKey, _ := redisKeys(ns, key)
 		m, err := c.MasterForKey(ctx, lockKey)
@@ -54,7 +54,7 @@ func TestClusterFailover(t *testing.T) {
 	}
 	held, probe := onDoomed[0], onDoomed[1]
 
-	first, err := holder.Acquire(ctx, held, WithReplicationAck(1, 500*time.Millisecond))
+	first, err := with(t, holder, Config{ReplicationAcks: 1, ReplicationTimeout: 500 * time.Millisecond}).Acquire(ctx, held)
 	require.NoError(t, err)
 	killed := time.Now()
 	require.NoError(t, doomed.Kill())
@@ -104,17 +104,17 @@ func TestClusterTakeoverKeepsTheLease(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
 	c := cluster.Client(t)
 	const ttl = 2 * time.Second
-	lk := newLocker(t, c, WithTTL(ttl))
+	lk := newLocker(t, c, Config{TTL: ttl})
 	master := cluster.Nodes()[0]
 	replica := cluster.AddReplica(t, master)
 	var key string
 	for i := 0; key == ""; i++ {
-		lockKey, _ := redisKeys(lk.set.namespace, "k"+strconv.Itoa(i))
+		lockKey, _ := redisKeys(lk.set.Namespace, "k"+strconv.Itoa(i))
 		if m, err := c.MasterForKey(ctx, lockKey); err == nil && m.Options().Addr == master.Addr() {
 			key = "k" + strconv.Itoa(i)
 		}
 	}
-	l, err := lk.Acquire(ctx, key, WithReplicationAck(1, 500*time.Millisecond))
+	l, err := with(t, lk, Config{ReplicationAcks: 1, ReplicationTimeout: 500 * time.Millisecond}).Acquire(ctx, key)
 	require.NoError(t, err)
 
 	_, err = replica.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER")

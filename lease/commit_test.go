@@ -83,8 +83,8 @@ func TestCommitLateWriteReachesTheFence(t *testing.T) {
 	for _, store := range fencedStores(t, client, h, ns) {
 		t.Run(store.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			lk := newLocker(t, client, WithNamespace(ns), WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
-			other := NewLocker(client, WithNamespace(lk.set.namespace), WithTTL(time.Second), WithName("orders"), WithTelemetry(h.Tel))
+			lk := newLocker(t, client, Config{Namespace: ns, TTL: time.Second, Name: "orders", Telemetry: h.Tel})
+			other := NewLocker(client, Config{Namespace: lk.set.Namespace, TTL: time.Second, Name: "orders", Telemetry: h.Tel})
 			t.Cleanup(func() { _ = other.Close() })
 			key := "order-" + store.name
 			before := h.Sum(t, obs.FenceRejections, map[string]string{obs.AttrResource: "orders"})
@@ -96,7 +96,7 @@ func TestCommitLateWriteReachesTheFence(t *testing.T) {
 				// A pause at the worst moment: after Commit's check, Redis
 				// loses the key, the lease is lost, and a newer holder
 				// takes the key and writes first.
-				lockKey, _ := redisKeys(lk.set.namespace, key)
+				lockKey, _ := redisKeys(lk.set.Namespace, key)
 				require.NoError(t, client.Del(ctx, lockKey).Err())
 				require.Error(t, waitDone(t, l, 10*time.Second), "the lease is lost")
 				next, err := other.Acquire(ctx, key)
@@ -127,10 +127,12 @@ func TestCommitResults(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	ttl := time.Second
-	lk := newLocker(t, client, WithTelemetry(h.Tel), WithName("orders"), WithTTL(ttl))
-	store := fence.NewRedisStore(client, "orders", fence.RedisConfig{Telemetry: h.Tel, LockNamespace: lk.set.namespace})
-	acquire := func(key string, opts ...Option) *Lease {
-		l, err := lk.Acquire(ctx, key, opts...)
+	lk := newLocker(t, client, Config{Telemetry: h.Tel, Name: "orders", TTL: ttl})
+	store := fence.NewRedisStore(client, "orders", fence.RedisConfig{Telemetry: h.Tel, LockNamespace: lk.set.Namespace})
+	near := with(t, lk, Config{CommitHard: -1, CommitWarn: ttl})
+	refusing := with(t, lk, Config{CommitHard: ttl, CommitWarn: ttl})
+	acquire := func(lk *Locker, key string) *Lease {
+		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = l.Release(ctx) })
 		return l
@@ -139,18 +141,18 @@ func TestCommitResults(t *testing.T) {
 		return func(ctx context.Context, token fence.Token) error { return store.Write(ctx, key, token, []byte("v")) }
 	}
 
-	ok := acquire("ok")
+	ok := acquire(lk, "ok")
 	require.NoError(t, ok.Commit(ctx, write("ok")))
-	require.NoError(t, acquire("near", WithCommitMargins(0, ttl)).Commit(ctx, write("near")))
-	require.ErrorIs(t, acquire("refused", WithCommitMargins(ttl, ttl)).Commit(ctx, write("refused")), ErrExpiring)
+	require.NoError(t, acquire(near, "near").Commit(ctx, write("near")))
+	require.ErrorIs(t, acquire(refusing, "refused").Commit(ctx, write("refused")), ErrExpiring)
 	require.ErrorIs(t, ok.Commit(ctx, write("ok")), fence.ErrStale, "the same token again: the fence refuses it")
 	failure := errors.New("insert failed")
-	require.ErrorIs(t, acquire("failed").Commit(ctx, func(context.Context, fence.Token) error { return failure }), failure)
+	require.ErrorIs(t, acquire(lk, "failed").Commit(ctx, func(context.Context, fence.Token) error { return failure }), failure)
 	assert.PanicsWithValue(t, "boom", func() {
-		_ = acquire("panics").Commit(ctx, func(context.Context, fence.Token) error { panic("boom") })
+		_ = acquire(lk, "panics").Commit(ctx, func(context.Context, fence.Token) error { panic("boom") })
 	})
-	nearStale := acquire("near-stale", WithCommitMargins(0, ttl))
-	newer := fence.Mint(lk.set.namespace, "near-stale", nearStale.Fence()+1, nil) // a newer holder's
+	nearStale := acquire(near, "near-stale")
+	newer := fence.Mint(lk.set.Namespace, "near-stale", nearStale.Fence()+1, nil) // a newer holder's
 	require.NoError(t, store.Write(ctx, "near-stale", newer, []byte("newer")))
 	require.ErrorIs(t, nearStale.Commit(ctx, write("near-stale")), fence.ErrStale, "a rejection below the warning threshold is stale")
 
@@ -169,7 +171,7 @@ func TestCommitContext(t *testing.T) {
 	redistest.Require(t)
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTTL(time.Second))
+	lk := newLocker(t, srv.Client(t), Config{TTL: time.Second})
 	l, err := lk.Acquire(ctx, "ctx")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -186,7 +188,8 @@ func TestCommitContext(t *testing.T) {
 		return nil
 	}))
 
-	short, err := lk.Acquire(ctx, "short", WithCommitTimeout(50*time.Millisecond))
+	shortLk := with(t, lk, Config{CommitTimeout: 50 * time.Millisecond})
+	short, err := shortLk.Acquire(ctx, "short")
 	require.NoError(t, err)
 	defer short.Release(ctx)
 	err = short.Commit(short.Context(), func(wctx context.Context, _ fence.Token) error {
@@ -195,8 +198,10 @@ func TestCommitContext(t *testing.T) {
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a write that does not finish ends at the commit timeout")
 
-	forever, err := lk.Acquire(ctx, "forever", WithCommitTimeout(math.MaxInt64))
+	huge, err := lk.With(Config{CommitTimeout: math.MaxInt64})
 	require.NoError(t, err, "a longer timeout counts as forever")
+	forever, err := huge.Acquire(ctx, "forever")
+	require.NoError(t, err)
 	defer forever.Release(ctx)
 	require.NoError(t, forever.Commit(ctx, func(wctx context.Context, _ fence.Token) error {
 		deadline, _ := wctx.Deadline()
@@ -204,9 +209,9 @@ func TestCommitContext(t *testing.T) {
 		return nil
 	}))
 
-	for _, d := range []time.Duration{0, -time.Second} {
-		_, err := lk.Acquire(ctx, "bad", WithCommitTimeout(d))
-		require.ErrorIs(t, err, errInvalidOption, "commit timeout %v", d)
-		assert.ErrorContains(t, err, "commit timeout")
-	}
+	_, err = lk.With(Config{CommitTimeout: -time.Second})
+	require.ErrorIs(t, err, errInvalidOption)
+	assert.ErrorContains(t, err, "commit timeout")
+	assert.Equal(t, 50*time.Millisecond, with(t, shortLk, Config{CommitTimeout: 0}).set.CommitTimeout,
+		"zero is no timeout: it leaves the Locker's")
 }

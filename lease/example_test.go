@@ -20,7 +20,7 @@ func Example() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithTTL(5*time.Second))
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
 
 	l, err := locker.Acquire(ctx, "monthly-report")
@@ -45,8 +45,8 @@ func Example() {
 	// The final write carries the fencing token; the store rejects writes
 	// with a token older than the newest it has seen. Commit runs it on the
 	// lease's context without its cancellation (bounded by
-	// WithCommitTimeout): a write that comes late must reach the store to
-	// be rejected there.
+	// Config.CommitTimeout): a write that comes late must reach the store
+	// to be rejected there.
 	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
 		fmt.Println("writing with a fencing token:", token.Fence > 0)
 		return nil
@@ -61,7 +61,7 @@ func ExampleLocker_Acquire_contended() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithTTL(5*time.Second))
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
 
 	first, _ := locker.Acquire(ctx, "invoice-42")
@@ -78,18 +78,23 @@ func ExampleLocker_Acquire_contended() {
 	// retry within the TTL: true
 }
 
-func ExampleWithWait() {
+func ExampleConfig_wait() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	locker := lease.NewLocker(client)
+	locker := lease.NewLocker(client, lease.Config{})
 	defer locker.Close()
 
 	holder, _ := locker.Acquire(ctx, "nightly-compaction")
 	time.AfterFunc(50*time.Millisecond, func() { _ = holder.Release(context.Background()) })
 
 	// Wait up to a second, with jittered backoff, for the holder to finish.
-	l, err := locker.Acquire(ctx, "nightly-compaction", lease.WithWait(time.Second))
+	waiting, err := locker.With(lease.Config{Wait: time.Second})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	l, err := waiting.Acquire(ctx, "nightly-compaction")
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -104,7 +109,7 @@ func ExampleLease_Context() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithTTL(time.Second), lease.WithMaxHold(100*time.Millisecond))
+	locker := lease.NewLocker(client, lease.Config{TTL: time.Second, MaxHold: 100 * time.Millisecond})
 	defer locker.Close()
 
 	l, _ := locker.Acquire(ctx, "bounded-job")
@@ -126,7 +131,7 @@ func ExampleLease_ReleaseAsync() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithNamespace("example-async"))
+	locker := lease.NewLocker(client, lease.Config{Namespace: "example-async"})
 	defer locker.Close() // waits for releases in flight
 
 	l, err := locker.Acquire(ctx, "invoice-7")
@@ -149,17 +154,17 @@ func ExampleLease_ReleaseAsync() {
 	// taken again: true
 }
 
-// With resolves options once: a Locker derived per kind of work acquires
-// without resolving them again, and shares the client, the renewals and
-// Close with the Locker it came from.
+// With resolves its Config once: a Locker derived per kind of work acquires
+// without resolving it again, and shares the client, the renewals and Close
+// with the Locker it came from.
 func ExampleLocker_With() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithNamespace("example-with"))
+	locker := lease.NewLocker(client, lease.Config{Namespace: "example-with"})
 	defer locker.Close() // closes the derived Locker too
 
-	reports, err := locker.With(lease.WithName("reports"), lease.WithTTL(30*time.Second))
+	reports, err := locker.With(lease.Config{Name: "reports", TTL: 30 * time.Second})
 	if err != nil {
 		fmt.Println("error:", err)
 		return

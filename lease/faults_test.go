@@ -99,9 +99,9 @@ func TestUnknownAcquire(t *testing.T) {
 				fault := &replyFault{}
 				c.AddHook(fault)
 				tc.setup(fault)
-				o, withO := observe(t)
-				lk := newLocker(t, c, withO)
-				lockKey, _ := redisKeys(lk.set.namespace, "k")
+				o, tel := observe(t)
+				lk := newLocker(t, c, Config{Telemetry: tel})
+				lockKey, _ := redisKeys(lk.set.Namespace, "k")
 
 				ran := false
 				l, err := lk.Acquire(ctx, "k")
@@ -142,9 +142,9 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	proxy := faultproxy.Start(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 	t.Cleanup(func() { _ = c.Close() })
-	o, withO := observe(t)
+	o, tel := observe(t)
 	ttl := 2 * time.Second
-	lk := newLocker(t, c, WithTTL(ttl), WithReleaseTimeout(300*time.Millisecond), withO)
+	lk := newLocker(t, c, Config{TTL: ttl, ReleaseTimeout: 300 * time.Millisecond, Telemetry: tel})
 	warm, err := lk.Acquire(ctx, "warm") // loads the scripts through the proxy
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(ctx))
@@ -155,13 +155,13 @@ func TestUnknownAcquireThroughProxy(t *testing.T) {
 	assert.Equal(t, obs.ResolutionUnresolved, o.waitResolution(t))
 
 	direct := srv.Client(t)
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	pttl := direct.PTTL(ctx, lockKey).Val()
 	assert.Positive(t, pttl, "the lost acquire did take the key")
 	assert.LessOrEqual(t, pttl, ttl, "and it expires by its TTL")
 
 	proxy.Set(faultproxy.Pass)
-	other := newLocker(t, direct, WithNamespace(lk.set.namespace))
+	other := newLocker(t, direct, Config{Namespace: lk.set.Namespace})
 	_, err = other.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired, "the orphaned key blocks, it is never taken twice")
 	l, err := lk.Acquire(ctx, "k")
@@ -225,12 +225,12 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 			t.Run(backend+"/"+tc.name, func(t *testing.T) {
 				ctx := testCtx(t)
 				c := tgt.client(tc.ctxBounds)
-				o, withO := observe(t)
+				o, tel := observe(t)
 				ttl := time.Second
-				lk := newLocker(t, c, WithTTL(ttl), withO)
+				lk := newLocker(t, c, Config{TTL: ttl, Telemetry: tel})
 				l, err := lk.Acquire(ctx, "stall")
 				require.NoError(t, err)
-				lockKey, _ := redisKeys(lk.set.namespace, "stall")
+				lockKey, _ := redisKeys(lk.set.Namespace, "stall")
 				srv := tgt.server(c, lockKey)
 				require.NoError(t, srv.Pause())
 				stalledAt := clock.Now()
@@ -247,7 +247,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				t.Logf("stalled at %v after the acquire was sent; lease cancelled %v before the key could expire",
 					stalledAt-l.sentAt, expiry-lostAt)
 				assert.Less(t, lostAt, expiry, "cancelled %v before the earliest expiry", expiry-lostAt)
-				assert.GreaterOrEqual(t, expiry-lostAt, lk.set.safety/2, "the work gets about the safety margin to stop")
+				assert.GreaterOrEqual(t, expiry-lostAt, lk.set.SafetyMargin/2, "the work gets about the safety margin to stop")
 
 				// Redis comes back: a lost lease stays lost, nothing renews it.
 				require.NoError(t, srv.Resume())
@@ -268,11 +268,11 @@ func TestFenceSurvivesRestartWithoutPersistence(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	last := acquireReleaseN(ctx, t, lk, "k", 5)
 	require.NoError(t, srv.Kill())
 	require.NoError(t, srv.Restart())
-	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	_, fenceKey := redisKeys(lk.set.Namespace, "k")
 	require.EqualValues(t, 0, c.Exists(ctx, fenceKey).Val(), "the restart lost the fence record")
 
 	l, err := lk.Acquire(ctx, "k")
@@ -291,7 +291,7 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	require.NoError(t, replica.ReplicaOf(primary))
 	ns := testNamespace(t)
 
-	onPrimary := newLocker(t, primary.Client(t), WithNamespace(ns))
+	onPrimary := newLocker(t, primary.Client(t), Config{Namespace: ns})
 	l, err := onPrimary.Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
@@ -309,7 +309,7 @@ func TestFenceSurvivesPromotionOfStaleReplica(t *testing.T) {
 	require.Less(t, stale, last, "the replica must have missed the last acquires")
 
 	require.NoError(t, replica.Promote())
-	onReplica := newLocker(t, replicaClient, WithNamespace(ns))
+	onReplica := newLocker(t, replicaClient, Config{Namespace: ns})
 	l, err = onReplica.Acquire(ctx, "k")
 	require.NoError(t, err)
 	assert.Greater(t, l.Fence(), last, "stale record %d + 1 would not do; the fence must pass %d", stale, last)
@@ -321,8 +321,8 @@ func TestReplicationAck(t *testing.T) {
 	primary := redistest.Start(t)
 	replica := redistest.Start(t)
 	require.NoError(t, replica.ReplicaOf(primary))
-	o, withO := observe(t)
-	lk := newLocker(t, primary.Client(t), WithReplicationAck(1, 300*time.Millisecond), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, primary.Client(t), Config{ReplicationAcks: 1, ReplicationTimeout: 300 * time.Millisecond, Telemetry: tel})
 
 	l, err := lk.Acquire(ctx, "acked")
 	require.NoError(t, err, "one replica is connected and acknowledges")
@@ -345,9 +345,9 @@ func TestClusterReplicationAckGoesToTheKeysMaster(t *testing.T) {
 	ctx := testCtx(t)
 	cluster := redistest.StartCluster(t, 3)
 	c := cluster.Client(t)
-	lk := newLocker(t, c, WithReplicationAck(1, 200*time.Millisecond))
+	lk := newLocker(t, c, Config{ReplicationAcks: 1, ReplicationTimeout: 200 * time.Millisecond})
 	masterOf := func(key string) string {
-		lockKey, _ := redisKeys(lk.set.namespace, key)
+		lockKey, _ := redisKeys(lk.set.Namespace, key)
 		m, err := c.MasterForKey(ctx, lockKey)
 		require.NoError(t, err)
 		return m.Options().Addr

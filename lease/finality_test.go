@@ -70,12 +70,12 @@ func TestForceReleaseStaysFinal(t *testing.T) {
 	tap := &acquireTap{}
 	c.AddHook(tap)
 	ttl := 3 * time.Second // renewals every second: the whole interleaving fits between two
-	holderLk := newLocker(t, c, WithTTL(ttl))
+	holderLk := newLocker(t, c, Config{TTL: ttl})
 	h, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer func() { _ = h.Release(ctx) }()
 
-	admin := newLocker(t, srv.Client(t), WithNamespace(holderLk.set.namespace))
+	admin := newLocker(t, srv.Client(t), Config{Namespace: holderLk.set.Namespace})
 	seen, err := admin.Inspect(ctx, "k")
 	require.NoError(t, err)
 	_, err = admin.ForceRelease(ctx, "k", seen.Holder)
@@ -84,7 +84,7 @@ func TestForceReleaseStaysFinal(t *testing.T) {
 	reply := deliverAgain(ctx, t, srv.Client(t), tap.args(1))
 	t.Logf("the late copy of the holder's acquire answered %v", reply)
 
-	cause := waitDone(t, h, 2*holderLk.set.renewEvery+holderLk.set.renewalTimeout+time.Second)
+	cause := waitDone(t, h, 2*holderLk.set.renewEvery+holderLk.set.RenewalTimeout+time.Second)
 	assert.Contains(t, []LossReason{LossForceReleased, LossRenewalRejected}, lossReason(t, cause),
 		"the forced-out holder must lose its lease, not renew it under a late copy's acquisition")
 	require.NoError(t, h.Release(ctx), "the release of the lost lease deletes what the late copy took")
@@ -98,7 +98,7 @@ func TestForceReleasedHolderSaysSo(t *testing.T) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTTL(600*time.Millisecond), WithTelemetry(h.Tel), WithName("holder"))
+	lk := newLocker(t, srv.Client(t), Config{TTL: 600 * time.Millisecond, Telemetry: h.Tel, Name: "holder"})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer func() { _ = l.Release(ctx) }()
@@ -118,14 +118,14 @@ func TestResentForceReleaseReportsWhatItDid(t *testing.T) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
-	holderLk := newLocker(t, srv.Client(t))
+	holderLk := newLocker(t, srv.Client(t), Config{})
 	l, err := holderLk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer func() { _ = l.Release(ctx) }()
 
 	c := srv.Client(t)
 	c.AddHook(resend{runs: forceScript.Runs})
-	admin := NewLocker(c, WithNamespace(holderLk.set.namespace), WithTelemetry(h.Tel), WithName("admin"))
+	admin := NewLocker(c, Config{Namespace: holderLk.set.Namespace, Telemetry: h.Tel, Name: "admin"})
 	t.Cleanup(func() { _ = admin.Close() })
 	seen, err := admin.Inspect(ctx, "k")
 	require.NoError(t, err)
@@ -143,7 +143,7 @@ func TestResentReleaseReportsWhatItDid(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	c.AddHook(resend{runs: releaseScript.Runs})
-	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("r"))
+	lk := newLocker(t, c, Config{Telemetry: h.Tel, Name: "r"})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx), "the first copy deleted the key")
@@ -151,9 +151,9 @@ func TestResentReleaseReportsWhatItDid(t *testing.T) {
 	assert.Zero(t, h.Sum(t, obs.LeaseReleases, lockAttrs("r", obs.AttrResult, "not_held")))
 
 	// A release of a key that had expired stays not_held, re-sent or not.
-	short, err := lk.Acquire(ctx, "short", WithTTL(100*time.Millisecond))
+	short, err := with(t, lk, Config{TTL: 100 * time.Millisecond}).Acquire(ctx, "short")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "short")
+	lockKey, _ := redisKeys(lk.set.Namespace, "short")
 	require.NoError(t, c.Del(ctx, lockKey).Err()) // gone, as by expiry
 	require.ErrorIs(t, short.Release(ctx), ErrNotHeld)
 }
@@ -166,8 +166,8 @@ func TestResentCleanUpReportsWhatItDid(t *testing.T) {
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
 	c.AddHook(resend{runs: releaseScript.Runs})
-	o, withO := observe(t)
-	lk := newLocker(t, c, withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{Telemetry: tel})
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.Equal(t, obs.ResolutionReleased, o.waitResolution(t),
@@ -187,8 +187,8 @@ func TestLockerIsNeverContendedByItsOwnGhost(t *testing.T) {
 	fault := &replyFault{resolveDelay: ttl/5 + 50*time.Millisecond}
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
-	o, withO := observe(t)
-	lk := newLocker(t, c, WithTTL(ttl), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, c, Config{TTL: ttl, Telemetry: tel})
 	_, err := lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrUnknown)
 	fault.dropAcquireReply.Store(false)
@@ -196,7 +196,7 @@ func TestLockerIsNeverContendedByItsOwnGhost(t *testing.T) {
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err, "the Locker was refused by its own unknown acquire")
 	assert.Equal(t, obs.ResolutionUnresolved, o.waitResolution(t), "the interleaving needs an unresolved clean-up")
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	pttl := srv.Client(t).PTTL(ctx, lockKey).Val()
 	assert.Greater(t, pttl, l.Remaining(), "the lease ends before its key can expire")
 	_ = l.Release(ctx) // through the same slow hook: it may end unknown, and the key expire
@@ -209,10 +209,10 @@ func TestRenewalRestoresALostRecord(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithTTL(600*time.Millisecond))
+	lk := newLocker(t, c, Config{TTL: 600 * time.Millisecond})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
-	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	_, fenceKey := redisKeys(lk.set.Namespace, "k")
 	require.NoError(t, c.Del(ctx, fenceKey).Err())
 	require.Eventually(t, func() bool {
 		v, err := recordFence(ctx, c, fenceKey)
@@ -232,7 +232,7 @@ func TestARefusedAcquireWithGhostsWritesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	acq := attemptOf(lk.set, "k", "NEW")
 	acq.ghosts = []string{"GHOST"}
 	lockKey, fenceKey := acq.keys.Lock, acq.keys.Fence

@@ -25,13 +25,13 @@ import (
 // proxy that delays every chunk by d (a round trip takes at least 2d), a
 // counter of what the client sends, and the proxy. Scripts are loaded
 // before it returns, so counts start at zero.
-func slowLocker(t *testing.T, d time.Duration, opts ...Option) (*Locker, *cmdCounter, *redistest.Server) {
+func slowLocker(t *testing.T, d time.Duration, cfg Config) (*Locker, *cmdCounter, *redistest.Server) {
 	t.Helper()
 	srv := redistest.Start(t)
 	proxy := faultproxy.Start(t, srv.Addr())
 	c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1, PoolSize: 4})
 	t.Cleanup(func() { _ = c.Close() })
-	lk := newLocker(t, c, opts...)
+	lk := newLocker(t, c, cfg)
 	ctx := testCtx(t)
 	l, err := lk.Acquire(ctx, "warm-up")
 	require.NoError(t, err)
@@ -82,17 +82,17 @@ type acquired struct {
 	err error
 }
 
-func acquireAsync(ctx context.Context, lk *Locker, key string, opts ...Option) <-chan acquired {
+func acquireAsync(ctx context.Context, lk *Locker, key string) <-chan acquired {
 	ch := make(chan acquired, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, key, opts...)
+		l, err := lk.Acquire(ctx, key)
 		ch <- acquired{l, err}
 	}()
 	return ch
 }
 
 func TestGroupCommitIdleCallGoesAlone(t *testing.T) {
-	lk, counter, _ := slowLocker(t, 0)
+	lk, counter, _ := slowLocker(t, 0, Config{})
 	ctx := testCtx(t)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestGroupCommitIdleCallGoesAlone(t *testing.T) {
 
 func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 	const n = 20
-	lk, counter, _ := slowLocker(t, 100*time.Millisecond)
+	lk, counter, _ := slowLocker(t, 100*time.Millisecond, Config{})
 	ctx := testCtx(t)
 
 	first := fillPipe(ctx, t, lk)
@@ -129,8 +129,8 @@ func TestGroupCommitBatchesWhatArrivesDuringARoundTrip(t *testing.T) {
 }
 
 func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
-	o, withO := observe(t)
-	lk, counter, srv := slowLocker(t, 100*time.Millisecond, withO)
+	o, tel := observe(t)
+	lk, counter, srv := slowLocker(t, 100*time.Millisecond, Config{Telemetry: tel})
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 
@@ -143,7 +143,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue: nothing to clean up")
 
 	// An acquire whose own deadline passes in the queue is dropped, not sent.
-	expired := acquireAsync(ctx, lk, "expired", WithAcquireTimeout(20*time.Millisecond))
+	expired := acquireAsync(ctx, with(t, lk, Config{AcquireTimeout: 20 * time.Millisecond}), "expired")
 	r = <-expired
 	require.Error(t, r.err)
 	assert.NotErrorIs(t, r.err, ErrUnknown)
@@ -153,7 +153,7 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	assert.Equal(t, int64(groupcommit.MaxInFlight), counter.cmds.Load())
 	assert.Zero(t, counter.pipelines.Load(), "neither withdrawn call was sent")
 	for _, key := range []string{"withdrawn", "expired"} {
-		lockKey, _ := redisKeys(lk.set.namespace, key)
+		lockKey, _ := redisKeys(lk.set.Namespace, key)
 		assert.Zero(t, srv.Client(t).Exists(ctx, lockKey).Val(), key)
 	}
 	assert.Equal(t, map[obs.ResolutionResult]int64{obs.ResolutionReleased: 0, obs.ResolutionAbsent: 0, obs.ResolutionUnresolved: 0},
@@ -166,8 +166,8 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 }
 
 func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
-	o, withO := observe(t)
-	lk, _, _ := slowLocker(t, 100*time.Millisecond, withO)
+	o, tel := observe(t)
+	lk, _, _ := slowLocker(t, 100*time.Millisecond, Config{Telemetry: tel})
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
@@ -188,12 +188,12 @@ func TestGroupCommitCallInFlightAbandonedIsUnknown(t *testing.T) {
 }
 
 func TestReleaseAsync(t *testing.T) {
-	o, withO := observe(t)
-	lk, _, srv := slowLocker(t, 50*time.Millisecond, withO)
+	o, tel := observe(t)
+	lk, _, srv := slowLocker(t, 50*time.Millisecond, Config{Telemetry: tel})
 	ctx := testCtx(t)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	warm := byResult(t, o, obs.LeaseReleases, obs.ReleaseResults) // the warm-up's
 	releases := func(released int64) map[obs.ReleaseResult]int64 {
 		return map[obs.ReleaseResult]int64{obs.ReleaseReleased: warm[obs.ReleaseReleased] + released,
@@ -221,7 +221,7 @@ func TestReleaseAsync(t *testing.T) {
 }
 
 func TestAcquireWaitingForAReleaseEndsWithItsContext(t *testing.T) {
-	lk, _, _ := slowLocker(t, 200*time.Millisecond)
+	lk, _, _ := slowLocker(t, 200*time.Millisecond, Config{})
 	ctx := testCtx(t)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -233,12 +233,12 @@ func TestAcquireWaitingForAReleaseEndsWithItsContext(t *testing.T) {
 }
 
 func TestGroupCommitNearDeadlineDoesNotFailItsNeighbours(t *testing.T) {
-	lk, counter, _ := slowLocker(t, 200*time.Millisecond) // round trips of 400ms and more
+	lk, counter, _ := slowLocker(t, 200*time.Millisecond, Config{}) // round trips of 400ms and more
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
 	leader := acquireAsync(ctx, lk, "leader")
 	waitPipe(t, lk, groupcommit.MaxInFlight, 1)
-	short := acquireAsync(ctx, lk, "short", WithAcquireTimeout(600*time.Millisecond))
+	short := acquireAsync(ctx, with(t, lk, Config{AcquireTimeout: 600 * time.Millisecond}), "short")
 	waitPipe(t, lk, groupcommit.MaxInFlight, 2)
 	var others []<-chan acquired
 	for i := range 5 {
@@ -255,11 +255,11 @@ func TestGroupCommitNearDeadlineDoesNotFailItsNeighbours(t *testing.T) {
 
 func TestGroupCommitLanePerClusterMaster(t *testing.T) {
 	cluster := redistest.StartCluster(t, 3)
-	lk := newLocker(t, cluster.Client(t))
+	lk := newLocker(t, cluster.Client(t), Config{})
 	ctx := testCtx(t)
 	byMaster := map[string]*groupcommit.Lane{}
 	for i := range 60 {
-		lockKey, _ := redisKeys(lk.set.namespace, strconv.Itoa(i))
+		lockKey, _ := redisKeys(lk.set.Namespace, strconv.Itoa(i))
 		master, err := cluster.Client(t).MasterForKey(ctx, lockKey)
 		require.NoError(t, err)
 		g := lk.lanes.ForKey(ctx, lockKey)
@@ -298,7 +298,7 @@ func TestGroupCommitSurvivesAPanickingSend(t *testing.T) {
 	c := srv.Client(t)
 	hook := &panicOnce{}
 	c.AddHook(hook)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	ctx := testCtx(t)
 	for range groupcommit.MaxInFlight + 1 { // more than the pipeline slots a leaked one would take
 		hook.armed.Store(true)
@@ -318,10 +318,10 @@ func TestGroupCommitSurvivesAPanickingSend(t *testing.T) {
 // the others are answered. Only neighbours within a millisecond of its
 // deadline may hold it longer (inlineSlack in internal/groupcommit).
 func TestGroupCommitLeaderStopsAtItsOwnDeadline(t *testing.T) {
-	lk, _, _ := slowLocker(t, 200*time.Millisecond) // round trips of 400ms and more
+	lk, _, _ := slowLocker(t, 200*time.Millisecond, Config{}) // round trips of 400ms and more
 	ctx := testCtx(t)
 	first := fillPipe(ctx, t, lk)
-	leader := acquireAsync(ctx, lk, "leader", WithAcquireTimeout(600*time.Millisecond))
+	leader := acquireAsync(ctx, with(t, lk, Config{AcquireTimeout: 600 * time.Millisecond}), "leader")
 	waitPipe(t, lk, groupcommit.MaxInFlight, 1)
 	var others []<-chan acquired
 	for i := range 3 {

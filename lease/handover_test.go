@@ -32,9 +32,14 @@ type handedOver struct {
 func watchHandover(ctx context.Context, first *Lease, other *Locker) *handover {
 	h := &handover{first: first, second: make(chan handedOver, 1)}
 	context.AfterFunc(first.Context(), func() { h.ended.Store(time.Now().UnixNano()) })
+	waiting, err := other.With(Config{Wait: 30 * time.Second})
+	if err != nil {
+		h.second <- handedOver{err: err} // check reports it
+		return h
+	}
 	go func() {
 		for {
-			l, err := other.Acquire(ctx, first.Key(), WithWait(30*time.Second))
+			l, err := waiting.Acquire(ctx, first.Key())
 			if errors.Is(err, ErrUnknown) && ctx.Err() == nil {
 				h.unknowns.Add(1)
 				continue

@@ -20,6 +20,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // backend is one Redis deployment the behaviour suite runs against.
@@ -53,11 +54,23 @@ func testNamespace(t testing.TB) string {
 	return fmt.Sprintf("t%d_%s", nsSeq.Add(1), name)
 }
 
-// newLocker returns a Locker in a fresh namespace, closed when the test ends.
-func newLocker(t testing.TB, c redis.UniversalClient, opts ...Option) *Locker {
-	lk := NewLocker(c, append([]Option{WithNamespace(testNamespace(t))}, opts...)...)
+// newLocker returns a Locker taking cfg, in a fresh namespace unless cfg
+// names one, closed when the test ends.
+func newLocker(t testing.TB, c redis.UniversalClient, cfg Config) *Locker {
+	if cfg.Namespace == "" {
+		cfg.Namespace = testNamespace(t)
+	}
+	lk := NewLocker(c, cfg)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
+}
+
+// with returns lk.With(cfg), failing the test on an error.
+func with(t testing.TB, lk *Locker, cfg Config) *Locker {
+	t.Helper()
+	derived, err := lk.With(cfg)
+	require.NoError(t, err)
+	return derived
 }
 
 // waitIdle returns once lk's renewal loop has taken its first step and
@@ -79,16 +92,16 @@ func testCtx(t testing.TB) context.Context {
 	return ctx
 }
 
-// observed holds a Locker's signals, recorded in memory (WithTelemetry):
+// observed holds a Locker's signals, recorded in memory (Config.Telemetry):
 // the tests read what a Locker reports as a dashboard or a log search
 // would, under the lock name defaultName.
 type observed struct{ *telemetrytest.Harness }
 
-// observe returns an observed harness and the option that makes a Locker
-// report to it.
-func observe(t *testing.T) (observed, Option) {
+// observe returns an observed harness and the Telemetry that makes a
+// Locker report to it.
+func observe(t *testing.T) (observed, *telemetry.Telemetry) {
 	h := telemetrytest.New(t)
-	return observed{h}, WithTelemetry(h.Tel)
+	return observed{h}, h.Tel
 }
 
 // acquires returns the lease.acquire spans ended so far, one per Acquire
@@ -228,7 +241,7 @@ func acquireReleaseN(ctx context.Context, t *testing.T, lk *Locker, key string, 
 
 // ownerOf and fenceKeyOf return a lease's owner token and fence key.
 func ownerOf(l *Lease) string    { return l.owner }
-func fenceKeyOf(l *Lease) string { return keysOf(l.set.namespace, l.key).Fence }
+func fenceKeyOf(l *Lease) string { return keysOf(l.set.Namespace, l.key).Fence }
 
 // recordFence reads the fence of a key's fence record
 // ("<fence>/<ended>+<ended>...~<contended>...", scripts/record.lua).

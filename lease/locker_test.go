@@ -18,61 +18,85 @@ import (
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
-func TestInvalidOptions(t *testing.T) {
+func TestInvalidConfig(t *testing.T) {
 	cases := []struct {
 		name string
-		opt  Option
+		cfg  Config
 	}{
-		{"TTL below minimum", WithTTL(time.Millisecond)},
-		{"empty namespace", WithNamespace("")},
-		{"namespace with braces", WithNamespace("a{b}")},
-		{"namespace with space", WithNamespace("a b")},
-		{"namespace too long", WithNamespace(string(make([]byte, 65)))},
-		{"empty name", WithName("")},
-		{"negative max hold", WithMaxHold(-time.Second)},
-		{"negative wait", WithWait(-time.Second)},
-		{"zero backoff", WithBackoff(0, time.Second)},
-		{"backoff max below min", WithBackoff(time.Second, time.Millisecond)},
-		{"negative safety", WithSafetyMargin(-time.Second)},
-		{"safety eats the TTL", WithSafetyMargin(9 * time.Second)},
-		{"renewal timeout too long", WithRenewalTimeout(8 * time.Second)},
-		{"negative renewal timeout", WithRenewalTimeout(-time.Second)},
-		{"negative acquire timeout", WithAcquireTimeout(-time.Second)},
-		{"zero release timeout", WithReleaseTimeout(-1)},
-		{"commit warn below hard", WithCommitMargins(time.Second, time.Millisecond)},
-		{"negative commit hard", WithCommitMargins(-time.Second, time.Second)},
-		{"fence retention below TTL", WithFenceRetention(time.Second)},
-		{"negative replicas", WithReplicationAck(-1, time.Second)},
-		{"replication ack without timeout", WithReplicationAck(1, 0)},
+		{"TTL below minimum", Config{TTL: time.Millisecond}},
+		{"namespace with braces", Config{Namespace: "a{b}"}},
+		{"namespace with space", Config{Namespace: "a b"}},
+		{"namespace too long", Config{Namespace: string(make([]byte, 65))}},
+		{"negative max hold", Config{MaxHold: -time.Second}},
+		{"negative wait", Config{Wait: -time.Second}},
+		{"negative backoff", Config{BackoffMin: -time.Millisecond, BackoffMax: time.Second}},
+		{"backoff max below min", Config{BackoffMin: time.Second, BackoffMax: time.Millisecond}},
+		{"safety eats the TTL", Config{SafetyMargin: 9 * time.Second}},
+		{"renewal timeout too long", Config{RenewalTimeout: 8 * time.Second}},
+		{"negative renewal timeout", Config{RenewalTimeout: -time.Second}},
+		{"negative acquire timeout", Config{AcquireTimeout: -time.Second}},
+		{"zero release timeout", Config{ReleaseTimeout: -1}},
+		{"commit warn below hard", Config{CommitHard: time.Second, CommitWarn: time.Millisecond}},
+		{"fence retention below TTL", Config{FenceRetention: time.Second}},
+		{"negative replicas", Config{ReplicationAcks: -1, ReplicationTimeout: time.Second}},
+		{"replication ack without timeout", Config{ReplicationAcks: 1}},
 	}
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := lk.Acquire(context.Background(), "k", tc.opt)
+			derived, err := lk.With(tc.cfg)
 			require.ErrorIs(t, err, errInvalidOption)
-			assert.Panics(t, func() { NewLocker(c, tc.opt) }, "NewLocker must refuse it at start-up")
+			assert.Nil(t, derived)
+			assert.Panics(t, func() { NewLocker(c, tc.cfg) }, "NewLocker must refuse it at start-up")
 		})
 	}
-	assert.Panics(t, func() { NewLocker(nil) })
-	assert.NotPanics(t, func() { _ = NewLocker(c, nil).Close() }, "nil options are ignored")
+	assert.Panics(t, func() { NewLocker(nil, Config{}) })
+	assert.NotPanics(t, func() { _ = NewLocker(c, Config{}).Close() }, "the zero Config takes every default")
+}
+
+// TestEmptyAndNegativeFields: an empty name or namespace and a zero
+// backoff are the defaults, not errors, and With leaves them to the
+// Locker's; a negative safety or commit margin is none.
+func TestEmptyAndNegativeFields(t *testing.T) {
+	c := redistest.Start(t).Client(t)
+	lk := NewLocker(c, Config{Name: "", Namespace: "", BackoffMin: 0})
+	t.Cleanup(func() { _ = lk.Close() })
+	assert.Equal(t, defaultName, lk.set.Name)
+	assert.Equal(t, defaultNamespace, lk.set.Namespace)
+	assert.Equal(t, defaultBackoffMin, lk.set.BackoffMin)
+	named := with(t, lk, Config{Name: "jobs", Namespace: "jobs"})
+	unnamed := with(t, named, Config{Name: "", Namespace: ""})
+	assert.Equal(t, "jobs", unnamed.set.Name)
+	assert.Equal(t, "jobs", unnamed.set.Namespace)
+
+	none, err := lk.With(Config{SafetyMargin: -time.Second, CommitHard: -time.Second, CommitWarn: -time.Second})
+	require.NoError(t, err, "a negative margin is none, not an error")
+	assert.Zero(t, none.set.SafetyMargin)
+	assert.Zero(t, none.set.CommitHard)
+	assert.Zero(t, none.set.CommitWarn)
+	assert.Equal(t, none.set.TTL-none.set.drift, none.set.cancelAfter(), "no safety margin: cancelled at the expiry less the drift")
+	assert.Equal(t, defaultTTL/10, lk.set.SafetyMargin, "the Locker's are untouched")
+	warnOnly := with(t, lk, Config{CommitHard: -1, CommitWarn: time.Second})
+	assert.Zero(t, warnOnly.set.CommitHard)
+	assert.Equal(t, time.Second, warnOnly.set.CommitWarn)
 }
 
 func TestDefaultsScaleWithTTL(t *testing.T) {
-	s, err := withOptions(defaultConfig(), []Option{WithTTL(3 * time.Second)}).settings()
+	s, err := Config{TTL: 3 * time.Second}.withDefaults().settings()
 	require.NoError(t, err)
 	assert.Equal(t, time.Second, s.renewEvery)
-	assert.Equal(t, 300*time.Millisecond, s.safety)
-	assert.Equal(t, 600*time.Millisecond, s.renewalTimeout)
+	assert.Equal(t, 300*time.Millisecond, s.SafetyMargin)
+	assert.Equal(t, 600*time.Millisecond, s.RenewalTimeout)
 	assert.Equal(t, 32*time.Millisecond, s.drift)
-	assert.Equal(t, 150*time.Millisecond, s.commitHard)
-	assert.Equal(t, 750*time.Millisecond, s.commitWarn)
+	assert.Equal(t, 150*time.Millisecond, s.CommitHard)
+	assert.Equal(t, 750*time.Millisecond, s.CommitWarn)
 
-	d, err := defaultConfig().settings()
+	d, err := Config{}.withDefaults().settings()
 	require.NoError(t, err)
-	assert.Equal(t, defaultTTL, d.ttl)
-	assert.Equal(t, defaultNamespace, d.namespace)
+	assert.Equal(t, defaultTTL, d.TTL)
+	assert.Equal(t, defaultNamespace, d.Namespace)
 }
 
 func TestCloseLosesHeldLeasesAndRefusesAcquire(t *testing.T) {
@@ -81,8 +105,8 @@ func TestCloseLosesHeldLeasesAndRefusesAcquire(t *testing.T) {
 	c := srv.Client(t)
 	require.NoError(t, c.Ping(ctx).Err())
 	baseline := goleak.IgnoreCurrent()
-	_, withO := observe(t) // its reports run too, and end by Close
-	lk := NewLocker(c, WithNamespace(testNamespace(t)), withO)
+	_, tel := observe(t) // its reports run too, and end by Close
+	lk := NewLocker(c, Config{Namespace: testNamespace(t), Telemetry: tel})
 	l, err := lk.Acquire(ctx, "held")
 	require.NoError(t, err)
 
@@ -101,7 +125,7 @@ func TestOneGoroutinePerLocker(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithTTL(time.Minute))
+	lk := newLocker(t, c, Config{TTL: time.Minute})
 	warm, err := lk.Acquire(ctx, "warm")
 	require.NoError(t, err)
 	require.NoError(t, warm.Release(ctx))
@@ -117,20 +141,21 @@ func TestOneGoroutinePerLocker(t *testing.T) {
 	}
 }
 
-// TestPerAcquireOptionsScaleFromTheCallersConfig: a per-acquire TTL derives
-// its timings from the TTL, as on NewLocker, not from the Locker's TTL.
-func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
+// TestADerivedTTLScalesFromTheCallersConfig: a TTL set through With
+// derives its timings from the TTL, as on NewLocker, not from the Locker's
+// TTL.
+func TestADerivedTTLScalesFromTheCallersConfig(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t)) // default TTL 10s
+	lk := newLocker(t, srv.Client(t), Config{}) // default TTL 10s
 	waitIdle(t, lk)
-	short, err := lk.Acquire(ctx, "short", WithTTL(time.Second))
+	short, err := with(t, lk, Config{TTL: time.Second}).Acquire(ctx, "short")
 	require.NoError(t, err, "a 1s lease on a 10s Locker is valid")
-	assert.Equal(t, 200*time.Millisecond, short.set.renewalTimeout)
-	long, err := lk.Acquire(ctx, "long", WithTTL(time.Minute))
+	assert.Equal(t, 200*time.Millisecond, short.set.RenewalTimeout)
+	long, err := with(t, lk, Config{TTL: time.Minute}).Acquire(ctx, "long")
 	require.NoError(t, err)
-	assert.Equal(t, 12*time.Second, long.set.renewalTimeout)
-	assert.Equal(t, 2*time.Second, lk.set.renewalTimeout, "the Locker's settings are untouched")
+	assert.Equal(t, 12*time.Second, long.set.RenewalTimeout)
+	assert.Equal(t, 2*time.Second, lk.set.RenewalTimeout, "the Locker's settings are untouched")
 	require.NoError(t, short.Release(ctx))
 	require.NoError(t, long.Release(ctx))
 }
@@ -141,9 +166,9 @@ func TestPerAcquireOptionsScaleFromTheCallersConfig(t *testing.T) {
 func TestAShortLeaseOnAnIdleLockerIsRenewed(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t)) // default TTL 10s
+	lk := newLocker(t, srv.Client(t), Config{}) // default TTL 10s
 	waitIdle(t, lk)
-	l, err := lk.Acquire(ctx, "idle", WithTTL(300*time.Millisecond))
+	l, err := with(t, lk, Config{TTL: 300 * time.Millisecond}).Acquire(ctx, "idle")
 	require.NoError(t, err)
 	time.Sleep(time.Second)
 	require.NoError(t, l.Err(), "renewed every 100ms while the Locker's period is 3.3s")
@@ -153,17 +178,14 @@ func TestAShortLeaseOnAnIdleLockerIsRenewed(t *testing.T) {
 func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t))
-	_, err := lk.With(WithName(""))
-	require.ErrorIs(t, err, errInvalidOption)
-
-	short, err := lk.With(WithName("reports"), WithTTL(time.Second))
+	lk := newLocker(t, srv.Client(t), Config{})
+	short, err := lk.With(Config{Name: "reports", TTL: time.Second})
 	require.NoError(t, err)
 	l, err := short.Acquire(ctx, "k")
 	require.NoError(t, err)
-	assert.Equal(t, "reports", l.set.name)
-	assert.Equal(t, 200*time.Millisecond, l.set.renewalTimeout)
-	assert.Equal(t, defaultName, lk.set.name, "the Locker's settings are untouched")
+	assert.Equal(t, "reports", l.set.Name)
+	assert.Equal(t, 200*time.Millisecond, l.set.RenewalTimeout)
+	assert.Equal(t, defaultName, lk.set.Name, "the Locker's settings are untouched")
 	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired, "one key space: the same namespace and Redis")
 	assert.Same(t, lk.sched, short.sched)
@@ -175,7 +197,7 @@ func TestWithDerivesALockerThatSharesEverythingElse(t *testing.T) {
 }
 
 func TestBackoffIsBounded(t *testing.T) {
-	set, err := withOptions(defaultConfig(), []Option{WithBackoff(5*time.Second, 10*time.Second)}).settings()
+	set, err := Config{BackoffMin: 5 * time.Second, BackoffMax: 10 * time.Second}.withDefaults().settings()
 	require.NoError(t, err)
 	for attempt := range 100 {
 		d := backoff(set, attempt, 0)
@@ -191,7 +213,7 @@ func TestBackoffIsBounded(t *testing.T) {
 func TestPastTheCancelPointNothingCommits(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithCommitMargins(0, 0))
+	lk := newLocker(t, srv.Client(t), Config{CommitHard: -1, CommitWarn: -1})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	// As if the scheduler were late: move the cancel point into the past
@@ -220,10 +242,10 @@ func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	tel := telemetry.New(telemetry.Config{Logger: slog.New(slowLog{})})
-	lk := newLocker(t, srv.Client(t), WithTelemetry(tel), WithTTL(time.Second))
-	first, err := lk.Acquire(ctx, "first", WithMaxHold(50*time.Millisecond))
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: tel, TTL: time.Second})
+	first, err := with(t, lk, Config{MaxHold: 50 * time.Millisecond}).Acquire(ctx, "first")
 	require.NoError(t, err)
-	second, err := lk.Acquire(ctx, "second", WithMaxHold(150*time.Millisecond))
+	second, err := with(t, lk, Config{MaxHold: 150 * time.Millisecond}).Acquire(ctx, "second")
 	require.NoError(t, err)
 	_ = waitDone(t, first, 5*time.Second)
 	start := time.Now()
@@ -239,8 +261,8 @@ func TestSlowReportsDoNotDelayCancellation(t *testing.T) {
 func TestReleasePastTheCancelPointIsALoss(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	o, withO := observe(t)
-	lk := newLocker(t, srv.Client(t), withO)
+	o, tel := observe(t)
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: tel})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	l.cancelAt.Store(int64(clock.Now() - time.Millisecond)) // as if the scheduler were late

@@ -17,9 +17,9 @@ func TestFenceRecordsAreReadStrictly(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			c := b.client(t)
-			lk := newLocker(t, c)
+			lk := newLocker(t, c, Config{})
 			for _, rec := range []string{"0x10", "1e300", "inf", "nan", "9007199254740992", "90071992547409920", "00012", "12abc", " 12"} {
-				_, fenceKey := redisKeys(lk.set.namespace, rec)
+				_, fenceKey := redisKeys(lk.set.Namespace, rec)
 				require.NoError(t, c.Set(ctx, fenceKey, rec, 0).Err())
 				l, err := lk.Acquire(ctx, rec)
 				if err == nil {
@@ -32,7 +32,7 @@ func TestFenceRecordsAreReadStrictly(t *testing.T) {
 				assert.Equal(t, rec, c.Get(ctx, fenceKey).Val(), "the record is left as it was")
 			}
 
-			_, fenceKey := redisKeys(lk.set.namespace, "top")
+			_, fenceKey := redisKeys(lk.set.Namespace, "top")
 			require.NoError(t, c.Set(ctx, fenceKey, "9007199254740990", 0).Err())
 			l, err := lk.Acquire(ctx, "top")
 			require.NoError(t, err)

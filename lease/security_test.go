@@ -96,8 +96,8 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 				"Redis would put the raw key %.40q in the target slot", k)
 		}
 
-		lk := newLocker(t, c)
-		ns := lk.set.namespace
+		lk := newLocker(t, c, Config{})
+		ns := lk.set.Namespace
 		want := map[string]bool{}
 		leases := map[string]*Lease{}
 		for _, k := range hostile {
@@ -170,7 +170,7 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 		for _, pair := range pairs {
 			var held []*Lease
 			for _, nk := range pair {
-				lk := newLocker(t, c, WithNamespace(nk[0]))
+				lk := newLocker(t, c, Config{Namespace: nk[0]})
 				l, err := lk.Acquire(ctx, nk[1])
 				require.NoError(t, err, "namespace %q key %q: another namespace's lease stood in the way", nk[0], nk[1])
 				t.Cleanup(func() { _ = l.Release(context.Background()) })
@@ -299,7 +299,7 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	t.Cleanup(exporter.Close)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithTelemetry(tel), WithName("report"), WithTTL(300*time.Millisecond))
+	lk := newLocker(t, c, Config{Telemetry: tel, Name: "report", TTL: 300 * time.Millisecond})
 
 	// Sampled, so that the histograms carry exemplars.
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
@@ -348,8 +348,8 @@ func TestSecurityMetricLabelsCarryNoSecrets(t *testing.T) {
 	}
 
 	t.Run("control: a key misused as the lock name is found", func(t *testing.T) {
-		misused := newLocker(t, c, WithTelemetry(tel))
-		l, err := misused.Acquire(ctx, "customer-leak-"+keySuffix(0), WithName("customer-leak-"+keySuffix(0)))
+		misused := newLocker(t, c, Config{Telemetry: tel, Name: "customer-leak-" + keySuffix(0)})
+		l, err := misused.Acquire(ctx, "customer-leak-"+keySuffix(0))
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
 		var leaked secrets
@@ -374,8 +374,8 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	const ttl, maxHold = 300 * time.Millisecond, time.Second
-	greedy := newLocker(t, srv.Client(t), WithTTL(ttl), WithMaxHold(maxHold), WithTelemetry(h.Tel), WithName("greedy"))
-	other := newLocker(t, srv.Client(t), WithNamespace(greedy.set.namespace), WithTTL(ttl))
+	greedy := newLocker(t, srv.Client(t), Config{TTL: ttl, MaxHold: maxHold, Telemetry: h.Tel, Name: "greedy"})
+	other := newLocker(t, srv.Client(t), Config{Namespace: greedy.set.Namespace, TTL: ttl})
 	c := srv.Client(t)
 
 	l, err := greedy.Acquire(ctx, "k")
@@ -408,7 +408,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 		assert.Zero(t, h.Sum(t, obs.LeaseReleases, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrResult, string(r))),
 			"the key was freed by expiry, not by a release")
 	}
-	next, err := other.Acquire(ctx, "k", WithWait(5*time.Second))
+	next, err := with(t, other, Config{Wait: 5 * time.Second}).Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer next.Release(ctx)
 	assert.Greater(t, next.Fence(), l.Fence())

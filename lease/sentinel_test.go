@@ -45,8 +45,8 @@ func testSentinelFailover(t *testing.T, fault string) {
 	ss := redistest.StartSentinels(t, primary, redistest.SentinelConfig{Name: "lockwatch"})
 	timeouts := func(o *redis.FailoverOptions) { o.ContextTimeoutEnabled = true }
 	ns := testNamespace(t)
-	holder := newLocker(t, ss.Client(t, timeouts), WithNamespace(ns), WithTTL(3*time.Second), WithReplicationAck(2, 500*time.Millisecond))
-	other := newLocker(t, ss.Client(t, timeouts), WithNamespace(ns), WithTTL(3*time.Second))
+	holder := newLocker(t, ss.Client(t, timeouts), Config{Namespace: ns, TTL: 3 * time.Second, ReplicationAcks: 2, ReplicationTimeout: 500 * time.Millisecond})
+	other := newLocker(t, ss.Client(t, timeouts), Config{Namespace: ns, TTL: 3 * time.Second})
 
 	first, err := holder.Acquire(ctx, "k")
 	require.NoError(t, err)

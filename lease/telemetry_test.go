@@ -30,7 +30,7 @@ func TestTelemetryAcquireContendedRelease(t *testing.T) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTelemetry(h.Tel), WithName("report"))
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: h.Tel, Name: "report"})
 	rctx, request := h.Tracer.Start(ctx, "request")
 
 	l, err := lk.Acquire(rctx, "tenant-7")
@@ -57,7 +57,7 @@ func TestTelemetryAcquireContendedRelease(t *testing.T) {
 		}
 	}
 	require.Len(t, acquires, 2)
-	lockKey, _ := redisKeys(lk.set.namespace, "tenant-7")
+	lockKey, _ := redisKeys(lk.set.Namespace, "tenant-7")
 	for i, s := range acquires {
 		assert.Equal(t, request.SpanContext().SpanID(), s.Parent().SpanID(), "lease.acquire is a child of the caller's span")
 		attrs := map[attribute.Key]attribute.Value{}
@@ -82,7 +82,7 @@ func TestTelemetryUnknownAcquire(t *testing.T) {
 	fault := &replyFault{}
 	fault.dropAcquireReply.Store(true)
 	c.AddHook(fault)
-	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("report"))
+	lk := newLocker(t, c, Config{Telemetry: h.Tel, Name: "report"})
 	rctx, request := h.Tracer.Start(ctx, "request")
 	defer request.End()
 
@@ -107,12 +107,12 @@ func TestTelemetryLossAndSlowCancellation(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("report"), WithTTL(time.Second))
+	lk := newLocker(t, c, Config{Telemetry: h.Tel, Name: "report", TTL: time.Second})
 	rctx, request := h.Tracer.Start(ctx, "request")
 
 	l, err := lk.Acquire(rctx, "k")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	require.NoError(t, c.Del(ctx, lockKey).Err())
 	_ = waitDone(t, l, 5*time.Second)
 	h.EventuallySum(t, obs.LeaseLosses, lockAttrs("report", obs.AttrReason, "renewal_rejected"), 1)
@@ -152,7 +152,7 @@ func TestTelemetryStall(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	lk := newLocker(t, c, WithTelemetry(h.Tel), WithName("report"), WithTTL(time.Second))
+	lk := newLocker(t, c, Config{Telemetry: h.Tel, Name: "report", TTL: time.Second})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, srv.Pause())
@@ -171,15 +171,15 @@ func TestTelemetryCommit(t *testing.T) {
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
 	ttl := time.Second
-	lk := newLocker(t, srv.Client(t), WithTelemetry(h.Tel), WithName("report"), WithTTL(ttl))
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: h.Tel, Name: "report", TTL: ttl})
 	rctx, request := h.Tracer.Start(ctx, "request")
 	l, err := lk.Acquire(rctx, "ok")
 	require.NoError(t, err)
 	require.NoError(t, l.Commit(rctx, func(context.Context, fence.Token) error { return nil }))
-	near, err := lk.Acquire(rctx, "near", WithCommitMargins(0, ttl))
+	near, err := with(t, lk, Config{CommitHard: -1, CommitWarn: ttl}).Acquire(rctx, "near")
 	require.NoError(t, err)
 	require.NoError(t, near.Commit(rctx, func(context.Context, fence.Token) error { return nil }))
-	refused, err := lk.Acquire(rctx, "refused", WithCommitMargins(ttl, ttl))
+	refused, err := with(t, lk, Config{CommitHard: ttl, CommitWarn: ttl}).Acquire(rctx, "refused")
 	require.NoError(t, err)
 	require.ErrorIs(t, refused.Commit(rctx, func(context.Context, fence.Token) error { return nil }), ErrExpiring)
 	request.End()
@@ -211,7 +211,7 @@ func TestTelemetryCardinality(t *testing.T) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTelemetry(h.Tel), WithName("report"))
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: h.Tel, Name: "report"})
 	cycle := func(key string) int64 {
 		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)
@@ -237,13 +237,19 @@ func TestTelemetryCardinality(t *testing.T) {
 	}
 }
 
-// TestTheZeroTelemetryIsIgnored: WithTelemetry of a zero Telemetry (not
-// made by New) keeps the default, as nil does, instead of panicking at the
-// first acquire.
+// TestTheZeroTelemetryIsIgnored: a zero Telemetry (not made by New) in
+// Config.Telemetry counts as none, as nil does: NewLocker takes the
+// default and With keeps the Locker's, instead of panicking at the first
+// acquire.
 func TestTheZeroTelemetryIsIgnored(t *testing.T) {
 	ctx := testCtx(t)
-	lk := newLocker(t, redistest.Start(t).Client(t), WithTelemetry(&telemetry.Telemetry{}), WithTelemetry(nil))
-	l, err := lk.Acquire(ctx, "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Release(ctx))
+	c := redistest.Start(t).Client(t)
+	h := telemetrytest.New(t)
+	derived := with(t, newLocker(t, c, Config{Telemetry: h.Tel}), Config{Telemetry: &telemetry.Telemetry{}})
+	for _, lk := range []*Locker{newLocker(t, c, Config{Telemetry: &telemetry.Telemetry{}}), derived} {
+		l, err := lk.Acquire(ctx, "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Release(ctx))
+	}
+	assert.Len(t, h.Ended(obs.SpanAcquire), 1, "the derived Locker reports where its Locker does")
 }

@@ -53,7 +53,7 @@ type waiterOutcome struct {
 
 // startWaiter runs Acquire of key "k" on a goroutine and returns once the
 // waiting gauge counts it: it has had a contended answer and backs off.
-func startWaiter(t *testing.T, h *telemetrytest.Harness, lk *Locker, ctx context.Context, opts ...Option) <-chan waiterOutcome {
+func startWaiter(t *testing.T, h *telemetrytest.Harness, lk *Locker, ctx context.Context) <-chan waiterOutcome {
 	t.Helper()
 	done := make(chan waiterOutcome, 1)
 	go func() {
@@ -62,7 +62,7 @@ func startWaiter(t *testing.T, h *telemetrytest.Harness, lk *Locker, ctx context
 				done <- waiterOutcome{panicked: p}
 			}
 		}()
-		l, err := lk.Acquire(ctx, "k", opts...)
+		l, err := lk.Acquire(ctx, "k")
 		done <- waiterOutcome{l: l, err: err}
 	}()
 	h.EventuallySum(t, obs.LeaseWaiting, lockAttrs("report"), 1)
@@ -80,19 +80,19 @@ func outcomeOf(t *testing.T, done <-chan waiterOutcome) waiterOutcome {
 	}
 }
 
-// TestTelemetryWaitEnds: a caller waiting for a held key (WithWait) counts
-// on the waiting gauge until its Acquire returns, however the wait ends,
-// and the wait is recorded once with its result.
+// TestTelemetryWaitEnds: a caller waiting for a held key (Config.Wait)
+// counts on the waiting gauge until its Acquire returns, however the wait
+// ends, and the wait is recorded once with its result.
 func TestTelemetryWaitEnds(t *testing.T) {
 	// The waiter backs off in short steps, so that what the case does takes
 	// effect at its next attempt; the cancelled one in long steps, so that
 	// the cancel comes during a backoff (during an attempt in flight it
 	// makes the acquire unknown: the next case).
-	short := WithBackoff(time.Millisecond, 20*time.Millisecond)
-	long := WithBackoff(time.Minute, time.Minute) // capped by the holder's TTL
+	short := Config{BackoffMin: time.Millisecond, BackoffMax: 20 * time.Millisecond}
+	long := Config{BackoffMin: time.Minute, BackoffMax: time.Minute} // capped by the holder's TTL
 	for _, c := range []struct {
 		name    string
-		backoff Option
+		backoff Config
 		end     func(w *waitCase)
 		check   func(t *testing.T, o waiterOutcome)
 		want    obs.WaitResult
@@ -118,8 +118,10 @@ func TestTelemetryWaitEnds(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWaitCase(t)
+			waiting := c.backoff
+			waiting.Wait = time.Minute
 			start := time.Now()
-			done := startWaiter(t, w.h, w.lk, w.wctx, WithWait(time.Minute), c.backoff)
+			done := startWaiter(t, w.h, with(t, w.lk, waiting), w.wctx)
 			c.end(w)
 			o := outcomeOf(t, done)
 			elapsed := time.Since(start)
@@ -159,9 +161,9 @@ func newWaitCase(t *testing.T) *waitCase {
 	c := srv.Client(t)
 	c.AddHook(w.fault)
 	c.AddHook(w.panics)
-	w.lk = newLocker(t, c, WithTelemetry(w.h.Tel), WithName("report"))
+	w.lk = newLocker(t, c, Config{Telemetry: w.h.Tel, Name: "report"})
 	var err error
-	w.holder, err = newLocker(t, srv.Client(t), WithNamespace(w.lk.set.namespace)).Acquire(w.ctx, "k")
+	w.holder, err = newLocker(t, srv.Client(t), Config{Namespace: w.lk.set.Namespace}).Acquire(w.ctx, "k")
 	require.NoError(t, err)
 	return w
 }
@@ -170,8 +172,9 @@ func newWaitCase(t *testing.T) *waitCase {
 // held is recorded as timed out.
 func TestTelemetryWaitTimedOut(t *testing.T) {
 	w := newWaitCase(t)
+	waiting := with(t, w.lk, Config{Wait: 150 * time.Millisecond})
 	start := time.Now()
-	_, err := w.lk.Acquire(w.ctx, "k", WithWait(150*time.Millisecond))
+	_, err := waiting.Acquire(w.ctx, "k")
 	elapsed := time.Since(start)
 	var contended *NotAcquiredError
 	require.ErrorAs(t, err, &contended)
@@ -188,7 +191,7 @@ func TestTelemetryWaitDeadline(t *testing.T) {
 	w := newWaitCase(t)
 	dctx, cancel := context.WithTimeout(w.ctx, 300*time.Millisecond)
 	defer cancel()
-	_, err := w.lk.Acquire(dctx, "k", WithWait(time.Minute), WithBackoff(time.Minute, time.Minute))
+	_, err := with(t, w.lk, Config{Wait: time.Minute, BackoffMin: time.Minute, BackoffMax: time.Minute}).Acquire(dctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Equal(t, map[obs.WaitResult]uint64{obs.WaitCancelled: 1}, waits(t, w.h))
@@ -203,18 +206,18 @@ func TestTelemetryNoWaitWithoutBackoff(t *testing.T) {
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTelemetry(h.Tel), WithName("report"), WithWait(10*time.Second))
+	lk := newLocker(t, srv.Client(t), Config{Telemetry: h.Tel, Name: "report"})
 
-	l, err := lk.Acquire(ctx, "k")
+	l, err := with(t, lk, Config{Wait: 10 * time.Second}).Acquire(ctx, "k")
 	require.NoError(t, err)
-	_, err = lk.Acquire(ctx, "k", WithWait(0))
+	_, err = lk.Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
 	assert.Empty(t, waits(t, h), "acquired at once and contended without a wait are no waits")
 	exists, value := waitingSeries(t, h)
 	assert.True(t, exists, "the gauge's series is created with the lock name")
 	assert.Zero(t, value)
 
-	_, err = lk.Acquire(ctx, "k", WithWait(50*time.Millisecond))
+	_, err = with(t, lk, Config{Wait: 50 * time.Millisecond}).Acquire(ctx, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
 	assert.Equal(t, map[obs.WaitResult]uint64{obs.WaitTimedOut: 1}, waits(t, h))
 	require.NoError(t, l.Release(ctx))

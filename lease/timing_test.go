@@ -25,7 +25,7 @@ import (
 func TestContextEndsPromptlyAfterASuspend(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	lk := newLocker(t, srv.Client(t), Config{TTL: 3 * time.Second})
 	waitIdle(t, lk)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -58,7 +58,7 @@ func TestAFarCallerDeadlineIsNoDeadline(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC))
 	defer cancel()
 	srv := redistest.Start(t)
-	l, err := newLocker(t, srv.Client(t)).Acquire(ctx, "k")
+	l, err := newLocker(t, srv.Client(t), Config{}).Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 }
@@ -71,17 +71,17 @@ func TestAFullRedisStillAnswersContendedAndNotHeld(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	gone, err := lk.Acquire(ctx, "gone")
 	require.NoError(t, err)
-	lockKey, _ := redisKeys(lk.set.namespace, "gone")
+	lockKey, _ := redisKeys(lk.set.Namespace, "gone")
 	require.NoError(t, c.Del(ctx, lockKey).Err()) // as if it expired
 
 	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "1").Err())
 	t.Cleanup(func() { _ = c.ConfigSet(context.Background(), "maxmemory", "0").Err() })
-	other := newLocker(t, srv.Client(t), WithNamespace(lk.set.namespace))
+	other := newLocker(t, srv.Client(t), Config{Namespace: lk.set.Namespace})
 	_, err = other.Acquire(ctx, "k")
 	assert.ErrorIs(t, err, ErrNotAcquired)
 	assert.ErrorIs(t, gone.Release(ctx), ErrNotHeld)
@@ -96,7 +96,7 @@ func TestANearDeadlineLeaseDoesNotFailItsRenewalBatch(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	lk := newLocker(t, c, WithTTL(3*time.Second))
+	lk := newLocker(t, c, Config{TTL: 3 * time.Second})
 	var batch []*Lease
 	for i := range 9 {
 		l, err := lk.Acquire(ctx, string(rune('a'+i)))
@@ -129,7 +129,7 @@ func TestANearDeadlineLeaseDoesNotFailItsRenewalBatch(t *testing.T) {
 func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), WithTTL(3*time.Second))
+	lk := newLocker(t, srv.Client(t), Config{TTL: 3 * time.Second})
 	waitIdle(t, lk)
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
@@ -154,25 +154,25 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 
-	for _, opt := range []Option{
-		WithRenewalTimeout(math.MaxInt64),
-		WithSafetyMargin(math.MaxInt64),
-		WithTTL(math.MaxInt64),
-		WithCommitMargins(0, math.MaxInt64),
+	for _, cfg := range []Config{
+		{RenewalTimeout: math.MaxInt64},
+		{SafetyMargin: math.MaxInt64},
+		{TTL: math.MaxInt64},
+		{CommitHard: -1, CommitWarn: math.MaxInt64},
 	} {
-		_, err := lk.With(opt)
+		_, err := lk.With(cfg)
 		assert.ErrorIs(t, err, errInvalidOption)
 	}
 
-	huge, err := lk.With(WithAcquireTimeout(math.MaxInt64), WithReleaseTimeout(math.MaxInt64),
-		WithMaxHold(math.MaxInt64), WithWait(math.MaxInt64), WithFenceRetention(math.MaxInt64))
+	huge, err := lk.With(Config{AcquireTimeout: math.MaxInt64, ReleaseTimeout: math.MaxInt64,
+		MaxHold: math.MaxInt64, Wait: math.MaxInt64, FenceRetention: math.MaxInt64})
 	require.NoError(t, err, "a timeout without a practical bound saturates")
 	l, err := huge.Acquire(ctx, "k")
 	require.NoError(t, err)
 	assert.NoError(t, l.Err())
-	lockKey, _ := redisKeys(lk.set.namespace, "k")
+	lockKey, _ := redisKeys(lk.set.Namespace, "k")
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = huge.Acquire(wctx, "k")
 	cancel()
@@ -190,13 +190,13 @@ func TestAPanickingAcquireReportLeavesNoLease(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(panicOnEnd{}))
-	lk := newLocker(t, c, WithTelemetry(telemetry.New(telemetry.Config{TracerProvider: tp})))
+	lk := newLocker(t, c, Config{Telemetry: telemetry.New(telemetry.Config{TracerProvider: tp})})
 	func() {
 		defer func() { assert.Equal(t, "report", recover()) }()
 		_, _ = lk.Acquire(ctx, "k")
 		t.Error("the report's panic must reach the caller")
 	}()
-	other := newLocker(t, c, WithNamespace(lk.set.namespace))
+	other := newLocker(t, c, Config{Namespace: lk.set.Namespace})
 	require.Eventually(t, func() bool {
 		l, err := other.Acquire(ctx, "k")
 		if err != nil {
@@ -222,15 +222,16 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	lk := newLocker(t, c, WithTTL(5*time.Second), WithReleaseTimeout(3*time.Second))
+	lk := newLocker(t, c, Config{TTL: 5 * time.Second, ReleaseTimeout: 3 * time.Second})
 	held, err := lk.Acquire(ctx, "held")
 	require.NoError(t, err)
 
 	require.NoError(t, srv.Pause())
 	t.Cleanup(func() { _ = srv.Resume() })
 	g := lane(lk)
+	quick := with(t, lk, Config{AcquireTimeout: 100 * time.Millisecond})
 	for _, k := range []string{"x", "y"} { // two pipelines in flight, ending in 100ms
-		go func() { _, _ = lk.Acquire(ctx, k, WithAcquireTimeout(100*time.Millisecond)) }()
+		go func() { _, _ = quick.Acquire(ctx, k) }()
 	}
 	waitFor(t, func() bool { n, _ := g.Load(); return n == groupcommit.MaxInFlight })
 	type result struct {
@@ -238,9 +239,10 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 		took time.Duration
 	}
 	done := make(chan result, 1)
+	bounded := with(t, lk, Config{AcquireTimeout: 250 * time.Millisecond})
 	go func() {
 		start := time.Now()
-		l, err := lk.Acquire(ctx, "k", WithAcquireTimeout(250*time.Millisecond))
+		l, err := bounded.Acquire(ctx, "k")
 		if err == nil {
 			_ = l.Release(ctx)
 		}
@@ -257,9 +259,9 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 }
 
 func TestReleaseTimeoutScalesWithTTL(t *testing.T) {
-	s, err := withOptions(defaultConfig(), []Option{WithTTL(time.Second)}).settings()
+	s, err := Config{TTL: time.Second}.withDefaults().settings()
 	require.NoError(t, err)
-	assert.Equal(t, 200*time.Millisecond, s.releaseTimeout)
+	assert.Equal(t, 200*time.Millisecond, s.ReleaseTimeout)
 }
 
 // takeRenewals takes leases off the renewal queue, as the scheduler does

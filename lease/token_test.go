@@ -31,8 +31,8 @@ func newTestSecrets(t *testing.T, id string) (*fence.Secrets, []byte) {
 func TestLeaseTokenIsScopedToItsKeyAndNamespace(t *testing.T) {
 	ctx := testCtx(t)
 	c := redistest.Start(t).Client(t)
-	lk := newLocker(t, c)
-	ns := lk.set.namespace
+	lk := newLocker(t, c, Config{})
+	ns := lk.set.Namespace
 	l, err := lk.Acquire(ctx, "invoice-7")
 	require.NoError(t, err)
 	defer l.Release(ctx)
@@ -60,7 +60,7 @@ func TestLeaseTokenIsScopedToItsKeyAndNamespace(t *testing.T) {
 	assert.ErrorIs(t, strict.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "a store with secrets refuses an unsigned token")
 }
 
-// TestLeaseTokenIsSignedWithSecrets: with WithSecrets a lease's token is
+// TestLeaseTokenIsSignedWithSecrets: with Config.Secrets a lease's token is
 // signed with the active secret: a resource with the same secrets accepts
 // it, one with other secrets refuses it as forged. Commit's fn and the
 // lease's context (fence.FromContext, which the propagators send) carry
@@ -69,8 +69,8 @@ func TestLeaseTokenIsSignedWithSecrets(t *testing.T) {
 	ctx := testCtx(t)
 	c := redistest.Start(t).Client(t)
 	secrets, key := newTestSecrets(t, "k1")
-	lk := newLocker(t, c, WithSecrets(secrets))
-	ns := lk.set.namespace
+	lk := newLocker(t, c, Config{Secrets: secrets})
+	ns := lk.set.Namespace
 	l, err := lk.Acquire(ctx, "invoice-7")
 	require.NoError(t, err)
 	defer l.Release(ctx)

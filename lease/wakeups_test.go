@@ -46,13 +46,14 @@ func TestWakeups(t *testing.T) {
 // polling alone each of those would have a chance of about 7%.
 func testAReleaseWakesTheWaiter(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithBackoff(2*time.Second, 2*time.Second))
+	lk := newLocker(t, c, Config{BackoffMin: 2 * time.Second, BackoffMax: 2 * time.Second})
+	waiting := with(t, lk, Config{Wait: 10 * time.Second})
 	for i := range 5 {
 		holder, err := lk.Acquire(ctx, "hot")
 		require.NoError(t, err)
 		got := make(chan *Lease, 1)
 		go func() {
-			l, err := lk.Acquire(ctx, "hot", WithWait(10*time.Second))
+			l, err := waiting.Acquire(ctx, "hot")
 			assert.NoError(t, err)
 			got <- l
 		}()
@@ -78,16 +79,17 @@ func testAReleaseWakesTheWaiter(t *testing.T, c redis.UniversalClient) {
 func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	attemptsSent := countAcquires(c)
-	lk := newLocker(t, c, WithBackoff(5*time.Second, 5*time.Second))
+	lk := newLocker(t, c, Config{BackoffMin: 5 * time.Second, BackoffMax: 5 * time.Second})
 	holder, err := lk.Acquire(ctx, "hot")
 	require.NoError(t, err)
 	const n = 8
 	var wg sync.WaitGroup
 	var order []int64
 	var mu sync.Mutex
+	waiting := with(t, lk, Config{Wait: 20 * time.Second})
 	for range n {
 		wg.Go(func() {
-			l, err := lk.Acquire(ctx, "hot", WithWait(20*time.Second))
+			l, err := waiting.Acquire(ctx, "hot")
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -114,19 +116,20 @@ func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 // outside lockwatch) is still acquired within the waiter's backoff.
 func testAMissedRelease(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
-	lk := newLocker(t, c, WithBackoff(50*time.Millisecond, 50*time.Millisecond))
+	lk := newLocker(t, c, Config{BackoffMin: 50 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	holder, err := lk.Acquire(ctx, "hot")
 	require.NoError(t, err)
+	waiting := with(t, lk, Config{Wait: 10 * time.Second})
 	got := make(chan error, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, "hot", WithWait(10*time.Second))
+		l, err := waiting.Acquire(ctx, "hot")
 		if err == nil {
 			err = l.Release(ctx)
 		}
 		got <- err
 	}()
 	waitForWaiters(t, lk, "hot", 1)
-	lockKey, _ := redisKeys(lk.set.namespace, "hot")
+	lockKey, _ := redisKeys(lk.set.Namespace, "hot")
 	deleted := time.Now()
 	require.NoError(t, c.Del(ctx, lockKey).Err())
 	require.NoError(t, <-got)
@@ -141,7 +144,7 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 	srv := redistest.Start(t)
 	c := srv.Client(t)
 	ctx := testCtx(t)
-	lk := newLocker(t, c)
+	lk := newLocker(t, c, Config{})
 	publishes := func() int64 {
 		for line := range strings.SplitSeq(c.Info(ctx, "commandstats").Val(), "\n") {
 			if rest, ok := strings.CutPrefix(line, "cmdstat_publish:calls="); ok {
@@ -156,7 +159,7 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, l.Release(ctx))
 	}
-	_, err := lk.Acquire(ctx, "quiet", WithWait(time.Millisecond)) // not contended: marks nothing
+	_, err := with(t, lk, Config{Wait: time.Millisecond}).Acquire(ctx, "quiet") // not contended: marks nothing
 	require.NoError(t, err)
 	assert.Zero(t, publishes(), "20 releases nobody waited for")
 
@@ -165,13 +168,14 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 	// Released while the caller still waits: its wait mark lives only as
 	// long as it may wait, so a release after a short wait has ended may
 	// rightly publish nothing.
+	waiting := with(t, lk, Config{Wait: 5 * time.Second})
 	waited := make(chan *Lease, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, "waited", WithWait(5*time.Second))
+		l, err := waiting.Acquire(ctx, "waited")
 		assert.NoError(t, err)
 		waited <- l
 	}()
-	mark := keysOf(lk.set.namespace, "waited").Wait
+	mark := keysOf(lk.set.Namespace, "waited").Wait
 	require.Eventually(t, func() bool { return c.Exists(ctx, mark).Val() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, holder.Release(ctx))
 	woken := <-waited
@@ -188,12 +192,13 @@ func TestARefusedPublishChangesNothingButTheWait(t *testing.T) {
 	ctx := testCtx(t)
 	require.NoError(t, srv.Client(t).Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "+@all", "resetchannels").Err())
 	c := srv.Client(t, func(o *redis.Options) { o.Username, o.Password = "limited", "pw" })
-	lk := newLocker(t, c, WithBackoff(20*time.Millisecond, 50*time.Millisecond))
+	lk := newLocker(t, c, Config{BackoffMin: 20 * time.Millisecond, BackoffMax: 50 * time.Millisecond})
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
+	waiting := with(t, lk, Config{Wait: 5 * time.Second})
 	got := make(chan error, 1)
 	go func() {
-		l, err := lk.Acquire(ctx, "k", WithWait(5*time.Second))
+		l, err := waiting.Acquire(ctx, "k")
 		if err == nil {
 			err = l.Release(ctx)
 		}
@@ -202,7 +207,7 @@ func TestARefusedPublishChangesNothingButTheWait(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the waiter has marked the key and polls
 	require.NoError(t, holder.Release(ctx), "the refused PUBLISH comes after the delete and the bar")
 	require.NoError(t, <-got)
-	_, fenceKey := redisKeys(lk.set.namespace, "k")
+	_, fenceKey := redisKeys(lk.set.Namespace, "k")
 	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "+", "the released tokens are barred, marked deleted by their release")
 }
 
@@ -232,11 +237,11 @@ func TestWakeupsNeedAClientOrClusterClient(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr()}})
 	t.Cleanup(func() { _ = ring.Close() })
 	ctx := testCtx(t)
-	lk := newLocker(t, ring, WithBackoff(10*time.Millisecond, 20*time.Millisecond))
+	lk := newLocker(t, ring, Config{BackoffMin: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond})
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	time.AfterFunc(50*time.Millisecond, func() { _ = holder.Release(context.Background()) })
-	l, err := lk.Acquire(ctx, "k", WithWait(5*time.Second))
+	l, err := with(t, lk, Config{Wait: 5 * time.Second}).Acquire(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, l.Release(ctx))
 }
@@ -246,12 +251,13 @@ func TestWakeupsNeedAClientOrClusterClient(t *testing.T) {
 func TestCloseEndsAWaitAtOnce(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
-	lk := NewLocker(srv.Client(t), WithNamespace(testNamespace(t)), WithBackoff(3*time.Second, 3*time.Second))
+	lk := NewLocker(srv.Client(t), Config{Namespace: testNamespace(t), BackoffMin: 3 * time.Second, BackoffMax: 3 * time.Second})
 	holder, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
+	waiting := with(t, lk, Config{Wait: 10 * time.Second})
 	got := make(chan error, 1)
 	go func() {
-		_, err := lk.Acquire(ctx, "k", WithWait(10*time.Second))
+		_, err := waiting.Acquire(ctx, "k")
 		got <- err
 	}()
 	waitForWaiters(t, lk, "k", 1)
@@ -267,7 +273,7 @@ func TestCloseEndsAWaitAtOnce(t *testing.T) {
 // subscription.
 func waitForWaiters(t *testing.T, lk *Locker, key string, n int) {
 	t.Helper()
-	channel := keysOf(lk.set.namespace, key).Channel
+	channel := keysOf(lk.set.Namespace, key).Channel
 	require.Eventually(t, func() bool {
 		lk.wake.mu.Lock()
 		defer lk.wake.mu.Unlock()
