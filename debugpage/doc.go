@@ -41,7 +41,7 @@
 //	{
 //	  "taken": "2026-12-01T10:00:00.123456789Z",  // when the snapshot was taken
 //	  "leases": [{                                 // active leases, by name, then key hash
-//	    "name": "invoices",                        // lock name (lease.WithName)
+//	    "name": "invoices",                        // lock name (lease.Config.Name)
 //	    "key_hash": "3f0c…",                       // the key's hash, as on spans and in Redis
 //	    "key": "invoice:42",                       // raw key: only with telemetry.Config.RawKeys
 //	    "fence": 1764583200123456,                 // fencing token

@@ -21,7 +21,7 @@ func Example() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client)
+	locker := lease.NewLocker(client, lease.Config{Name: "invoices"})
 	defer locker.Close()
 
 	// Mount it beside net/http/pprof, on an internal listener: here a test
@@ -31,7 +31,7 @@ func Example() {
 	internal := httptest.NewServer(mux)
 	defer internal.Close()
 
-	l, err := locker.Acquire(ctx, "invoice:42", lease.WithName("invoices"))
+	l, err := locker.Acquire(ctx, "invoice:42")
 	if err != nil {
 		fmt.Println("error:", err)
 		return

@@ -64,19 +64,20 @@ type fixture struct {
 	srv    *redistest.Server
 	locker *lease.Locker
 	web    *httptest.Server
+	named  map[string]*lease.Locker // locker with each lock name (acquire)
 }
 
 func newFixture(t *testing.T, ttl time.Duration, rawKeys bool) *fixture {
 	t.Helper()
 	srv := redistest.Start(t)
 	locker := lease.NewLocker(srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true }),
-		lease.WithTTL(ttl), lease.WithTelemetry(telemetry.New(telemetry.Config{Logger: quiet, RawKeys: rawKeys})))
+		lease.Config{TTL: ttl, Telemetry: telemetry.New(telemetry.Config{Logger: quiet, RawKeys: rawKeys})})
 	t.Cleanup(func() { _ = locker.Close() })
 	mux := http.NewServeMux()
 	mux.Handle("/debug/lockwatch", debugpage.Handler(locker))
 	web := httptest.NewServer(mux) // 127.0.0.1
 	t.Cleanup(web.Close)
-	return &fixture{srv: srv, locker: locker, web: web}
+	return &fixture{srv: srv, locker: locker, web: web, named: map[string]*lease.Locker{}}
 }
 
 func (f *fixture) url(query string) string { return f.web.URL + "/debug/lockwatch" + query }
@@ -84,7 +85,14 @@ func (f *fixture) url(query string) string { return f.web.URL + "/debug/lockwatc
 // acquire takes key under the lock name, released when the test ends.
 func (f *fixture) acquire(t *testing.T, name, key string) *lease.Lease {
 	t.Helper()
-	l, err := f.locker.Acquire(testCtx(t), key, lease.WithName(name))
+	lk, ok := f.named[name]
+	if !ok {
+		var err error
+		lk, err = f.locker.With(lease.Config{Name: name})
+		require.NoError(t, err)
+		f.named[name] = lk
+	}
+	l, err := lk.Acquire(testCtx(t), key)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Release(context.Background()) })
 	return l

@@ -14,6 +14,7 @@ import (
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
+	"github.com/lockwatch/lockwatch/lease"
 )
 
 // TestTokenPropagation: calls made on a lease's context carry its token,
@@ -21,7 +22,7 @@ import (
 func TestTokenPropagation(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{})
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
 	defer l.Release(ctx)

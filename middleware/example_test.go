@@ -31,7 +31,7 @@ var addr = "localhost:6379"
 func ExampleHTTP() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client)
+	locker := lease.NewLocker(client, lease.Config{})
 	defer locker.Close()
 
 	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") }, middleware.Config{})
@@ -61,9 +61,9 @@ func ExampleHTTP() {
 func ExampleConfig_syncRelease() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithNamespace("example-sync-release"))
+	locker := lease.NewLocker(client, lease.Config{Namespace: "example-sync-release"})
 	defer locker.Close()
-	other := lease.NewLocker(client, lease.WithNamespace("example-sync-release")) // another replica
+	other := lease.NewLocker(client, lease.Config{Namespace: "example-sync-release"}) // another replica
 	defer other.Close()
 
 	lockJob := middleware.HTTP(locker, func(r *http.Request) string { return r.PathValue("id") }, middleware.Config{SyncRelease: true})
@@ -91,7 +91,7 @@ func ExampleConfig_syncRelease() {
 func ExampleConfig_errorWriter() {
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithNamespace("example-error-writer"))
+	locker := lease.NewLocker(client, lease.Config{Namespace: "example-error-writer"})
 	defer locker.Close()
 	plain := func(w http.ResponseWriter, _ *http.Request, p *middleware.Problem) {
 		http.Error(w, p.Reason, p.Status)

@@ -71,8 +71,8 @@ func TestGRPCTwoReplicasExclusion(t *testing.T) {
 	}}
 	var clients []grpc_health_v1.HealthClient
 	for range 2 {
-		lk := newLocker(t, srv.Client(t), h.Tel)
-		clients = append(clients, lockedServer(t, lk, svc, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}}))
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
+		clients = append(clients, lockedServer(t, lk, svc, Config{Lease: lease.Config{Wait: 10 * time.Second}}))
 	}
 	ctx := withLockKey(testCtx(t), "42")
 	var wg sync.WaitGroup
@@ -96,7 +96,7 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("contended: ABORTED with RetryInfo", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: 5 * time.Second})
 		holder, err := lk.Acquire(ctx, "42")
 		require.NoError(t, err)
 		defer holder.Release(ctx)
@@ -114,11 +114,11 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("lost and the handler gave up: UNAVAILABLE", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 			<-ctx.Done()
 			return status.FromContextError(context.Cause(ctx)).Err()
-		}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+		}}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		code, info, retry := details(t, err)
 		assert.Equal(t, codes.Unavailable, code)
@@ -128,11 +128,11 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("lost but the handler succeeded: late completion", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+		}}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 		_, err := client.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 		require.NoError(t, err, "the handler's answer stands")
 		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, checkMethod)))
@@ -140,7 +140,7 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("stream context is the lease context", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		fences := make(chan int64, 1)
 		client := lockedServer(t, lk, &health{watch: func(stream grpc_health_v1.Health_WatchServer) error {
 			l := lease.FromContext(stream.Context())
@@ -161,7 +161,7 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("stream contended: ABORTED", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		holder, err := lk.Acquire(ctx, "42")
 		require.NoError(t, err)
 		defer holder.Release(ctx)
@@ -176,7 +176,7 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("no key: no lock", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 			if lease.FromContext(ctx) != nil {
 				return status.Error(codes.Internal, "locked without a key")
@@ -189,7 +189,7 @@ func TestGRPCAnswers(t *testing.T) {
 
 	t.Run("panic releases the lease", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(time.Minute))
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: time.Minute})
 		// gRPC does not recover handler panics; a recovering interceptor
 		// outside ours (as services install) turns it into an error.
 		recoverer := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (resp any, err error) {
@@ -216,11 +216,11 @@ func TestGRPCAnswers(t *testing.T) {
 // stands.
 func TestGRPCHandlersOwnErrorSurvivesALoss(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{})
 	client := lockedServer(t, lk, &health{check: func(ctx context.Context) error {
 		<-ctx.Done()
 		return status.Error(codes.NotFound, "no such invoice")
-	}}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+	}}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 	_, err := client.Check(withLockKey(testCtx(t), "42"), &grpc_health_v1.HealthCheckRequest{})
 	assert.Equal(t, codes.NotFound, status.Code(err))
 }

@@ -25,11 +25,15 @@ import (
 	"github.com/lockwatch/lockwatch/telemetry"
 )
 
-// newLocker returns a Locker in a namespace of its own test (two Lockers of
-// one test share it: two replicas), closed when the test ends.
-func newLocker(t *testing.T, c redis.UniversalClient, tel *telemetry.Telemetry, opts ...lease.Option) *lease.Locker {
-	opts = append([]lease.Option{lease.WithNamespace(leaseNamespace(t)), lease.WithTelemetry(tel)}, opts...)
-	lk := lease.NewLocker(c, opts...)
+// newLocker returns a Locker taking cfg with tel, in a namespace of its own
+// test unless cfg names one (two Lockers of one test share it: two
+// replicas), closed when the test ends.
+func newLocker(t *testing.T, c redis.UniversalClient, tel *telemetry.Telemetry, cfg lease.Config) *lease.Locker {
+	if cfg.Namespace == "" {
+		cfg.Namespace = leaseNamespace(t)
+	}
+	cfg.Telemetry = tel
+	lk := lease.NewLocker(c, cfg)
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }

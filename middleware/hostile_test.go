@@ -463,12 +463,14 @@ type hostileLeases struct {
 	b1, b2, a, otherB *lease.Lease
 }
 
-func newHostileLeases(t *testing.T, r *hostileRig, client *redis.Client, ns string, opts ...lease.Option) hostileLeases {
+func newHostileLeases(t *testing.T, r *hostileRig, client *redis.Client, ns string, cfg lease.Config) hostileLeases {
 	t.Helper()
 	ctx := testCtx(t)
 	tel := telemetrytest.New(t).Tel
-	lk := newLocker(t, client, tel, append([]lease.Option{lease.WithNamespace(ns)}, opts...)...)
-	other := newLocker(t, client, tel, append([]lease.Option{lease.WithNamespace(ns + "-other")}, opts...)...)
+	cfg.Namespace = ns
+	lk := newLocker(t, client, tel, cfg)
+	cfg.Namespace = ns + "-other"
+	other := newLocker(t, client, tel, cfg)
 	acquire := func(lk *lease.Locker, key string) *lease.Lease {
 		l, err := lk.Acquire(ctx, key)
 		require.NoError(t, err)
@@ -530,7 +532,7 @@ func TestHostileTokensWithoutSecrets(t *testing.T) {
 	srv := redistest.Start(t)
 	client := srv.Client(t)
 	r := newHostileRig(t, client, "plain", fence.RedisConfig{LockNamespace: "hostile-ns"})
-	ls := newHostileLeases(t, r, client, "hostile-ns")
+	ls := newHostileLeases(t, r, client, "hostile-ns", lease.Config{})
 	now := redisMicros(t, client)
 	scoped := fence.Mint(ls.ns, "B", ls.b2.Fence(), nil)
 	cases := []hostileCase{
@@ -622,7 +624,7 @@ func TestHostileTokensWithSecrets(t *testing.T) {
 	client := srv.Client(t)
 	secrets := hostileSecrets(t, "k1", 0x11)
 	r := newHostileRig(t, client, "signed", fence.RedisConfig{LockNamespace: "hostile-ns", Secrets: secrets})
-	ls := newHostileLeases(t, r, client, "hostile-ns", lease.WithSecrets(secrets))
+	ls := newHostileLeases(t, r, client, "hostile-ns", lease.Config{Secrets: secrets})
 	require.Equal(t, "k1", ls.b2.Token().KeyID, "the Locker signs")
 	now := redisMicros(t, client)
 	next := ls.b2.Fence() + 1000 // admitted, any token at it would move B's mark
@@ -918,7 +920,7 @@ func TestHostileThousandsOfKeys(t *testing.T) {
 
 		// Marks come only with leases: three locked keys, three marks.
 		ctx := testCtx(t)
-		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.WithNamespace(ns), lease.WithSecrets(secrets))
+		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.Config{Namespace: ns, Secrets: secrets})
 		for i := range 3 {
 			l, err := lk.Acquire(ctx, key(i))
 			require.NoError(t, err)
@@ -949,7 +951,7 @@ func TestHostileTokenWithinTheSkew(t *testing.T) {
 
 	t.Run("without secrets", func(t *testing.T) {
 		r := newHostileRig(t, client, "skew", fence.RedisConfig{LockNamespace: ns, MaxSkew: skew})
-		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.WithNamespace(ns))
+		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.Config{Namespace: ns})
 		forged := fence.Mint(ns, "K", redisMicros(t, client)+(skew-50*time.Millisecond).Microseconds(), nil)
 		forgedAt := time.Now()
 		status, reason, err := r.put("K", forged.String())
@@ -984,7 +986,7 @@ func TestHostileTokenWithinTheSkew(t *testing.T) {
 	t.Run("with secrets", func(t *testing.T) {
 		secrets := hostileSecrets(t, "k1", 0x11)
 		r := newHostileRig(t, client, "skewsigned", fence.RedisConfig{LockNamespace: ns, Secrets: secrets, MaxSkew: skew})
-		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.WithNamespace(ns), lease.WithSecrets(secrets))
+		lk := newLocker(t, client, telemetrytest.New(t).Tel, lease.Config{Namespace: ns, Secrets: secrets})
 		forged := fence.Mint(ns, "K", redisMicros(t, client)+(skew-50*time.Millisecond).Microseconds(), nil)
 		status, reason, err := r.put("K", forged.String())
 		require.NoError(t, err)

@@ -44,9 +44,9 @@ func TestHTTPTwoReplicasExclusion(t *testing.T) {
 	var urls []string
 	var clients []*http.Client
 	for range 2 {
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		mux := http.NewServeMux()
-		mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}})(work))
+		mux.Handle("POST /reports/{id}", HTTP(lk, pathKey, Config{Lease: lease.Config{Wait: 10 * time.Second}})(work))
 		u, c := serveHTTP(t, mux)
 		urls, clients = append(urls, u), append(clients, c)
 	}
@@ -101,7 +101,7 @@ func TestHTTPAnswers(t *testing.T) {
 
 	t.Run("contended: 409 with the holder's TTL", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: 5 * time.Second})
 		holder, err := lk.Acquire(ctx, "42")
 		require.NoError(t, err)
 		defer holder.Release(ctx)
@@ -126,7 +126,7 @@ func TestHTTPAnswers(t *testing.T) {
 		proxy := faultproxy.Start(t, srv.Addr())
 		c := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 200 * time.Millisecond, MaxRetries: -1})
 		t.Cleanup(func() { _ = c.Close() })
-		lk := newLocker(t, c, h.Tel, lease.WithReleaseTimeout(200*time.Millisecond))
+		lk := newLocker(t, c, h.Tel, lease.Config{ReleaseTimeout: 200 * time.Millisecond})
 		var ran atomic.Bool
 		url, client := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { ran.Store(true) }, Config{})
 		proxy.Set(faultproxy.DropReplies)
@@ -140,12 +140,12 @@ func TestHTTPAnswers(t *testing.T) {
 
 	t.Run("lost before anything written: 503", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		causes := make(chan error, 1)
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			causes <- context.Cause(r.Context())
-		}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+		}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 		assert.Equal(t, reasonLost, decodeProblem(t, resp).Reason)
@@ -155,11 +155,11 @@ func TestHTTPAnswers(t *testing.T) {
 
 	t.Run("success after loss: late completion", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			<-r.Context().Done()
 			w.WriteHeader(http.StatusCreated) // ignores the loss
-		}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+		}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 		resp := post(t, c, url+"/reports/42")
 		assert.Equal(t, http.StatusCreated, resp.StatusCode)
 		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseLateCompletions, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}")))
@@ -168,7 +168,7 @@ func TestHTTPAnswers(t *testing.T) {
 
 	t.Run("no key: no lock", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		mux := http.NewServeMux()
 		got := make(chan *lease.Lease, 1)
 		mux.Handle("GET /health", HTTP(lk, func(*http.Request) string { return "" }, Config{})(http.HandlerFunc(
@@ -184,7 +184,7 @@ func TestHTTPAnswers(t *testing.T) {
 	// The package doc's sentence: a handler sets the fence header itself.
 	t.Run("fence header and the lease in the handler", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel)
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 		url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Token().String())
 			l := lease.FromContext(r.Context())
@@ -205,7 +205,7 @@ func TestHTTPAnswers(t *testing.T) {
 
 	t.Run("panic releases the lease", func(t *testing.T) {
 		h := telemetrytest.New(t)
-		lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(time.Minute))
+		lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: time.Minute})
 		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) { panic("boom") }, Config{})
 		_, err := c.Post(url+"/reports/42", "text/plain", nil)
 		require.Error(t, err, "net/http drops the connection of a panicking handler")
@@ -224,7 +224,7 @@ func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
 	srv := redistest.Start(t)
 	h := telemetrytest.New(t)
 	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
-	lk := newLocker(t, c, h.Tel, lease.WithTTL(time.Second), lease.WithReleaseTimeout(200*time.Millisecond))
+	lk := newLocker(t, c, h.Tel, lease.Config{TTL: time.Second, ReleaseTimeout: 200 * time.Millisecond})
 	started := make(chan struct{})
 	causes := make(chan error, 1)
 	url, client := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
@@ -265,13 +265,13 @@ func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
 // not inherit caching or framing headers the handler set before giving up.
 func TestHTTPLostAnswerDropsTheHandlersHeaders(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{})
 	url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=3600")
 		w.Header().Set("Content-Length", "2")
 		w.Header().Set("Content-Encoding", "gzip")
 		<-r.Context().Done()
-	}, Config{LeaseOptions: []lease.Option{lease.WithMaxHold(100 * time.Millisecond)}})
+	}, Config{Lease: lease.Config{MaxHold: 100 * time.Millisecond}})
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.Equal(t, "no-store", resp.Header.Get("Cache-Control"))
@@ -282,7 +282,7 @@ func TestHTTPLostAnswerDropsTheHandlersHeaders(t *testing.T) {
 // TestHTTPHijack: handlers that assert http.Hijacker keep working.
 func TestHTTPHijack(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{})
 	url, c := routeServer(t, lk, func(w http.ResponseWriter, r *http.Request) {
 		hj, ok := w.(http.Hijacker)
 		if !ok {

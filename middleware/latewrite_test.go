@@ -300,8 +300,8 @@ func TestHolderTimeoutHandler(t *testing.T) {
 	for _, arrangement := range []string{"inside", "outside"} {
 		t.Run(arrangement, func(t *testing.T) {
 			h := telemetrytest.New(t)
-			lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
-			other := newLocker(t, srv.Client(t), h.Tel)
+			lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: 5 * time.Second})
+			other := newLocker(t, srv.Client(t), h.Tel, lease.Config{})
 			running, wakeA, committed := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 			wake := sync.OnceFunc(func() { close(wakeA) })
 			t.Cleanup(wake)

@@ -79,7 +79,7 @@ func TestStreamLossInterruptsBlockedCalls(t *testing.T) {
 	for _, blockIn := range []string{"RecvMsg", "SendMsg"} {
 		t.Run(blockIn, func(t *testing.T) {
 			srv := redistest.Start(t)
-			lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.WithTTL(900*time.Millisecond))
+			lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{TTL: 900 * time.Millisecond})
 			leases := make(chan *lease.Lease, 1)
 			returned := make(chan error, 1)
 			late := make(chan struct{})
@@ -173,7 +173,7 @@ func TestMoveIsDecoding(t *testing.T) {
 // loopback, 64-byte messages.
 func BenchmarkStreamMessage(b *testing.B) {
 	srv := redistest.Start(b)
-	lk := lease.NewLocker(srv.Client(b), lease.WithNamespace("bench"))
+	lk := lease.NewLocker(srv.Client(b), lease.Config{Namespace: "bench"})
 	b.Cleanup(func() { _ = lk.Close() })
 	l, err := lk.Acquire(context.Background(), "42")
 	require.NoError(b, err)

@@ -23,7 +23,7 @@ func TestConfigNameNamesTheLock(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+	lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: 5 * time.Second})
 	holder, err := lk.Acquire(ctx, "42")
 	require.NoError(t, err)
 	defer holder.Release(ctx)
@@ -41,18 +41,18 @@ func TestConfigNameNamesTheLock(t *testing.T) {
 	assert.EqualValues(t, 2, h.Sum(t, obs.LeaseAcquires, telemetrytest.Attrs(obs.AttrLockName, "reports", obs.AttrResult, "contended")))
 }
 
-// TestALeaseWithNameIsReplacedByTheMiddlewares: a lease.WithName given
-// through Config.LeaseOptions does not name the lock; the route does (as
-// Config.LeaseOptions says).
-func TestALeaseWithNameIsReplacedByTheMiddlewares(t *testing.T) {
+// TestALeaseNameIsReplacedByTheMiddlewares: a Name given through
+// Config.Lease does not name the lock; the route does (as Config.Lease
+// says).
+func TestALeaseNameIsReplacedByTheMiddlewares(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := testCtx(t)
 	h := telemetrytest.New(t)
-	lk := newLocker(t, srv.Client(t), h.Tel, lease.WithTTL(5*time.Second))
+	lk := newLocker(t, srv.Client(t), h.Tel, lease.Config{TTL: 5 * time.Second})
 	holder, err := lk.Acquire(ctx, "42")
 	require.NoError(t, err)
 	defer holder.Release(ctx)
-	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{LeaseOptions: []lease.Option{lease.WithName("ignored")}})
+	url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{Lease: lease.Config{Name: "ignored"}})
 	resp := post(t, c, url+"/reports/42")
 	assert.Equal(t, http.StatusConflict, resp.StatusCode)
 	assert.Equal(t, "POST /reports/{id}", decodeProblem(t, resp).LockName)

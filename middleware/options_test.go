@@ -25,7 +25,7 @@ func TestErrorWriterServesHolderAndGuard(t *testing.T) {
 	}
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	t.Cleanup(func() { _ = client.Close() })
-	locker := lease.NewLocker(client, lease.WithTelemetry(telemetrytest.New(t).Tel))
+	locker := lease.NewLocker(client, lease.Config{Telemetry: telemetrytest.New(t).Tel})
 	require.NoError(t, locker.Close())
 	key := func(*http.Request) string { return "k" }
 	ran := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { t.Error("the handler ran") })

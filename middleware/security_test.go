@@ -229,7 +229,7 @@ func runCanaryScenario(t *testing.T, h *telemetrytest.Harness, sc canaryScenario
 		}
 		return n
 	}
-	lk := newLocker(t, c, h.Tel, lease.WithTTL(300*time.Millisecond))
+	lk := newLocker(t, c, h.Tel, lease.Config{TTL: 300 * time.Millisecond})
 	var runs atomic.Int32
 	started := make(chan struct{}, 1)
 	// work is both handlers' body: commit, or wait for the loss.
@@ -397,8 +397,7 @@ func TestSecurityFailClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := testCtx(t)
 			h := telemetrytest.New(t)
-			lk := newLocker(t, tc.client(t), h.Tel, lease.WithTTL(ttl), lease.WithAcquireTimeout(acquireTimeout),
-				lease.WithReleaseTimeout(acquireTimeout))
+			lk := newLocker(t, tc.client(t), h.Tel, lease.Config{TTL: ttl, AcquireTimeout: acquireTimeout, ReleaseTimeout: acquireTimeout})
 			var runs atomic.Int32
 
 			start := time.Now()

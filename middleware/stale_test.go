@@ -85,8 +85,8 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 	aClient := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ReadTimeout: 100 * time.Millisecond, MaxRetries: -1, ContextTimeoutEnabled: true})
 	t.Cleanup(func() { _ = aClient.Close() })
 	ttl := 600 * time.Millisecond
-	lockA := newLocker(t, aClient, worker.Tel, lease.WithTTL(ttl), lease.WithReleaseTimeout(time.Second))
-	lockB := newLocker(t, srv.Client(t), worker.Tel, lease.WithTTL(ttl))
+	lockA := newLocker(t, aClient, worker.Tel, lease.Config{TTL: ttl, ReleaseTimeout: time.Second})
+	lockB := newLocker(t, srv.Client(t), worker.Tel, lease.Config{TTL: ttl})
 
 	aStarted, aLost, wake := make(chan int64, 1), make(chan struct{}), make(chan struct{})
 	aWrite := make(chan int, 1)
@@ -104,7 +104,7 @@ func TestStaleWriteIsRejectedEndToEnd(t *testing.T) {
 			return
 		}
 		fmt.Fprint(w, lease.FromContext(r.Context()).Fence())
-	}, Config{LeaseOptions: []lease.Option{lease.WithWait(10 * time.Second)}})
+	}, Config{Lease: lease.Config{Wait: 10 * time.Second}})
 
 	type answer struct {
 		resp *http.Response

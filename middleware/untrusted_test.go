@@ -202,7 +202,7 @@ func (g *guardedLedger) ranNone(t *testing.T) {
 func TestGuardRefusesAnotherKeysToken(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel)
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{})
 	g := newGuardedLedger(t, fence.RedisConfig{LockNamespace: leaseNamespace(t)})
 
 	lB, err := lk.Acquire(ctx, "B")
@@ -271,7 +271,7 @@ func TestGuardRefusesForgedTokens(t *testing.T) {
 	ctx := testCtx(t)
 	srv := redistest.Start(t)
 	secrets := testSecrets(t, "k1", 0x11)
-	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.WithSecrets(secrets))
+	lk := newLocker(t, srv.Client(t), telemetrytest.New(t).Tel, lease.Config{Secrets: secrets})
 	ns := leaseNamespace(t)
 	g := newGuardedLedger(t, fence.RedisConfig{LockNamespace: ns, Secrets: secrets})
 
