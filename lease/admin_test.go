@@ -71,7 +71,7 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, 2, info.Barred, "both released attempts")
 
 	_, err = lk.Inspect(ctx, "")
-	assert.ErrorIs(t, err, errInvalidOption)
+	assert.ErrorIs(t, err, errInvalid)
 
 	// A lock key written by something else: held, without an expiry.
 	lockKey, _ = redisKeys(lk.set.Namespace, "foreign")
@@ -163,7 +163,7 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 
 	for _, bad := range []struct{ key, holder string }{{"", "0123456789ab"}, {"free", ""}, {"free", "0123456789AB"}, {"free", "0123456789abc"}} {
 		_, err = lk.ForceRelease(ctx, bad.key, bad.holder)
-		assert.ErrorIs(t, err, errInvalidOption, "%q %q", bad.key, bad.holder)
+		assert.ErrorIs(t, err, errInvalid, "%q %q", bad.key, bad.holder)
 	}
 
 	// The script does not rest on that refusal: a holder shorter than the

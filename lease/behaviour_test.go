@@ -595,7 +595,7 @@ func testLongAndBinaryKeys(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, l.Release(ctx))
 	}
 	_, err := lk.Acquire(ctx, "")
-	require.ErrorIs(t, err, errInvalidOption)
+	require.ErrorIs(t, err, errInvalid)
 }
 
 func testNamespacesAreIndependent(t *testing.T, c redis.UniversalClient) {

@@ -210,7 +210,7 @@ func TestCommitContext(t *testing.T) {
 	}))
 
 	_, err = lk.With(Config{CommitTimeout: -time.Second})
-	require.ErrorIs(t, err, errInvalidOption)
+	require.ErrorIs(t, err, errInvalid)
 	assert.ErrorContains(t, err, "commit timeout")
 	assert.Equal(t, 50*time.Millisecond, with(t, shortLk, Config{CommitTimeout: 0}).set.CommitTimeout,
 		"zero is no timeout: it leaves the Locker's")

@@ -29,8 +29,8 @@ var (
 	ErrNotHeld = errors.New("lease: not held at release")
 	// ErrClosed: the Locker was closed.
 	ErrClosed = errors.New("lease: locker closed")
-	// errInvalidOption: an option or key was rejected; the error says which.
-	errInvalidOption = errors.New("lease: invalid option")
+	// errInvalid: a Config field or a key was rejected; the error says which.
+	errInvalid = errors.New("lease: invalid argument")
 )
 
 // NotAcquiredError is returned when another owner holds the lease.
@@ -95,5 +95,5 @@ func shortKey(key string) string {
 }
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{errInvalidOption}, args...)...)
+	return fmt.Errorf("%w: "+format, append([]any{errInvalid}, args...)...)
 }

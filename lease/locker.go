@@ -72,7 +72,9 @@ func NewLocker(client redis.UniversalClient, cfg Config) *Locker {
 // client, the scheduler, the group commits, and Close (closing either
 // closes both). The middleware makes one per lock name; a caller that
 // waits on some keys only makes one with Wait set. With resolves and
-// validates once, so make it once, not per acquire.
+// validates once, so make it once, not per acquire. A field With leaves
+// zero keeps lk's value, so a Locker without a wait (or a MaxHold, or
+// ReplicationAcks) is derived from one that has none.
 //
 // Unlike NewLocker, With returns an invalid field as an error, since it
 // may run while serving (with a name computed from a request, say).

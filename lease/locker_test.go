@@ -47,7 +47,7 @@ func TestInvalidConfig(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			derived, err := lk.With(tc.cfg)
-			require.ErrorIs(t, err, errInvalidOption)
+			require.ErrorIs(t, err, errInvalid)
 			assert.Nil(t, derived)
 			assert.Panics(t, func() { NewLocker(c, tc.cfg) }, "NewLocker must refuse it at start-up")
 		})
@@ -81,6 +81,11 @@ func TestEmptyAndNegativeFields(t *testing.T) {
 	warnOnly := with(t, lk, Config{CommitHard: -1, CommitWarn: time.Second})
 	assert.Zero(t, warnOnly.set.CommitHard)
 	assert.Equal(t, time.Second, warnOnly.set.CommitWarn)
+	hardOnly := with(t, lk, Config{CommitWarn: -1})
+	assert.Equal(t, defaultTTL/20, hardOnly.set.CommitHard, "the hard margin keeps its default")
+	assert.Zero(t, hardOnly.set.CommitWarn, "no near-expiry band")
+	_, err = lk.With(Config{CommitHard: 2 * time.Second, CommitWarn: time.Second})
+	require.ErrorIs(t, err, errInvalid, "a warn margin below the hard one")
 }
 
 func TestDefaultsScaleWithTTL(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 )
 
 // settings are the resolved, validated timings one lease runs with. They are
-// computed once per Locker (and once per acquire that passes options).
+// computed once per Locker (NewLocker, With).
 type settings struct {
 	Config
 	ttlMs        int64
@@ -34,7 +34,7 @@ func (c Config) settings() (*settings, error) {
 }
 
 // validateBase checks what every other setting derives from or is reported
-// under: the TTL (rounded down to milliseconds), the namespace, the name.
+// under: the TTL (rounded down to milliseconds) and the namespace.
 func (c Config) validateBase() error {
 	switch ttl := c.TTL.Truncate(time.Millisecond); {
 	case ttl < minTTL:
@@ -102,8 +102,8 @@ func (s *settings) validate() error {
 // timeouts (validate).
 func (s *settings) validateBounds() error {
 	switch {
-	case s.CommitWarn < s.CommitHard || s.CommitWarn > s.TTL:
-		return invalidf("commit margins hard %v, warn %v: need hard <= warn <= TTL %v", s.CommitHard, s.CommitWarn, s.TTL)
+	case s.CommitWarn != 0 && s.CommitWarn < s.CommitHard || s.CommitWarn > s.TTL:
+		return invalidf("commit margins hard %v, warn %v: need hard <= warn <= TTL %v, or no warn", s.CommitHard, s.CommitWarn, s.TTL)
 	case s.MaxHold < 0:
 		return invalidf("negative max hold %v", s.MaxHold)
 	case s.Wait < 0:

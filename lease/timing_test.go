@@ -163,7 +163,7 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 		{CommitHard: -1, CommitWarn: math.MaxInt64},
 	} {
 		_, err := lk.With(cfg)
-		assert.ErrorIs(t, err, errInvalidOption)
+		assert.ErrorIs(t, err, errInvalid)
 	}
 
 	huge, err := lk.With(Config{AcquireTimeout: math.MaxInt64, ReleaseTimeout: math.MaxInt64,
