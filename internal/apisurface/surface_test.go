@@ -20,10 +20,9 @@ import (
 // budget is the most exported identifiers the public packages may have
 // together: the everyday path, the fenced stores, the middleware and the
 // operators' views (Snapshot, Inspect, ForceRelease, the live page), not
-// the plumbing between lockwatch's own packages. Issue 27 replaced the
-// functional options of fence, middleware, telemetry and otelsetup by one
-// config struct per constructor.
-const budget = 125
+// the plumbing between lockwatch's own packages. Each constructor takes
+// one config struct, not functional options.
+const budget = 110
 
 // public are the packages a user imports, relative to the module root.
 var public = []string{"lease", "fence", "middleware", "telemetry", "telemetry/otelsetup", "debugpage"}
