@@ -103,7 +103,7 @@ Exit statuses:
 			if err := ping(client, label); err != nil {
 				return err
 			}
-			lk, err := newLocker(client, stderr, "fence", lease.WithNamespace(k.namespace))
+			lk, err := newLocker(client, stderr, "fence", lease.Config{Namespace: k.namespace})
 			if err != nil {
 				return err
 			}

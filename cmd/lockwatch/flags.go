@@ -66,6 +66,8 @@ func (k *keyFlags) checkKeyOnly(cmd string, args []string) error {
 	switch {
 	case k.key == "":
 		return usageErr(cmd, "--key is required")
+	case k.namespace == "":
+		return usageErr(cmd, "--namespace must not be empty")
 	case len(args) > 0:
 		return usageErr(cmd, "unexpected argument %q", args[0])
 	}

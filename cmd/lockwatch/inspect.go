@@ -43,7 +43,7 @@ Exit statuses:
 			if err := k.checkKeyOnly("inspect", args); err != nil {
 				return err
 			}
-			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "inspect", lease.WithNamespace(k.namespace))
+			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "inspect", lease.Config{Namespace: k.namespace})
 			if err != nil {
 				return err
 			}

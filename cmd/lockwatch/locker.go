@@ -9,15 +9,15 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// newLocker returns a Locker on client with opts, whose telemetry logs at
+// newLocker returns a Locker on client taking cfg, whose telemetry logs at
 // Warn on stderr: the Locker's own lines about losses, unknown acquires and
 // force releases are what an operator running the command needs to see.
-// Invalid options (a namespace with braces, a TTL below 10ms) are usage
+// Invalid settings (a namespace with braces, a TTL below 10ms) are usage
 // errors: Locker.With returns them, where NewLocker would panic.
-func newLocker(client redis.UniversalClient, stderr io.Writer, cmd string, opts ...lease.Option) (*lease.Locker, error) {
+func newLocker(client redis.UniversalClient, stderr io.Writer, cmd string, cfg lease.Config) (*lease.Locker, error) {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	base := lease.NewLocker(client, lease.WithTelemetry(telemetry.New(telemetry.Config{Logger: logger})))
-	lk, err := base.With(opts...)
+	base := lease.NewLocker(client, lease.Config{Telemetry: telemetry.New(telemetry.Config{Logger: logger})})
+	lk, err := base.With(cfg)
 	if err != nil {
 		_ = base.Close()
 		return nil, usageErr(cmd, "%v", err)
@@ -37,9 +37,9 @@ const (
 )
 
 // connectLocker builds the client the connection flags name, PINGs it, and
-// returns a Locker on it with opts, and the function that closes both
+// returns a Locker on it taking cfg, and the function that closes both
 // (the Locker first: its Close waits for releases and clean-ups in flight).
-func connectLocker(conn *connFlags, set map[string]bool, stderr io.Writer, cmd string, opts ...lease.Option) (*lease.Locker, func(), error) {
+func connectLocker(conn *connFlags, set map[string]bool, stderr io.Writer, cmd string, cfg lease.Config) (*lease.Locker, func(), error) {
 	client, label, err := conn.client(set)
 	if err != nil {
 		return nil, nil, usageErr(cmd, "%v", err)
@@ -48,7 +48,7 @@ func connectLocker(conn *connFlags, set map[string]bool, stderr io.Writer, cmd s
 		_ = client.Close()
 		return nil, nil, err
 	}
-	lk, err := newLocker(client, stderr, cmd, opts...)
+	lk, err := newLocker(client, stderr, cmd, cfg)
 	if err != nil {
 		_ = client.Close()
 		return nil, nil, err

@@ -58,11 +58,14 @@ Exit statuses:
 			if err := k.checkKeyOnly("release", args); err != nil {
 				return err
 			}
+			if *name == "" {
+				return usageErr("release", "--name must not be empty")
+			}
 			if *holder != "" && !holderRE.MatchString(*holder) {
 				return usageErr("release", "--holder %q is not a holder hash: 12 lower-case hex digits, as lockwatch inspect prints", *holder)
 			}
 			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "release",
-				lease.WithNamespace(k.namespace), lease.WithName(*name))
+				lease.Config{Namespace: k.namespace, Name: *name})
 			if err != nil {
 				return err
 			}

@@ -145,6 +145,10 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 	switch {
 	case f.key == "":
 		return usageErr("run", "--key is required")
+	case f.namespace == "":
+		return usageErr("run", "--namespace must not be empty")
+	case f.name == "":
+		return usageErr("run", "--name must not be empty")
 	case len(args) == 0:
 		return usageErr("run", "no program to run: give it after --")
 	case f.ttl <= 0:
@@ -193,8 +197,8 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	if err != nil {
 		return err
 	}
-	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.WithTTL(f.ttl), lease.WithSafetyMargin(f.margin()),
-		lease.WithWait(f.wait), lease.WithNamespace(f.namespace), lease.WithName(f.name), lease.WithSecrets(secrets))
+	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
+		Wait: f.wait, Namespace: f.namespace, Name: f.name, Secrets: secrets})
 	if err != nil {
 		return err
 	}
