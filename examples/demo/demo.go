@@ -116,8 +116,8 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	onExit(d.ledgerRedis.Close)
 	// The operator's tool, on a connection of its own (no faults): what
 	// lockwatch release --force does, with the demo's namespace.
-	d.operator = lease.NewLocker(d.ledgerRedis, lease.WithNamespace(namespace), lease.WithName("compaction"),
-		lease.WithTTL(cfg.ttl), lease.WithTelemetry(d.tel))
+	d.operator = lease.NewLocker(d.ledgerRedis, lease.Config{Namespace: namespace, Name: "compaction",
+		TTL: cfg.ttl, Telemetry: d.tel})
 	onExit(d.operator.Close)
 
 	if d.ledgerSrv, err = newLedger(d); err != nil {

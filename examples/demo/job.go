@@ -21,13 +21,14 @@ const jobKey = "job:compaction"
 // replica's Redis connection fails a renewal and takes it away
 // (renewal_unknown), a pause lets it run out (deadline), and the other
 // replica takes over. The replica that does not hold it waits for it
-// (lease.WithWait, jobWaitTTLs at a time): its waits end acquired when the
-// holder releases during one, timed_out otherwise, and show on the wait
+// (lease.Config.Wait, jobWaitTTLs at a time): its waits end acquired when
+// the holder releases during one, timed_out otherwise, and show on the wait
 // signals (lockwatch_lease_waiting, lockwatch_lease_wait_duration_seconds).
 type job struct {
 	r       *replica
-	holding atomic.Bool // the replica holds the job's lease
-	spared  atomic.Bool // its compaction is the force-release fault's: no stall
+	locker  *lease.Locker // the replica's, named compaction, with the job's max hold and wait
+	holding atomic.Bool   // the replica holds the job's lease
+	spared  atomic.Bool   // its compaction is the force-release fault's: no stall
 	runs    int
 }
 
@@ -41,8 +42,7 @@ const jobWaitTTLs = 2
 func (j *job) run(ctx context.Context) {
 	ttl := j.r.d.cfg.ttl
 	for ctx.Err() == nil {
-		l, err := j.r.locker.Acquire(ctx, jobKey, lease.WithName("compaction"), lease.WithMaxHold(j.r.d.ttls(jobMaxHoldTTLs)),
-			lease.WithWait(j.r.d.ttls(jobWaitTTLs)))
+		l, err := j.locker.Acquire(ctx, jobKey)
 		switch {
 		case errors.Is(err, lease.ErrNotAcquired):
 			// Waited in vain: wait again, as a job scheduler would.

@@ -20,7 +20,7 @@
 //     otelgrpc's stats handler, with a max hold of 1.5 TTLs), and a
 //     background job (the ledger's compaction, which one replica at a
 //     time runs for 3 to 5 TTLs under a renewed lease, while the others
-//     wait for it with lease.WithWait);
+//     wait for it with lease.Config.Wait);
 //   - a ledger, the downstream resource they all write to, whose writes sit
 //     behind a middleware.Guard over a fence.RedisStore: a write with a
 //     fencing token older than one it accepted gets 409;

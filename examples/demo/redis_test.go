@@ -47,7 +47,7 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	defer c.Close()
 	const ttl = 300 * time.Millisecond
 
-	locker := lease.NewLocker(c, lease.WithTTL(ttl))
+	locker := lease.NewLocker(c, lease.Config{TTL: ttl})
 	l, err := locker.Acquire(ctx, "acct-1")
 	require.NoError(t, err)
 	_, err = locker.Acquire(ctx, "acct-1")
@@ -66,7 +66,7 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	held, err := locker.Acquire(ctx, "acct-1")
 	require.NoError(t, err)
 	require.NoError(t, locker.Close())
-	other := lease.NewLocker(c, lease.WithTTL(ttl))
+	other := lease.NewLocker(c, lease.Config{TTL: ttl})
 	defer other.Close()
 	var next *lease.Lease
 	start := time.Now()

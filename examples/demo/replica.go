@@ -71,15 +71,20 @@ func newReplica(d *demo, name string) (*replica, error) {
 	}
 	r.client = d.redis.client(r.faults)
 	ttl := d.cfg.ttl
-	r.locker = lease.NewLocker(r.client,
-		lease.WithTTL(ttl),
-		lease.WithNamespace(namespace),
-		lease.WithCommitMargins(d.commitHard(), d.commitWarn()),
-		lease.WithCommitTimeout(d.commitTimeout()),
-		lease.WithReleaseTimeout(ttl/2),
-		lease.WithFenceRetention(max(ttl, 10*time.Minute)),
-		lease.WithTelemetry(d.tel),
-	)
+	r.locker = lease.NewLocker(r.client, lease.Config{
+		TTL:            ttl,
+		Namespace:      namespace,
+		CommitHard:     d.commitHard(),
+		CommitWarn:     d.commitWarn(),
+		CommitTimeout:  d.commitTimeout(),
+		ReleaseTimeout: ttl / 2,
+		FenceRetention: max(ttl, 10*time.Minute),
+		Telemetry:      d.tel,
+	})
+	r.job.locker, err = r.locker.With(lease.Config{Name: "compaction", MaxHold: d.ttls(jobMaxHoldTTLs), Wait: d.ttls(jobWaitTTLs)})
+	if err != nil {
+		return nil, errors.Join(err, r.locker.Close(), r.client.Close(), httpLn.Close(), grpcLn.Close())
+	}
 
 	// HTTP API: one route, wrapped in the holder middleware. The lock name
 	// in metrics is the route pattern, never the account.
@@ -104,8 +109,8 @@ func newReplica(d *demo, name string) (*replica, error) {
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.providers.TracerProvider),
 			otelgrpc.WithMeterProvider(d.providers.MeterProvider))),
-		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker, func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) }, middleware.Config{LeaseOptions: []lease.Option{lease.WithMaxHold(d.maxHold())}})),
-		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker, func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) }, middleware.Config{LeaseOptions: []lease.Option{lease.WithMaxHold(d.maxHold())}})),
+		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker, func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) }, middleware.Config{Lease: lease.Config{MaxHold: d.maxHold()}})),
+		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker, func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) }, middleware.Config{Lease: lease.Config{MaxHold: d.maxHold()}})),
 	)
 	reportspb.RegisterReportsServer(r.grpcSrv, &reports{r: r})
 	d.serve(func() error { return ignoreClosed(r.grpcSrv.Serve(grpcLn)) })

@@ -113,7 +113,7 @@ func run(ctx context.Context, cfg config, out io.Writer) (*result, error) {
 	defer client.Close()
 	// A job may hold its lease for 2 TTLs at most: a worker stuck longer
 	// loses it (max_hold), and the job's key expires for another to take.
-	locker := lease.NewLocker(client, lease.WithName("jobs"), lease.WithTTL(cfg.ttl), lease.WithMaxHold(2*cfg.ttl))
+	locker := lease.NewLocker(client, lease.Config{Name: "jobs", TTL: cfg.ttl, MaxHold: 2 * cfg.ttl})
 	defer locker.Close()
 
 	runCtx, cancel := context.WithTimeout(ctx, cfg.duration)

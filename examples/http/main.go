@@ -88,7 +88,7 @@ func run(ctx context.Context, cfg config) error {
 	// ContextTimeoutEnabled: renewal deadlines also bound socket reads.
 	client := redis.NewClient(&redis.Options{Addr: cfg.redis, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.WithTTL(5*time.Second))
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
 	if err := locker.Check(ctx); err != nil { // a Redis that could evict a held lock stops us here
 		return err
