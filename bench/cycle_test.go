@@ -64,9 +64,9 @@ func fencedScripts(b *testing.B) (acquire, release *redis.Script) {
 // ReleaseAsync) and on, redislock, redsync and rueidislock.
 func lockers(b *testing.B, c *redis.Client, rt *roundTrips, ns string) []locker {
 	fencedAcquire, fencedRelease := fencedScripts(b)
-	off := lease.NewLocker(c, lease.WithNamespace(ns+"-off"), lease.WithTTL(cycleTTL), lease.WithTelemetry(telemetryOff()))
+	off := lease.NewLocker(c, lease.Config{Namespace: ns + "-off", TTL: cycleTTL, Telemetry: telemetryOff()})
 	tel, sampled := telemetryOn(b)
-	on := lease.NewLocker(c, lease.WithNamespace(ns+"-on"), lease.WithTTL(cycleTTL), lease.WithTelemetry(tel))
+	on := lease.NewLocker(c, lease.Config{Namespace: ns + "-on", TTL: cycleTTL, Telemetry: tel})
 	b.Cleanup(func() { _ = off.Close(); _ = on.Close() })
 	lockwatch := func(lk *lease.Locker, ctx context.Context, async bool) func(context.Context, string) error {
 		return func(_ context.Context, key string) error {

@@ -28,7 +28,7 @@ func BenchmarkHTTP(b *testing.B) {
 	loopbackOnly(b, sharedAddr)
 	c, rt := counted(b, sharedAddr)
 	ns := "http" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	lk := lease.NewLocker(c, lease.WithNamespace(ns), lease.WithTelemetry(telemetryOff()))
+	lk := lease.NewLocker(c, lease.Config{Namespace: ns, Telemetry: telemetryOff()})
 	b.Cleanup(func() { _ = lk.Close() })
 
 	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

@@ -86,7 +86,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 						return nil
 					}, func() {}
 				}
-				lk := lease.NewLocker(rc, lease.WithTTL(cycleTTL), lease.WithTelemetry(telemetryOff()))
+				lk := lease.NewLocker(rc, lease.Config{TTL: cycleTTL, Telemetry: telemetryOff()})
 				reused := name == "lockwatch/reused"
 				return func(i int) error {
 					key := "k" + strconv.Itoa(i)

@@ -144,9 +144,9 @@ func lossDetection(b *testing.B, n int) {
 	c := srv.Client(b, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	rec := &sends{last: map[string]time.Time{}, confirmed: map[string]time.Time{}}
 	c.AddHook(rec)
-	lk := lease.NewLocker(c, lease.WithNamespace("loss"), lease.WithTTL(lossTTL), lease.WithTelemetry(telemetryOff()))
+	lk := lease.NewLocker(c, lease.Config{Namespace: "loss", TTL: lossTTL, Telemetry: telemetryOff()})
 	b.Cleanup(func() { _ = lk.Close() })
-	renewalTimeout := lossTTL / 5 // lease.WithRenewalTimeout's default
+	renewalTimeout := lossTTL / 5 // lease.Config.RenewalTimeout's default
 	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil {
 		b.Fatal(err)

@@ -57,7 +57,7 @@ func scale(b *testing.B, n int) {
 	rt := &roundTrips{}
 	c.AddHook(rt)
 	ctx := context.Background()
-	lk := lease.NewLocker(c, lease.WithNamespace("scale"), lease.WithTTL(scaleTTL), lease.WithTelemetry(telemetryOff()))
+	lk := lease.NewLocker(c, lease.Config{Namespace: "scale", TTL: scaleTTL, Telemetry: telemetryOff()})
 	b.Cleanup(func() { _ = lk.Close() })
 
 	// Open every connection the acquirers will use before the heap is

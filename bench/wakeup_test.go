@@ -97,13 +97,13 @@ func waitClient(b *testing.B, addr string, sent *atomic.Int64) *redis.Client {
 }
 
 // lockwatchWait opens Lockers with telemetry off on clients from client,
-// waiting with lease.WithWait and the default backoff (10–500ms).
+// waiting with lease.Config.Wait and the default backoff (10–500ms).
 func lockwatchWait(ns string, client func(b *testing.B, sent *atomic.Int64) redis.UniversalClient) func(*testing.B, *atomic.Int64) waitLock {
 	return func(b *testing.B, sent *atomic.Int64) waitLock {
-		lk := lease.NewLocker(client(b, sent), lease.WithNamespace(ns), lease.WithTelemetry(telemetryOff()))
+		lk := lease.NewLocker(client(b, sent), lease.Config{Namespace: ns, Wait: wakeWait, Telemetry: telemetryOff()})
 		b.Cleanup(func() { _ = lk.Close() })
 		return func(ctx context.Context, key string) (func() error, error) {
-			l, err := lk.Acquire(ctx, key, lease.WithWait(wakeWait))
+			l, err := lk.Acquire(ctx, key)
 			if err != nil {
 				return nil, err
 			}

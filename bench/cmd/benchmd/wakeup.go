@@ -18,9 +18,9 @@ var wakeImpls = []string{"lockwatch", "lockwatch-cluster", "rueidislock", "redis
 func wakeDesc(impl string) string {
 	switch impl {
 	case "lockwatch":
-		return "lockwatch (`WithWait(1m)`, default backoff 10–500 ms, telemetry off)"
+		return "lockwatch (`Wait: 1m`, default backoff 10–500 ms, telemetry off)"
 	case "lockwatch-cluster":
-		return "lockwatch on a 3-master Cluster (the same options)"
+		return "lockwatch on a 3-master Cluster (the same settings)"
 	case "rueidislock":
 		return "rueidislock " + moduleVersion("github.com/redis/rueidis") + " (defaults: 2 of 3 keys, woken by client-side-caching invalidations)"
 	case "redislock":
