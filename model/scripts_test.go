@@ -58,7 +58,7 @@ func TestTheReplayRunsTheScriptsLockwatchRuns(t *testing.T) {
 	client := srv.Client(t)
 	client.AddHook(seen)
 
-	lk := lease.NewLocker(client, lease.WithTTL(300*time.Millisecond))
+	lk := lease.NewLocker(client, lease.Config{TTL: 300 * time.Millisecond})
 	defer lk.Close()
 	l, err := lk.Acquire(ctx, "k")
 	require.NoError(t, err)
