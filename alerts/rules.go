@@ -212,7 +212,7 @@ func catalogue(q promql) []alert {
 			For:       15 * time.Minute,
 			Summary:   "Most waits for a lock time out: it is held longer than its callers wait.",
 			Description: `{{ $value | humanizePercentage }} of the waits for lock {{ $labels.lock_name }} (job {{ $labels.job }}) ended timed out over the last 5 minutes, ` +
-				`and most have for 15 minutes: its holders keep it longer than callers wait (lease.WithWait), and those callers fail with ErrNotAcquired.`,
+				`and most have for 15 minutes: its holders keep it longer than callers wait (lease.Config.Wait), and those callers fail with ErrNotAcquired.`,
 			Fires: testCase{
 				About: "6 of 10 waits a minute time out",
 				Series: []series{

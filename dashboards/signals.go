@@ -290,14 +290,14 @@ func forceReleasesSeries(v view, id uint32) *timeseries.PanelBuilder {
 
 func waitingSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Callers waiting",
-		"Callers inside Acquire waiting for a contended lock (lease.WithWait), from the first contended answer until Acquire returns. A level that stays up means callers arrive about as fast as the holders release: they queue.",
+		"Callers inside Acquire waiting for a contended lock (lease.Config.Wait), from the first contended answer until Acquire returns. A level that stays up means callers arrive about as fast as the holders release: they queue.",
 		units.Short, false,
 		query{gauge(waiting, v.by), v.name("waiting")})
 }
 
 func waitResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
 	return seriesPanel(id, "Waits by result",
-		"How waits for a contended lock ended: acquired, timed_out (the WithWait bound passed and the caller got ErrNotAcquired), cancelled (the caller's context ended first), unknown or error. Acquires that did not back off are not waits. Mostly timed_out: the lock is held longer than its callers will wait.",
+		"How waits for a contended lock ended: acquired, timed_out (the Config.Wait bound passed and the caller got ErrNotAcquired), cancelled (the caller's context ended first), unknown or error. Acquires that did not back off are not waits. Mostly timed_out: the lock is held longer than its callers will wait.",
 		units.OpsPerSecond, false,
 		query{observations(waitDuration, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))})
 }
@@ -305,6 +305,6 @@ func waitResultsSeries(v view, id uint32) *timeseries.PanelBuilder {
 func waitTimeSeries(v view, id uint32) *timeseries.PanelBuilder {
 	byResult := view{by: v.with(obs.AttrResult)}
 	return seriesPanel(id, "Wait time by result",
-		"Time from the first contended answer to the end of the wait, by result. Timed-out waits sit at the WithWait bound; acquired ones say how long a caller queues behind the holders. Exemplars link to lease.acquire spans.",
+		"Time from the first contended answer to the end of the wait, by result. Timed-out waits sit at the Config.Wait bound; acquired ones say how long a caller queues behind the holders. Exemplars link to lease.acquire spans.",
 		units.Seconds, true, percentiles(byResult, waitDuration, 0.5, 0.99)...)
 }

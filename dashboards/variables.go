@@ -12,8 +12,8 @@ import (
 // What "All" stands for in the =~ matchers. job and instance: any value,
 // ".+", which grafana/dashboard-linter's template-job-rule and
 // template-instance-rule require (every scraped series has both labels).
-// lock_name: ".*", which also matches the series of a Locker named ""
-// (WithName("")): Prometheus drops an empty label, so they have none.
+// lock_name: ".*", which also matches a series without the label:
+// Prometheus drops an empty one.
 const (
 	allScraped = ".+"
 	allLocks   = ".*"

@@ -18,12 +18,12 @@ type RedisConfig struct {
 	// slot.
 	Namespace string
 	// LockNamespace is the lease namespace of the Lockers whose tokens the
-	// store checks (their lease.WithNamespace): a token's scope names its
+	// store checks (their lease.Config.Namespace): a token's scope names its
 	// key within it. Default "lockwatch", lease's default.
 	LockNamespace string
 	// Secrets makes the store refuse every token not signed with one of
 	// them (ErrForged): set the same secrets on the Lockers
-	// (lease.WithSecrets). Default (nil): none, and an unsigned token's
+	// (lease.Config.Secrets). Default (nil): none, and an unsigned token's
 	// fence must be within the clock bound (MaxSkew).
 	Secrets *Secrets
 	// PlainTokens admits plain tokens (a bare number, as clients of

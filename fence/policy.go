@@ -23,7 +23,7 @@ type policy struct {
 
 // The defaults of the stores' settings.
 const (
-	defaultLockNamespace = "lockwatch"      // lease.WithNamespace's default
+	defaultLockNamespace = "lockwatch"      // lease.Config.Namespace's default
 	defaultMaxSkew       = 10 * time.Second // why 10 s: SECURITY.md, "The clock bound, per store"
 )
 

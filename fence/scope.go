@@ -17,11 +17,11 @@ type Scope [scopeSize]byte
 const scopeSize = 12
 
 // ScopeOf returns the scope of key in the lease namespace namespace (the
-// Locker's lease.WithNamespace, "lockwatch" by default): the same pair the
-// lease's Redis keys are derived from, so two Lockers of one namespace mint
-// tokens of one scope for one key, and two namespaces never share a scope.
-// The namespace's length goes first, so that no (namespace, key) pair can
-// be read as another, whatever bytes the key holds.
+// Locker's lease.Config.Namespace, "lockwatch" by default): the same pair
+// the lease's Redis keys are derived from, so two Lockers of one namespace
+// mint tokens of one scope for one key, and two namespaces never share a
+// scope. The namespace's length goes first, so that no (namespace, key)
+// pair can be read as another, whatever bytes the key holds.
 func ScopeOf(namespace, key string) Scope {
 	h := sha256.New()
 	h.Write([]byte("lockwatch-scope\x00"))

@@ -13,7 +13,7 @@
 // one, also when it is set after New). Errors from the providers, which the
 // API only reports for invalid names, go to the global OpenTelemetry error
 // handler, as in the OTel contrib instrumentations. The lease package
-// creates one Telemetry per Locker unless given one (lease.WithTelemetry); a
+// creates one Telemetry per Locker unless its Config.Telemetry gives one; a
 // Telemetry is safe for concurrent use: share one between a Locker and
 // fenced stores (fence.RedisConfig, fence.TableConfig; the middleware
 // records through the lease's). Package otelsetup builds SDK providers with
@@ -69,7 +69,7 @@
 //   - lockwatch_lease_releases_total{lock_name, result}: released, not_held,
 //     unknown.
 //   - lockwatch_lease_waiting{lock_name}: gauge of callers waiting in
-//     Acquire for a contended lease (lease.WithWait), from the first
+//     Acquire for a contended lease (lease.Config.Wait), from the first
 //     contended answer until Acquire returns.
 //   - lockwatch_lease_wait_duration_seconds{lock_name, result}: histogram
 //     of those waits by result: acquired, timed_out (the wait's bound

@@ -19,7 +19,7 @@ func ExampleNew() {
 	tel := telemetry.New(telemetry.Config{MeterProvider: mp, Logger: slog.New(slog.NewJSONHandler(os.Stderr, nil))})
 
 	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
-	locker := lease.NewLocker(client, lease.WithTelemetry(tel))
+	locker := lease.NewLocker(client, lease.Config{Telemetry: tel})
 	defer locker.Close()
 	ledger := fence.NewRedisStore(client, "ledger", fence.RedisConfig{Telemetry: tel})
 	_ = ledger

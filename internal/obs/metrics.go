@@ -35,7 +35,7 @@ var (
 	// microseconds; one that ignores its context runs on for seconds.
 	cancellationBuckets = []float64{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 	// Wait for a contended lease: a hand-off right after a release
-	// (sub-millisecond), backoff steps (milliseconds), up to a WithWait
+	// (sub-millisecond), backoff steps (milliseconds), up to a Config.Wait
 	// bound of tens of seconds, with a boundary at the usual bounds (1s,
 	// 5s, 10s, 30s) so that timed-out waits fill a bucket of their own.
 	waitBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -79,7 +79,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName}, holdBuckets},
 	{LeaseReleases, PromLeaseReleases, Counter, "{release}", "Releases by result: released, not_held (the key had expired or changed hands), unknown.",
 		[]string{LabelLockName, AttrResult}, nil},
-	{LeaseWaiting, PromLeaseWaiting, UpDownCounter, "{caller}", "Callers waiting in Acquire for a contended lease (WithWait): from the first contended answer until Acquire returns.",
+	{LeaseWaiting, PromLeaseWaiting, UpDownCounter, "{caller}", "Callers waiting in Acquire for a contended lease (Config.Wait): from the first contended answer until Acquire returns.",
 		[]string{LabelLockName}, nil},
 	{LeaseWaitDuration, PromLeaseWaitDuration, Histogram, "s", "Time Acquire calls waited for a contended lease, from the first contended answer to the result, by result: acquired, timed_out, cancelled, unknown or error. Acquires that did not wait are not counted.",
 		[]string{LabelLockName, AttrResult}, waitBuckets},

@@ -96,16 +96,16 @@ const (
 )
 
 // WaitResult is the result attribute of lockwatch.lease.wait.duration: how
-// a wait for a contended lease (lease.WithWait) ended. A wait starts with
-// the first contended answer that Acquire backs off from, and ends when
-// Acquire returns.
+// a wait for a contended lease (lease.Config.Wait) ended. A wait starts
+// with the first contended answer that Acquire backs off from, and ends
+// when Acquire returns.
 type WaitResult string
 
 // Wait results.
 const (
 	// WaitAcquired: a later attempt took the lease.
 	WaitAcquired WaitResult = "acquired"
-	// WaitTimedOut: the wait's bound (WithWait) passed with the key still
+	// WaitTimedOut: the wait's bound (Config.Wait) passed with the key still
 	// held; Acquire returned ErrNotAcquired.
 	WaitTimedOut WaitResult = "timed_out"
 	// WaitCancelled: the caller's context ended (cancelled, or its

@@ -23,7 +23,7 @@ func Example() {
 	defer providers.Shutdown(ctx)
 	providers.SetGlobal()
 
-	locker := lease.NewLocker(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}))
+	locker := lease.NewLocker(redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"}), lease.Config{})
 	defer locker.Close()
 	http.Handle("GET /metrics", providers.Handler())
 }

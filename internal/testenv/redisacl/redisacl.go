@@ -13,7 +13,7 @@ import "strings"
 
 // The default namespaces, and the user names SECURITY.md gives the rules.
 const (
-	LeaseNamespace = "lockwatch"       // lease.WithNamespace's default
+	LeaseNamespace = "lockwatch"       // lease.Config.Namespace's default
 	StoreNamespace = "lockwatch:fence" // fence.RedisConfig.Namespace's default
 
 	LockerUser        = "lockwatch"
@@ -26,8 +26,8 @@ const (
 const Password = "CHANGE-ME"
 
 // Locker returns the rules of a lease.Locker's user in namespace ns (and of
-// lockwatch run, which is one): Acquire, renewals, Release, WithWait's
-// wake-ups, WithReplicationAck's WAIT, Check.
+// lockwatch run, which is one): Acquire, renewals, Release, Config.Wait's
+// wake-ups, Config.ReplicationAcks's WAIT, Check.
 //
 // The pattern <ns>:{* matches a lease's keys (<ns>:{<hash>}:l, :f, :w,
 // internal/leasekeys) and, as a channel pattern, its release channels
@@ -46,7 +46,7 @@ func Locker(ns string) []string {
 // Operator returns the rules of the user of lockwatch inspect and lockwatch
 // release --force (Locker.Inspect, Locker.ForceRelease) in namespace ns:
 // inspect.lua and force.lua, the release channels (a force release wakes
-// a waiter), WAIT (a Locker with WithReplicationAck), and PING (the
+// a waiter), WAIT (a Locker with Config.ReplicationAcks), and PING (the
 // command's first call). It is no larger than a Locker's: a force release
 // writes only what a release does.
 func Operator(ns string) []string {
