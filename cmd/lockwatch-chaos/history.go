@@ -58,7 +58,7 @@ type op struct {
 	Return  int64         `json:"r"`
 	Outcome string        `json:"o"`
 	Err     string        `json:"err,omitempty"`  // why an acquire was unknown or failed
-	Wait    time.Duration `json:"wait,omitempty"` // an acquire's lease.WithWait; 0 for fail fast
+	Wait    time.Duration `json:"wait,omitempty"` // an acquire's lease.Config.Wait; 0 for fail fast
 	Via     string        `json:"via,omitempty"`  // a guarded write's entry point (guardEntryPoints)
 	Slow    time.Duration `json:"slow,omitempty"` // how long a guarded write held back the rest of its value
 }

@@ -22,9 +22,13 @@ const lockName = "chaos"
 // lockNamespace is the Locker namespace of every holder.
 const lockNamespace = "lockwatch-chaos"
 
-// One acquire in waitShare waits for a contended key (lease.WithWait, for
-// 0.5 to 2 TTLs drawn from the seed); the others fail fast.
-const waitShare = 3
+// One acquire in waitShare waits for a contended key (lease.Config.Wait,
+// for 0.5 to 2 TTLs drawn from the seed in waitSteps steps of TTL/16, each
+// with a Locker of its own); the others fail fast.
+const (
+	waitShare = 3
+	waitSteps = 24
+)
 
 // holder is one contender writing to the shared registers. A child process
 // is one replica of a service with a Locker of its own; the goroutines of
@@ -38,11 +42,13 @@ type holder struct {
 	work   time.Duration // longest protected work per lease
 	keys   []string
 	locker *lease.Locker
-	tel    *telemetry.Telemetry
-	regs   *registers
-	rng    *rand.Rand
-	rec    recorder
-	stop   <-chan struct{}
+	// waiting[i] is locker with a wait of waitStep(ttl, i).
+	waiting []*lease.Locker
+	tel     *telemetry.Telemetry
+	regs    *registers
+	rng     *rand.Rand
+	rec     recorder
+	stop    <-chan struct{}
 	// pause, if set, is called inside Commit before the writes; it returns
 	// once the parent has let the process go on, and reports whether the
 	// process was stopped meanwhile for at least a TTL (its lease is then
@@ -60,12 +66,13 @@ type lockClient struct {
 
 func newLockClient(target lockTarget, ttl time.Duration, tel *telemetry.Telemetry) *lockClient {
 	client := target.client(ttl)
-	locker := lease.NewLocker(client,
-		lease.WithName(lockName),
-		lease.WithNamespace(lockNamespace),
-		lease.WithTTL(ttl),
-		lease.WithReleaseTimeout(ttl/2),
-		lease.WithTelemetry(tel))
+	locker := lease.NewLocker(client, lease.Config{
+		Name:           lockName,
+		Namespace:      lockNamespace,
+		TTL:            ttl,
+		ReleaseTimeout: ttl / 2,
+		Telemetry:      tel,
+	})
 	return &lockClient{client: client, locker: locker}
 }
 
@@ -75,11 +82,23 @@ func (c *lockClient) close() error { return errors.Join(c.locker.Close(), c.clie
 
 func newHolder(id string, proc int, locker *lease.Locker, ttl, work time.Duration, keys []string, tel *telemetry.Telemetry,
 	regs *registers, seed uint64, rec recorder, stop <-chan struct{}) *holder {
+	waiting := make([]*lease.Locker, waitSteps)
+	for i := range waiting {
+		lk, err := locker.With(lease.Config{Wait: waitStep(ttl, i)})
+		if err != nil {
+			panic(err)
+		}
+		waiting[i] = lk
+	}
 	return &holder{
-		id: id, proc: proc, ttl: ttl, work: work, keys: keys, locker: locker, tel: tel, regs: regs,
+		id: id, proc: proc, ttl: ttl, work: work, keys: keys, locker: locker, waiting: waiting, tel: tel, regs: regs,
 		rng: rand.New(rand.NewPCG(seed, uint64(proc)<<32|uint64(len(id)))), rec: rec, stop: stop,
 	}
 }
+
+// waitStep is the i-th wait bound of a waiting acquire: 0.5 TTL and i
+// sixteenths.
+func waitStep(ttl time.Duration, i int) time.Duration { return ttl * time.Duration(8+i) / 16 }
 
 // run loops until stop. Operations are never cut short by the stop: every
 // acquire, write and release in the history has its real outcome, and the
@@ -115,16 +134,16 @@ func (h *holder) once() {
 	ctx := context.Background()
 	key := h.keys[h.rng.IntN(len(h.keys))]
 	a := h.base(kindAcquire, key)
-	var opts []lease.Option
+	locker := h.locker
 	if h.rng.IntN(waitShare) == 0 {
 		// A waiting acquire retries with backoff, each attempt with the
 		// same owner token: the attempts, their copies and the backoff are
 		// paths a fail-fast acquire never takes.
-		a.Wait = time.Duration((0.5 + 1.5*h.rng.Float64()) * float64(h.ttl))
-		opts = append(opts, lease.WithWait(a.Wait))
+		i := int(h.rng.Float64() * waitSteps)
+		a.Wait, locker = waitStep(h.ttl, i), h.waiting[i]
 	}
 	a.Invoke = now()
-	l, err := h.locker.Acquire(ctx, key, opts...)
+	l, err := locker.Acquire(ctx, key)
 	a.Return = now()
 	switch {
 	case err == nil:
