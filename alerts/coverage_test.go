@@ -110,7 +110,7 @@ func TestRunbookAnchors(t *testing.T) {
 		}
 		_, threshold := splitThreshold(t, r.Expr)
 		for _, want := range []string{"`" + r.Labels["severity"] + "`", "`> " + threshold + "`", "`" + r.For + "`"} {
-			assert.True(t, strings.Contains(section, want), "RUNBOOK.md#%s does not state %s", u.Fragment, want)
+			assert.Contains(t, section, want, "RUNBOOK.md#%s does not state %s", u.Fragment, want)
 		}
 		delete(sections, u.Fragment)
 	}

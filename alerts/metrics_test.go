@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 var (

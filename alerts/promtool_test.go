@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // promtool runs the real promtool and fails with its output.

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // refusalsTest is a promtool test file, beside the catalogue's one-case-per-

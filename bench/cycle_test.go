@@ -13,11 +13,10 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/lockwatch/lockwatch/lease"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
-
-	"github.com/lockwatch/lockwatch/lease"
 )
 
 // cycleTTL is the TTL of every lock in the cycle benchmarks: lockwatch's

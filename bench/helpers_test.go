@@ -16,14 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/redis/go-redis/v9"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
-
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // parallel16 makes b.RunParallel run 16 goroutines whatever GOMAXPROCS is

@@ -15,9 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/redis/go-redis/v9"
 )
 
 // instrCycles is how many cycles each case of BenchmarkRedisInstructions

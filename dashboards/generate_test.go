@@ -23,7 +23,7 @@ func TestCommittedFilesAreFresh(t *testing.T) {
 	for name, want := range files {
 		got, err := os.ReadFile(name)
 		require.NoError(t, err, "%s is missing; %s", name, regenerate)
-		assert.True(t, string(want) == string(got), "%s differs from a fresh generation; %s", name, regenerate)
+		assert.Equal(t, string(want), string(got), "%s differs from a fresh generation; %s", name, regenerate)
 	}
 	onDisk, err := filepath.Glob("*.json")
 	require.NoError(t, err)

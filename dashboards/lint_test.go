@@ -9,10 +9,9 @@ import (
 	"testing"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 //lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)

@@ -8,11 +8,10 @@ import (
 	"testing"
 
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // seriesRE finds lockwatch series names: identifiers starting with

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 )
 
 // grafanaVars stands in for the variables Grafana interpolates before a query

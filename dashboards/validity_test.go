@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,7 +5,6 @@ import (
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
-
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 

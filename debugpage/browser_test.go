@@ -64,7 +64,7 @@ func TestInBrowser(t *testing.T) {
 	const width, height = 1200, 800
 	png := browsertest.Screenshot(t, f.url(""), width, height)
 	_, err := browsertest.Painted(png, width, height)
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	if path := os.Getenv(screenshotEnv); path != "" {
 		require.NoError(t, os.WriteFile(path, png, 0o644))
 		t.Logf("screenshot written to %s", path)

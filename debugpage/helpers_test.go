@@ -147,7 +147,7 @@ func lostWith(t *testing.T, l *lease.Lease, within time.Duration) lease.LossReas
 		t.Fatalf("lease not lost within %v", within)
 	}
 	var lost *lease.LostError
-	require.True(t, errors.As(context.Cause(l.Context()), &lost), "cause %v", context.Cause(l.Context()))
+	require.ErrorAs(t, context.Cause(l.Context()), &lost, "cause %v", context.Cause(l.Context()))
 	return lost.Reason
 }
 

@@ -1,7 +1,6 @@
 package fence_test
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,7 +125,7 @@ func TestStoreACLMissing(t *testing.T) {
 			require.NoError(t, s.Admin.ScriptFlush(ctx).Err())
 			write := store.Write(ctx, key, tk(key, now), []byte("v"))
 			redisacl.RequireRefused(t, write, "a write without "+drop)
-			assert.False(t, errors.Is(write, fence.ErrStale), "a refusal is not a stale token: %v", write)
+			require.NotErrorIs(t, write, fence.ErrStale, "a refusal is not a stale token: %v", write)
 			_, mark, err := fence.NewRedisStore(s.Admin, "orders", fence.RedisConfig{}).Read(ctx, key)
 			require.NoError(t, err)
 			assert.Zero(t, mark, "nothing written")
@@ -138,7 +137,7 @@ func TestStoreACLMissing(t *testing.T) {
 		store := fence.NewRedisStore(s.User(t, redisacl.StoreUser, redisacl.Store(ns)), "orders", fence.RedisConfig{})
 		err := store.Check(ctx)
 		redisacl.RequireRefused(t, err, "CONFIG GET save")
-		assert.False(t, errors.Is(err, fence.ErrNotDurable), "%v", err)
+		require.NotErrorIs(t, err, fence.ErrNotDurable, "%v", err)
 		assert.Contains(t, err.Error(), "CONFIG GET save failed")
 	})
 }

@@ -3,9 +3,8 @@ package fence
 import (
 	"time"
 
-	"github.com/lockwatch/lockwatch/telemetry"
-
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // RedisConfig configures a RedisStore (NewRedisStore); the zero value gives

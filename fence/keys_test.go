@@ -34,7 +34,7 @@ func FuzzRedisKey(f *testing.F) {
 			end := strings.IndexByte(k[open:], '}') + open
 			tag := k[open+1 : end]
 			require.Len(t, tag, 32)
-			require.Equal(t, strings.Trim(tag, "0123456789abcdef"), "", "hex: %q", tag)
+			require.Empty(t, strings.Trim(tag, "0123456789abcdef"), "hex: %q", tag)
 			require.Equal(t, len(k)-1, end, "the tag ends the key")
 		}
 		if a != b {

@@ -31,7 +31,7 @@ func TestCheckDurable(t *testing.T) {
 
 	err := check(noPersistence...)
 	require.ErrorIs(t, err, fence.ErrNotDurable)
-	assert.ErrorContains(t, err, "neither an append-only file (aof_enabled:0) nor RDB snapshots")
+	require.ErrorContains(t, err, "neither an append-only file (aof_enabled:0) nor RDB snapshots")
 
 	assert.NoError(t, check("--save", "", "--appendonly", "yes"), "an append-only file")
 	assert.NoError(t, check("--save", "", "--appendonly", "yes", "--appendfsync", "always"), "an append-only file, flushed on every write")
@@ -40,12 +40,12 @@ func TestCheckDurable(t *testing.T) {
 
 	err = check("--appendonly", "yes", "--maxmemory-policy", "allkeys-lru")
 	require.ErrorIs(t, err, fence.ErrNotDurable)
-	assert.ErrorContains(t, err, `maxmemory-policy is "allkeys-lru"`)
+	require.ErrorContains(t, err, `maxmemory-policy is "allkeys-lru"`)
 
 	err = check("--save", "", "--appendonly", "no", "--rename-command", "CONFIG", "")
 	require.Error(t, err, "without CONFIG, snapshots cannot be ruled out")
-	assert.NotErrorIs(t, err, fence.ErrNotDurable, "unknown, not known to forget")
-	assert.ErrorContains(t, err, "CONFIG GET save failed")
+	require.NotErrorIs(t, err, fence.ErrNotDurable, "unknown, not known to forget")
+	require.ErrorContains(t, err, "CONFIG GET save failed")
 	assert.NoError(t, check("--appendonly", "yes", "--rename-command", "CONFIG", ""), "an append-only file needs no CONFIG")
 }
 

@@ -24,10 +24,10 @@ func TestPostgresTextFenceColumnFails(t *testing.T) {
 	require.NoError(t, err)
 	err = tbl.Update(ctx, db, 1, tk(1, 99), "stale")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, fence.ErrStale)
+	require.NotErrorIs(t, err, fence.ErrStale)
 	err = tbl.Upsert(ctx, db, 1, tk(1, 99), "stale")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, fence.ErrStale)
+	require.NotErrorIs(t, err, fence.ErrStale)
 	var body string
 	require.NoError(t, db.QueryRowContext(ctx, `SELECT body FROM docs WHERE id = 1`).Scan(&body))
 	assert.Equal(t, "x", body)

@@ -322,14 +322,14 @@ func TestRedisErrors(t *testing.T) {
 	require.NoError(t, client.HSet(ctx, keys[0], "fence", "1e3").Err())
 	err = s.Write(ctx, "k", tk("k", 2), nil)
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, fence.ErrStale)
-	assert.ErrorContains(t, err, "fence: write down:")
-	assert.ErrorContains(t, err, "not canonical")
+	require.NotErrorIs(t, err, fence.ErrStale)
+	require.ErrorContains(t, err, "fence: write down:")
+	require.ErrorContains(t, err, "not canonical")
 	err = s.Admit(ctx, "k", tk("k", 2))
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, fence.ErrStale)
+	require.NotErrorIs(t, err, fence.ErrStale)
 	_, _, err = s.Read(ctx, "k")
-	assert.ErrorIs(t, err, fence.ErrMalformed)
+	require.ErrorIs(t, err, fence.ErrMalformed)
 
 	require.NoError(t, srv.Stop())
 	for op, f := range map[string]func() error{
@@ -339,13 +339,13 @@ func TestRedisErrors(t *testing.T) {
 	} {
 		err := f()
 		require.Error(t, err)
-		assert.NotErrorIs(t, err, fence.ErrStale)
+		require.NotErrorIs(t, err, fence.ErrStale)
 		assert.True(t, strings.HasPrefix(err.Error(), op+" down: "), "Redis's error, not the fence's (\"fence:\"): %v", err)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	err = s.Write(cctx, "k", tk("k", 4), nil)
-	assert.ErrorIs(t, err, context.Canceled, "wrapped, so the cause is visible")
+	require.ErrorIs(t, err, context.Canceled, "wrapped, so the cause is visible")
 	assert.Equal(t, "write down: context canceled", err.Error())
 
 	assert.Equal(t, counts{accepted: 1}, h.counts(t, "down"), "only the first write was a check")

@@ -114,7 +114,7 @@ func TestStoresRefuseUntrustedTokens(t *testing.T) {
 			for _, c := range cases {
 				err := tg.write(ctx, key, c.tok(key))
 				require.ErrorIs(t, err, c.err, c.name)
-				assert.NotErrorIs(t, err, fence.ErrStale, c.name)
+				require.NotErrorIs(t, err, fence.ErrStale, c.name)
 				m, _ := tg.mark(t, key)
 				assert.Equal(t, base, m, "%s: the mark did not move", c.name)
 			}
@@ -159,7 +159,7 @@ func TestStoresRefuseForgedTokens(t *testing.T) {
 			} {
 				err := tg.write(ctx, key, tok)
 				require.Error(t, err, name)
-				assert.NotErrorIs(t, err, fence.ErrStale, name)
+				require.NotErrorIs(t, err, fence.ErrStale, name)
 				m, _ := tg.mark(t, key)
 				assert.Equal(t, now, m, "%s: the mark did not move", name)
 			}

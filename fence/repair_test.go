@@ -94,14 +94,14 @@ func TestRepairSetsABrickedMarkBack(t *testing.T) {
 	require.NoError(t, client.HSet(ctx, rkey, "value", "a", "fence", strconv.FormatInt(bricked, 10), "write", "bad-write-id").Err())
 	seen, err := s.Mark(ctx, "acct-1")
 	require.NoError(t, err)
-	assert.EqualValues(t, bricked, seen)
+	assert.Equal(t, bricked, seen)
 	assert.Zero(t, h.repairs(t, "ledger"), "the series exists before the first repair, at 0")
 
 	// The mark moved since it was inspected: nothing changes.
 	mark, repaired, err := s.Repair(ctx, "acct-1", bricked-1, minted)
 	require.NoError(t, err)
 	assert.False(t, repaired)
-	assert.EqualValues(t, bricked, mark, "the mark as it is")
+	assert.Equal(t, bricked, mark, "the mark as it is")
 
 	mark, repaired, err = s.Repair(ctx, "acct-1", seen, minted)
 	require.NoError(t, err)
@@ -241,7 +241,7 @@ func TestRepairRefusesMalformedInput(t *testing.T) {
 	_, _, err = dead.Repair(ctx, "acct-m", 500, 7)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "repair ledger: "), "%v", err)
-	assert.NotErrorIs(t, err, fence.ErrMalformed)
+	require.NotErrorIs(t, err, fence.ErrMalformed)
 	_, err = dead.Mark(ctx, "acct-m")
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "read ledger: "), "%v", err)

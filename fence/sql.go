@@ -9,9 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lockwatch/lockwatch/telemetry"
-
 	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // ErrNotFound: Update found no row with the key.

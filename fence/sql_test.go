@@ -133,7 +133,7 @@ func TestTableUpdate(t *testing.T) {
 
 		err = tbl.Update(ctx, db, "missing", tk("missing", 5), "x", nil)
 		require.ErrorIs(t, err, fence.ErrNotFound)
-		assert.NotErrorIs(t, err, fence.ErrStale)
+		require.NotErrorIs(t, err, fence.ErrStale)
 
 		var se *fence.StaleError
 		require.ErrorAs(t, tbl.Update(ctx, db, "a", tk("a", 3), "x", nil), &se)
@@ -249,7 +249,7 @@ func TestTableConcurrent(t *testing.T) {
 		assert.Positive(t, rejected, "tokens repeat, so some writes must be refused")
 
 		d := b.readDoc(t, db, "one-row")
-		assert.EqualValues(t, top, d.fence, "the stored mark is the largest accepted token")
+		assert.Equal(t, top, d.fence, "the stored mark is the largest accepted token")
 		assert.Equal(t, strconv.FormatInt(top, 10), d.title, "and the row is that write's")
 		assert.Equal(t, counts{accepted: accepted, rejected: rejected, rejections: rejected}, h.counts(t, "docs"))
 	})
@@ -296,10 +296,10 @@ func TestTableArgumentErrors(t *testing.T) {
 			Columns: []string{"title", "body"}, Telemetry: h.Tel})
 		require.NoError(t, err)
 		var db fence.DB // never reached: the errors come first
-		assert.ErrorContains(t, tbl.Update(ctx, db, "a", tk("a", 1), "one"), "1 values for 2 columns")
-		assert.ErrorContains(t, tbl.Upsert(ctx, db, "a", tk("a", 1), "one", "two", "three"), "3 values for 2 columns")
-		assert.ErrorIs(t, tbl.Update(ctx, db, "a", tk("a", 0), "t", "b"), fence.ErrMalformed)
-		assert.ErrorIs(t, tbl.Upsert(ctx, db, "a", tk("a", -5), "t", "b"), fence.ErrMalformed)
+		require.ErrorContains(t, tbl.Update(ctx, db, "a", tk("a", 1), "one"), "1 values for 2 columns")
+		require.ErrorContains(t, tbl.Upsert(ctx, db, "a", tk("a", 1), "one", "two", "three"), "3 values for 2 columns")
+		require.ErrorIs(t, tbl.Update(ctx, db, "a", tk("a", 0), "t", "b"), fence.ErrMalformed)
+		require.ErrorIs(t, tbl.Upsert(ctx, db, "a", tk("a", -5), "t", "b"), fence.ErrMalformed)
 		assert.Equal(t, counts{}, h.counts(t, "docs"))
 		assert.Empty(t, h.checkSpans())
 	})
@@ -318,15 +318,15 @@ func TestTableDatabaseError(t *testing.T) {
 		require.NoError(t, err)
 		for op, err := range map[string]error{"update": tbl.Update(ctx, db, "a", tk("a", 1)), "upsert": tbl.Upsert(ctx, db, "a", tk("a", 1))} {
 			require.Error(t, err)
-			assert.NotErrorIs(t, err, fence.ErrStale)
-			assert.NotErrorIs(t, err, fence.ErrNotFound)
-			assert.ErrorContains(t, err, b.missingTable)
+			require.NotErrorIs(t, err, fence.ErrStale)
+			require.NotErrorIs(t, err, fence.ErrNotFound)
+			require.ErrorContains(t, err, b.missingTable)
 			assert.True(t, strings.HasPrefix(err.Error(), op+" nowhere: "), "the database's error, not the fence's: %v", err)
 		}
 		cancelled, cancel := context.WithCancel(ctx)
 		cancel()
 		err = tbl.Update(cancelled, db, "a", tk("a", 1))
-		assert.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, err, context.Canceled)
 		assert.Equal(t, "update nowhere: context canceled", err.Error())
 		assert.Equal(t, counts{}, h.counts(t, "nowhere"))
 		spans := h.checkSpans()
@@ -368,7 +368,7 @@ func TestTableConfigValidation(t *testing.T) {
 			cfg := good
 			mutate(&cfg)
 			tbl, err := b.newTable(cfg)
-			assert.Error(t, err, name)
+			require.Error(t, err, name)
 			assert.Nil(t, tbl, name)
 			if err != nil {
 				assert.Contains(t, err.Error(), "fence: TableConfig", name)

@@ -82,7 +82,7 @@ func TestParseRefusesMalformedWire(t *testing.T) {
 		"scope not a byte sequence":   `"1796123456789012";s=AAAAAAAAAAAAAAAA`,
 		"scope repeated":              `"1796123456789012";s=` + scope + `;s=` + scope,
 		"kid without mac":             `"1796123456789012";s=` + scope + `;kid=k1`,
-		"mac without kid":             good[:strings.Index(good, ";kid")] + good[strings.Index(good, ";mac"):],
+		"mac without kid":             strings.Replace(good, ";kid=k1", "", 1),
 		"kid not a token":             strings.Replace(good, "kid=k1", `kid="k1"`, 1),
 		"kid uppercase":               strings.Replace(good, "kid=k1", "kid=K1", 1),
 		"unknown parameter":           good + ";x=1",
@@ -211,7 +211,7 @@ func TestPolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bounded, "a plain token is unsigned")
 	assert.Equal(t, "10000000", p.skewArg(true))
-	assert.Equal(t, "", p.skewArg(false))
+	assert.Empty(t, p.skewArg(false))
 }
 
 // FuzzParse: Parse accepts a plain token exactly in the canonical decimal

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lockwatch/lockwatch/dashboards"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/lockwatch/lockwatch/dashboards"
 	"github.com/lockwatch/lockwatch/kubernetes"
 )
 
@@ -50,8 +50,8 @@ func TestDashboardConfigMaps(t *testing.T) {
 			assert.Equal(t, "lockwatch-dashboard-"+strings.TrimSuffix(key, ".json"), cm.Metadata.Name)
 
 			committed := read(t, filepath.Join("..", "dashboards", key))
-			assert.True(t, value == string(committed), "%s differs from dashboards/%s", cm.Metadata.Name, key)
-			assert.True(t, value == string(boards[key]), "%s differs from dashboards.Generate", cm.Metadata.Name)
+			assert.Equal(t, value, string(committed), "%s differs from dashboards/%s", cm.Metadata.Name, key)
+			assert.Equal(t, value, string(boards[key]), "%s differs from dashboards.Generate", cm.Metadata.Name)
 
 			var d struct {
 				UID string `json:"uid"`

@@ -6,10 +6,9 @@ import (
 	"maps"
 	"slices"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/lockwatch/lockwatch/alerts"
 	"github.com/lockwatch/lockwatch/dashboards"
+	"go.yaml.in/yaml/v3"
 )
 
 // The files Generate writes, relative to this directory.

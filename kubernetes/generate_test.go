@@ -21,7 +21,7 @@ func TestCommittedFilesAreFresh(t *testing.T) {
 	for name, want := range files {
 		got, err := os.ReadFile(name)
 		require.NoError(t, err, "%s is missing; %s", name, regenerate)
-		assert.True(t, string(want) == string(got), "%s differs from a fresh generation; %s", name, regenerate)
+		assert.Equal(t, string(want), string(got), "%s differs from a fresh generation; %s", name, regenerate)
 	}
 	onDisk, err := filepath.Glob("*.yaml")
 	require.NoError(t, err)
@@ -32,7 +32,8 @@ func TestCommittedFilesAreFresh(t *testing.T) {
 
 // Two generations give the same bytes: nothing depends on map order.
 func TestGenerateIsDeterministic(t *testing.T) {
-	assert.Equal(t, generate(t, kubernetes.Config{}), generate(t, kubernetes.Config{}))
+	first, second := generate(t, kubernetes.Config{}), generate(t, kubernetes.Config{})
+	assert.Equal(t, first, second)
 }
 
 // The zero Config and the defaults spelled out are the same configuration.

@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/alerts"
+	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/lockwatch/lockwatch/alerts"
-	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
 	"github.com/lockwatch/lockwatch/kubernetes"
 )
 
@@ -38,7 +38,7 @@ func TestPrometheusRuleFitsTheCRD(t *testing.T) {
 		names[g.Name] = true
 		require.NotEmpty(t, g.Rules, g.Name)
 		for _, r := range g.Rules {
-			assert.True(t, (r.Alert == "") != (r.Record == ""), "%s: exactly one of alert and record", g.Name)
+			assert.NotEqual(t, (r.Alert == ""), (r.Record == ""), "%s: exactly one of alert and record", g.Name)
 			assert.NotEmpty(t, r.Expr, "%s %s%s", g.Name, r.Alert, r.Record)
 		}
 	}

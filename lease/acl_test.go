@@ -2,7 +2,6 @@ package lease_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"testing"
@@ -281,7 +280,7 @@ func TestLockerACLMissing(t *testing.T) {
 			l, err := lk.Acquire(ctx, "acl-"+user)
 			redisacl.RequireRefused(t, err, "an acquire without "+tc.drop)
 			assert.Nil(t, l)
-			assert.False(t, errors.Is(err, lease.ErrNotAcquired), "a refusal is not contention: %v", err)
+			require.NotErrorIs(t, err, lease.ErrNotAcquired, "a refusal is not contention: %v", err)
 			assert.Less(t, time.Since(start), time.Second, "a refusal ends the wait at once")
 			assert.Empty(t, lockKeys(t, s, ns), "no lock written")
 			t.Logf("%s: %v", tc.name, err)

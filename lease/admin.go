@@ -1,16 +1,16 @@
 package lease
 
 import (
-	"github.com/redis/go-redis/v9"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/script"
-
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // KeyInfo is what Redis holds for one key, as Inspect and ForceRelease read

@@ -71,7 +71,7 @@ func testInspectOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 	assert.Equal(t, 2, info.Barred, "both released attempts")
 
 	_, err = lk.Inspect(ctx, "")
-	assert.ErrorIs(t, err, errInvalid)
+	require.ErrorIs(t, err, errInvalid)
 
 	// A lock key written by something else: held, without an expiry.
 	lockKey, _ = redisKeys(lk.set.Namespace, "foreign")
@@ -163,7 +163,7 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 
 	for _, bad := range []struct{ key, holder string }{{"", "0123456789ab"}, {"free", ""}, {"free", "0123456789AB"}, {"free", "0123456789abc"}} {
 		_, err = lk.ForceRelease(ctx, bad.key, bad.holder)
-		assert.ErrorIs(t, err, errInvalid, "%q %q", bad.key, bad.holder)
+		require.ErrorIs(t, err, errInvalid, "%q %q", bad.key, bad.holder)
 	}
 
 	// The script does not rest on that refusal: a holder shorter than the
@@ -177,7 +177,7 @@ func testForceReleaseOfAFreeKey(t *testing.T, c redis.UniversalClient) {
 		require.NoError(t, err)
 		assert.EqualValues(t, 0, vals[0], "the script released the key for holder %q", short)
 	}
-	assert.NoError(t, l.Err(), "the holder lost its lease")
+	require.NoError(t, l.Err(), "the holder lost its lease")
 	seen, err := lk.Inspect(ctx, "free")
 	require.NoError(t, err)
 	assert.True(t, seen.Held)
@@ -233,7 +233,7 @@ func TestForceReleaseWaitsForReplicas(t *testing.T) {
 
 	err := force("no-replica")
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, ErrNotHeld)
+	require.NotErrorIs(t, err, ErrNotHeld)
 	assert.Contains(t, err.Error(), "0 of 1 replicas acknowledged")
 	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("default", obs.AttrResult, "unknown")))
 	_, attrs, ok := h.Logs.Find("outcome unknown")
@@ -382,7 +382,7 @@ func TestSnapshotRawKeysAndTheLastLosses(t *testing.T) {
 	// Close loses them by cancel point, so in the order they were taken:
 	// newest first are the last taken.
 	for i, l := range losses {
-		assert.EqualValues(t, fences[len(fences)-1-i], l.Fence, "loss %d", i)
+		assert.Equal(t, fences[len(fences)-1-i], l.Fence, "loss %d", i)
 	}
 	for _, l := range losses {
 		assert.Equal(t, LossClosed, l.Reason)

@@ -129,7 +129,7 @@ func testRetriedAcquireIsIdempotent(t *testing.T, c redis.UniversalClient) {
 	assert.False(t, other.acquired)
 	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err)
-	assert.EqualValues(t, first.fence, fence, "a contended attempt mints nothing")
+	assert.Equal(t, first.fence, fence, "a contended attempt mints nothing")
 	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "~owner-b", "the answered attempt is barred")
 }
 
@@ -485,8 +485,8 @@ func testRelease(t *testing.T, c redis.UniversalClient) {
 	cancel()
 	require.NoError(t, l.Release(cancelled), "release runs on a detached context")
 	assert.EqualValues(t, 0, c.Exists(ctx, lockKey).Val())
-	assert.ErrorIs(t, context.Cause(l.Context()), ErrReleased)
-	assert.ErrorIs(t, l.Err(), ErrReleased)
+	require.ErrorIs(t, context.Cause(l.Context()), ErrReleased)
+	require.ErrorIs(t, l.Err(), ErrReleased)
 	require.NoError(t, l.Release(ctx), "double release is harmless")
 
 	next, err := lk.Acquire(ctx, "rel")
@@ -646,7 +646,7 @@ func testRenewalKeepsTheFenceRecord(t *testing.T, c redis.UniversalClient) {
 	require.NoError(t, l.Err())
 	fence, err := recordFence(ctx, c, fenceKey)
 	require.NoError(t, err, "the fence record outlived its retention while held")
-	assert.EqualValues(t, l.Fence(), fence)
+	assert.Equal(t, l.Fence(), fence)
 	require.NoError(t, l.Release(ctx))
 }
 

@@ -34,7 +34,7 @@ func TestCallersDeadlineInTheQueueIsTheCause(t *testing.T) {
 	first := fillPipe(ctx, t, lk)
 	r := <-acquireAsync(unfired{ctx, time.Now().Add(20 * time.Millisecond)}, lk, "queued")
 	require.ErrorIs(t, r.err, context.DeadlineExceeded)
-	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue")
+	require.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue")
 	requireAcquired(t, first)
 	assert.Equal(t, int64(groupcommit.MaxInFlight), counter.cmds.Load(), "the dropped call was not sent")
 }
@@ -57,7 +57,7 @@ func TestWaitEndedByTheCallersDeadlineIsContended(t *testing.T) {
 	_, err = with(t, lk, Config{Wait: 10 * time.Second}).Acquire(unfired{ctx, deadline}, "k")
 	require.ErrorIs(t, err, ErrNotAcquired)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	assert.NotErrorIs(t, err, ErrUnknown)
+	require.NotErrorIs(t, err, ErrUnknown)
 	result, attempts := o.lastAcquire(t)
 	assert.Equal(t, obs.AcquireContended, result)
 	assert.EqualValues(t, 2, attempts, "one answered, one dropped unsent")
@@ -111,7 +111,7 @@ func TestAWaitsAttemptExpiredInTheQueueIsAFailure(t *testing.T) {
 	close(held.release)
 	err = <-done
 	require.Error(t, err)
-	assert.NotErrorIs(t, err, ErrNotAcquired, "congestion reported as contention")
+	require.NotErrorIs(t, err, ErrNotAcquired, "congestion reported as contention")
 	assert.Contains(t, err.Error(), "acquire timeout (500ms) passed before the acquire could be sent")
 	result, _ := o.lastAcquire(t)
 	assert.Equal(t, obs.AcquireError, result)

@@ -14,7 +14,7 @@ import (
 func TestCheck(t *testing.T) {
 	ctx := testCtx(t)
 	for _, b := range backends(t) {
-		assert.NoError(t, newLocker(t, b.client(t), Config{}).Check(ctx), b.name)
+		require.NoError(t, newLocker(t, b.client(t), Config{}).Check(ctx), b.name)
 	}
 	evicting := redistest.Start(t, "--maxmemory-policy", "volatile-lru")
 	err := newLocker(t, evicting.Client(t), Config{}).Check(ctx)

@@ -88,7 +88,7 @@ func TestFenceAcrossPromotionOfAReplicaWithAClockBehind(t *testing.T) {
 			newFirst := fence.NewRedisStore(rc, "skew-new-first", fence.RedisConfig{LockNamespace: ns})
 			old := fence.Mint(ns, "k", last, nil)
 			require.NoError(t, oldFirst.Write(ctx, "k", old, []byte("old holder")))
-			assert.ErrorIs(t, oldFirst.Write(ctx, "k", l.Token(), []byte("new holder")), fence.ErrStale,
+			require.ErrorIs(t, oldFirst.Write(ctx, "k", l.Token(), []byte("new holder")), fence.ErrStale,
 				"the new holder is refused: unavailable until its primary's clock passes the old fence")
 			require.NoError(t, newFirst.Write(ctx, "k", l.Token(), []byte("new holder")))
 			assert.NoError(t, newFirst.Write(ctx, "k", old, []byte("old holder, late")),

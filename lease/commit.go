@@ -1,12 +1,12 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/obs"
-
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // Commit runs fn, the final write of the protected work, with the lease's

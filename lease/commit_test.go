@@ -158,7 +158,7 @@ func TestCommitResults(t *testing.T) {
 
 	for result, want := range map[obs.CommitResult]int64{obs.CommitCommitted: 1, obs.CommitNearExpiry: 1, obs.CommitRefused: 1,
 		obs.CommitStale: 2, obs.CommitFailed: 2} {
-		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("orders", obs.AttrResult, string(result))), result)
+		assert.Equal(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("orders", obs.AttrResult, string(result))), result)
 	}
 	n, _ := h.Hist(t, obs.LeaseCommitRemaining, lockAttrs("orders"))
 	assert.EqualValues(t, 7, n, "the validity left is recorded for every call")
@@ -211,7 +211,7 @@ func TestCommitContext(t *testing.T) {
 
 	_, err = lk.With(Config{CommitTimeout: -time.Second})
 	require.ErrorIs(t, err, errInvalid)
-	assert.ErrorContains(t, err, "commit timeout")
+	require.ErrorContains(t, err, "commit timeout")
 	assert.Equal(t, 50*time.Millisecond, with(t, shortLk, Config{CommitTimeout: 0}).set.CommitTimeout,
 		"zero is no timeout: it leaves the Locker's")
 }

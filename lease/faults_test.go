@@ -116,7 +116,7 @@ func TestUnknownAcquire(t *testing.T) {
 				assert.False(t, ran, "the work must not run on an unknown acquire")
 
 				assert.Equal(t, tc.want, o.waitResolution(t))
-				assert.EqualValues(t, map[bool]int64{true: 1, false: 0}[tc.held], b.client(t).Exists(ctx, lockKey).Val())
+				assert.Equal(t, map[bool]int64{true: 1, false: 0}[tc.held], b.client(t).Exists(ctx, lockKey).Val())
 				acquires := o.acquires()
 				require.Len(t, acquires, 1)
 				assert.Equal(t, string(obs.AcquireUnknown), telemetrytest.Attr(acquires[0], obs.AttrResult).AsString())
@@ -252,7 +252,7 @@ func TestLossBeforeExpiryWhenRedisStalls(t *testing.T) {
 				// Redis comes back: a lost lease stays lost, nothing renews it.
 				require.NoError(t, srv.Resume())
 				time.Sleep(2 * lk.set.renewEvery)
-				assert.ErrorIs(t, l.Err(), ErrLost)
+				require.ErrorIs(t, l.Err(), ErrLost)
 				assert.Zero(t, l.Remaining())
 				require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
 				assert.Len(t, o.Logs.All("lease lost"), 1)

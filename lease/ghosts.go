@@ -60,7 +60,8 @@ func (g *ghosts) add(lockKey, owner string, ttl time.Duration) {
 		}
 		g.sweepAt, g.lastSweep = max(ghostMinSweep, 2*len(g.byKey)), t
 	}
-	gs := append(g.byKey[lockKey], ghost{owner: owner, until: t + max(ghostLife, 2*ttl)})
+	gs := g.byKey[lockKey]
+	gs = append(gs, ghost{owner: owner, until: t + max(ghostLife, 2*ttl)})
 	if len(gs) > ghostsPerKey {
 		gs = gs[len(gs)-ghostsPerKey:]
 	}

@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,13 +139,13 @@ func TestGroupCommitQueuedCallWithdrawnIsNotUnknown(t *testing.T) {
 	cancel()
 	r := <-queued
 	require.ErrorIs(t, r.err, context.Canceled)
-	assert.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue: nothing to clean up")
+	require.NotErrorIs(t, r.err, ErrUnknown, "it never left the queue: nothing to clean up")
 
 	// An acquire whose own deadline passes in the queue is dropped, not sent.
 	expired := acquireAsync(ctx, with(t, lk, Config{AcquireTimeout: 20 * time.Millisecond}), "expired")
 	r = <-expired
 	require.Error(t, r.err)
-	assert.NotErrorIs(t, r.err, ErrUnknown)
+	require.NotErrorIs(t, r.err, ErrUnknown)
 	assert.Contains(t, r.err.Error(), "acquire timeout (20ms) passed before the acquire could be sent")
 
 	requireAcquired(t, first)
@@ -229,7 +228,7 @@ func TestAcquireWaitingForAReleaseEndsWithItsContext(t *testing.T) {
 	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
 	_, err = lk.Acquire(short, "k")
-	require.True(t, errors.Is(err, context.DeadlineExceeded), "got %v", err)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "got %v", err)
 }
 
 func TestGroupCommitNearDeadlineDoesNotFailItsNeighbours(t *testing.T) {

@@ -59,7 +59,7 @@ func (h *handover) check(ctx context.Context, t *testing.T) {
 	_ = h.first.Release(ctx)
 	if lossErr != nil {
 		var lost *LostError
-		require.True(t, errors.As(lossErr, &lost), "a lease ends lost or released: %v", lossErr)
+		require.ErrorAs(t, lossErr, &lost, "a lease ends lost or released: %v", lossErr)
 		t.Logf("the first lease was lost: %v", lossErr)
 	} else {
 		t.Log("the first lease was renewed on the new primary until its release")

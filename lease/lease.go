@@ -1,13 +1,13 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/script"
-
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // state is ACTIVE → LOST | RELEASED. LOST is final: no renewal revives it.

@@ -27,8 +27,8 @@ func TestFenceRecordsAreReadStrictly(t *testing.T) {
 					_ = l.Release(ctx)
 					continue
 				}
-				assert.NotErrorIs(t, err, ErrUnknown, "record %q: nothing was written, the result is known", rec)
-				assert.NotErrorIs(t, err, ErrNotAcquired, "record %q", rec)
+				require.NotErrorIs(t, err, ErrUnknown, "record %q: nothing was written, the result is known", rec)
+				require.NotErrorIs(t, err, ErrNotAcquired, "record %q", rec)
 				assert.Equal(t, rec, c.Get(ctx, fenceKey).Val(), "the record is left as it was")
 			}
 
@@ -40,7 +40,7 @@ func TestFenceRecordsAreReadStrictly(t *testing.T) {
 			require.NoError(t, l.Release(ctx))
 			_, err = lk.Acquire(ctx, "top")
 			require.Error(t, err, "no fence above 2^53 - 1, and no repeat")
-			assert.NotErrorIs(t, err, ErrUnknown)
+			require.NotErrorIs(t, err, ErrUnknown)
 			assert.Contains(t, err.Error(), "exhausted")
 		})
 	}

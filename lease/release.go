@@ -1,15 +1,15 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/groupcommit"
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/script"
-
 	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/groupcommit"
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/script"
 )
 
 // Release ends the lease: renewal stops, its context is cancelled (cause

@@ -1,11 +1,11 @@
 package lease
 
 import (
+	"context"
+
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/script"
-
-	"context"
 )
 
 // renew sends one batch of renewals (leases with one renewal timeout, see

@@ -1,14 +1,14 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/internal/clock"
-	"github.com/lockwatch/lockwatch/internal/obs"
-
 	"cmp"
 	"math"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // schedulerPoll bounds how long the loop sleeps while leases are held. Its

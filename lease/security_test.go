@@ -179,7 +179,7 @@ func TestSecurityUntrustedKeysOnCluster(t *testing.T) {
 				want[lock], want[fence] = true, true
 			}
 			for _, l := range held {
-				assert.NoError(t, l.Err())
+				require.NoError(t, l.Err())
 			}
 		}
 		byMaster, _ := clusterKeys(ctx, t, cluster)
@@ -398,7 +398,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	held := l.lostAt - l.sentAt
 	assert.GreaterOrEqual(t, held, maxHold, "not stopped before its max hold")
 	assert.Less(t, held, maxHold+ttl, "stopped at its max hold, not later")
-	assert.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
+	require.ErrorIs(t, l.Commit(ctx, func(context.Context, fence.Token) error { return nil }), ErrLost)
 	h.EventuallySum(t, obs.LeaseLosses, telemetrytest.Attrs(obs.AttrLockName, "greedy", obs.AttrReason, "max_hold"), 1)
 
 	// Nobody released it and renewal stopped: the key expires by its TTL.
@@ -413,7 +413,7 @@ func TestSecurityMaxHoldStopsAHolderThatRenewsForever(t *testing.T) {
 	defer next.Release(ctx)
 	assert.Greater(t, next.Fence(), l.Fence())
 
-	assert.ErrorIs(t, l.Release(ctx), ErrNotHeld)
+	require.ErrorIs(t, l.Release(ctx), ErrNotHeld)
 	owner, err := c.Get(ctx, lockKey).Result()
 	require.NoError(t, err, "the stopped holder's Release must not free the new holder's key")
 	assert.Equal(t, ownerOf(next), owner)

@@ -79,8 +79,7 @@ func (c Config) derive() *settings {
 // two option values: one may be near the largest Duration, and the sum
 // would wrap.
 func (s *settings) validate() error {
-	switch {
-	case s.SafetyMargin >= s.TTL:
+	if s.SafetyMargin >= s.TTL {
 		return invalidf("safety margin %v not below the TTL %v", s.SafetyMargin, s.TTL)
 	}
 	for _, t := range [...]struct {

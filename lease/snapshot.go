@@ -1,12 +1,12 @@
 package lease
 
 import (
-	"github.com/lockwatch/lockwatch/internal/clock"
-
 	"cmp"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lockwatch/lockwatch/internal/clock"
 )
 
 // Snapshot is what a Locker holds at one moment, for the people who run it:

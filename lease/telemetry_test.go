@@ -69,7 +69,7 @@ func TestTelemetryAcquireContendedRelease(t *testing.T) {
 		assert.NotContains(t, attrs, attribute.Key(obs.AttrKey), "the raw key stays off spans by default")
 		assert.Equal(t, codes.Unset, s.Status().Code, "acquired and contended are not errors")
 		if i == 0 {
-			assert.EqualValues(t, l.Fence(), attrs[obs.AttrFence].AsInt64())
+			assert.Equal(t, l.Fence(), attrs[obs.AttrFence].AsInt64())
 		}
 	}
 }
@@ -185,7 +185,7 @@ func TestTelemetryCommit(t *testing.T) {
 	request.End()
 
 	for outcome, want := range map[string]int64{"committed": 1, "near_expiry": 1, "refused": 1} {
-		assert.EqualValues(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("report", obs.AttrResult, outcome)), outcome)
+		assert.Equal(t, want, h.Sum(t, obs.LeaseCommits, lockAttrs("report", obs.AttrResult, outcome)), outcome)
 	}
 	n, secs := h.Hist(t, obs.LeaseCommitRemaining, lockAttrs("report"))
 	assert.EqualValues(t, 3, n)

@@ -106,7 +106,7 @@ func TestTelemetryWaitEnds(t *testing.T) {
 		}, obs.WaitAcquired},
 		{"the caller's context is cancelled during a backoff", long, func(w *waitCase) { w.cancel() },
 			func(t *testing.T, o waiterOutcome) {
-				assert.ErrorIs(t, o.err, ErrNotAcquired)
+				require.ErrorIs(t, o.err, ErrNotAcquired)
 				assert.ErrorIs(t, o.err, context.Canceled)
 			}, obs.WaitCancelled},
 		{"an attempt's reply is lost", short, func(w *waitCase) { w.fault.dropAcquireReply.Store(true) },

@@ -83,8 +83,8 @@ func TestAFullRedisStillAnswersContendedAndNotHeld(t *testing.T) {
 	t.Cleanup(func() { _ = c.ConfigSet(context.Background(), "maxmemory", "0").Err() })
 	other := newLocker(t, srv.Client(t), Config{Namespace: lk.set.Namespace})
 	_, err = other.Acquire(ctx, "k")
-	assert.ErrorIs(t, err, ErrNotAcquired)
-	assert.ErrorIs(t, gone.Release(ctx), ErrNotHeld)
+	require.ErrorIs(t, err, ErrNotAcquired)
+	require.ErrorIs(t, gone.Release(ctx), ErrNotHeld)
 	require.NoError(t, c.ConfigSet(ctx, "maxmemory", "0").Err())
 	require.NoError(t, holder.Release(ctx))
 }
@@ -117,7 +117,7 @@ func TestANearDeadlineLeaseDoesNotFailItsRenewalBatch(t *testing.T) {
 	defer resume.Stop()
 	lk.renew(batch)
 
-	assert.ErrorIs(t, near.Err(), ErrLost, "the near lease reached its cancel point")
+	require.ErrorIs(t, near.Err(), ErrLost, "the near lease reached its cancel point")
 	for _, l := range batch[1:] {
 		assert.NoError(t, l.Err(), "healthy lease %q lost with its neighbour", l.Key())
 	}
@@ -142,7 +142,7 @@ func TestARenewalAfterTheCancelPointDoesNotReviveTheLease(t *testing.T) {
 	require.ErrorIs(t, l.Err(), ErrLost, "past the cancel point") // ...and its reply comes after it
 	lk.sched.renewed([]*Lease{l}, sentAt, []obs.RenewalResult{obs.RenewalRenewed}, []error{nil}, nil)
 
-	assert.ErrorIs(t, l.Err(), ErrLost, "a late renewal revived a lost lease")
+	require.ErrorIs(t, l.Err(), ErrLost, "a late renewal revived a lost lease")
 	assert.Zero(t, l.Remaining())
 	assert.Equal(t, LossDeadline, lossReason(t, waitDone(t, l, time.Second)))
 }
@@ -163,7 +163,7 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 		{CommitHard: -1, CommitWarn: math.MaxInt64},
 	} {
 		_, err := lk.With(cfg)
-		assert.ErrorIs(t, err, errInvalid)
+		require.ErrorIs(t, err, errInvalid)
 	}
 
 	huge, err := lk.With(Config{AcquireTimeout: math.MaxInt64, ReleaseTimeout: math.MaxInt64,
@@ -176,8 +176,8 @@ func TestHugeDurationsAreRefusedOrSaturated(t *testing.T) {
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = huge.Acquire(wctx, "k")
 	cancel()
-	assert.ErrorIs(t, err, ErrNotAcquired, "a huge wait ends with the context")
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, ErrNotAcquired, "a huge wait ends with the context")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, l.Release(ctx))
 	assert.Zero(t, c.Exists(ctx, lockKey).Val(), "the release was sent")
 }
@@ -254,7 +254,7 @@ func TestTheLeaderOfASharedPipelineKeepsItsAcquireTimeout(t *testing.T) {
 	time.AfterFunc(1500*time.Millisecond, func() { _ = srv.Resume() })
 
 	r := <-done
-	assert.ErrorIs(t, r.err, ErrUnknown)
+	require.ErrorIs(t, r.err, ErrUnknown)
 	assert.Less(t, r.took, time.Second, "the acquire waited %v with a 250ms timeout", r.took)
 }
 

@@ -52,9 +52,9 @@ func TestLeaseTokenIsScopedToItsKeyAndNamespace(t *testing.T) {
 
 	store := fence.NewRedisStore(c, "invoices", fence.RedisConfig{LockNamespace: ns})
 	require.NoError(t, store.Write(ctx, "invoice-7", tok, []byte("v")), "a store without secrets admits an unsigned token of its key")
-	assert.ErrorIs(t, store.Write(ctx, "invoice-8", tok, []byte("v")), fence.ErrForeign, "another key's store refuses it")
+	require.ErrorIs(t, store.Write(ctx, "invoice-8", tok, []byte("v")), fence.ErrForeign, "another key's store refuses it")
 	other := fence.NewRedisStore(c, "invoices-default-ns", fence.RedisConfig{})
-	assert.ErrorIs(t, other.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForeign, "the same key in another namespace refuses it")
+	require.ErrorIs(t, other.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForeign, "the same key in another namespace refuses it")
 	signedOnly, _ := newTestSecrets(t, "k1")
 	strict := fence.NewRedisStore(c, "invoices-signed", fence.RedisConfig{LockNamespace: ns, Secrets: signedOnly})
 	assert.ErrorIs(t, strict.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "a store with secrets refuses an unsigned token")
@@ -88,7 +88,7 @@ func TestLeaseTokenIsSignedWithSecrets(t *testing.T) {
 	same, err := fence.NewSecrets("k1", map[string][]byte{"k1": key})
 	require.NoError(t, err)
 	store := fence.NewRedisStore(c, "invoices", fence.RedisConfig{LockNamespace: ns, Secrets: same})
-	assert.ErrorIs(t, store.Write(ctx, "invoice-8", tok, []byte("v")), fence.ErrForeign, "signed, but for another key")
+	require.ErrorIs(t, store.Write(ctx, "invoice-8", tok, []byte("v")), fence.ErrForeign, "signed, but for another key")
 
 	// Commit's fn gets the lease's token, and the lease's context carries
 	// it too: the one a signed-only store admits.
@@ -110,10 +110,10 @@ func TestLeaseTokenIsSignedWithSecrets(t *testing.T) {
 
 	otherKey, _ := newTestSecrets(t, "k1")
 	forgedStore := fence.NewRedisStore(c, "invoices-other-key", fence.RedisConfig{LockNamespace: ns, Secrets: otherKey})
-	assert.ErrorIs(t, forgedStore.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "same key id, other secret")
+	require.ErrorIs(t, forgedStore.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "same key id, other secret")
 	otherID, _ := newTestSecrets(t, "k2")
 	unknownStore := fence.NewRedisStore(c, "invoices-other-id", fence.RedisConfig{LockNamespace: ns, Secrets: otherID})
-	assert.ErrorIs(t, unknownStore.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "unknown key id")
+	require.ErrorIs(t, unknownStore.Write(ctx, "invoice-7", tok, []byte("v")), fence.ErrForged, "unknown key id")
 	_, mark, err = forgedStore.Read(ctx, "invoice-7")
 	require.NoError(t, err)
 	assert.Zero(t, mark, "a refused token moves no mark")

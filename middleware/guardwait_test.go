@@ -153,7 +153,7 @@ func TestGuardWaitEndsWithTheRequest(t *testing.T) {
 		}
 		assert.EqualValues(t, 41, s.mark(t), "B advanced the mark")
 		s.release()
-		assert.NoError(t, <-answered)
+		require.NoError(t, <-answered)
 		assert.Empty(t, s.ran, "B's handler ran")
 		assert.Zero(t, s.waiters("7"), "the key's lock outlived its requests")
 	})

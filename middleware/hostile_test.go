@@ -403,7 +403,7 @@ func (r *hostileRig) try(t *testing.T, c hostileCase) {
 	}
 	wchecks, wrejections := fenceCounts(t, r.wh)
 	err = r.writer.Write(ctx, c.key, tok, []byte("hostile"))
-	assert.ErrorIs(t, err, want.write, "Write")
+	require.ErrorIs(t, err, want.write, "Write")
 	value, _, rerr := r.writer.Read(ctx, c.key)
 	require.NoError(t, rerr)
 	assert.Nil(t, value, "Write stored a value")
@@ -579,8 +579,8 @@ func TestHostileTokensWithoutSecrets(t *testing.T) {
 		checks, rejections := fenceCounts(t, r.h)
 		for _, n := range []int64{0, -1, math.MinInt64} {
 			tok := fence.Mint(ls.ns, "fresh", n, nil)
-			assert.ErrorIs(t, r.store.Admit(ctx, "fresh", tok), fence.ErrMalformed, "Admit %d", n)
-			assert.ErrorIs(t, r.store.Write(ctx, "fresh", tok, []byte("x")), fence.ErrMalformed, "Write %d", n)
+			require.ErrorIs(t, r.store.Admit(ctx, "fresh", tok), fence.ErrMalformed, "Admit %d", n)
+			require.ErrorIs(t, r.store.Write(ctx, "fresh", tok, []byte("x")), fence.ErrMalformed, "Write %d", n)
 		}
 		assert.Equal(t, keys, r.storeKeys(t), "a malformed token reached Redis")
 		after, afterRejections := fenceCounts(t, r.h)

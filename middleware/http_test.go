@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -256,7 +255,7 @@ func TestHTTPLeaseLostWhenRedisStalls(t *testing.T) {
 	assert.Equal(t, reasonLost, decodeProblem(t, r.resp).Reason)
 	var lost *lease.LostError
 	cause := <-causes
-	require.True(t, errors.As(cause, &lost), "cause %v", cause)
+	require.ErrorAs(t, cause, &lost, "cause %v", cause)
 	assert.Contains(t, []lease.LossReason{lease.LossRenewalUnknown, lease.LossDeadline}, lost.Reason)
 	waitCancellationLatency(t, h, "POST /reports/{id}")
 }

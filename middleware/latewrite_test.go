@@ -120,7 +120,7 @@ func TestGuardTimeoutHandlerInside(t *testing.T) {
 			assert.EqualValues(t, 42, l.mark(t))
 			assert.Equal(t, "written by 42", value(), "the resource holds an older token's value under a newer mark")
 			if via == "Guarded" {
-				assert.ErrorIs(t, err, ErrNotAdmitted)
+				require.ErrorIs(t, err, ErrNotAdmitted)
 				assert.EqualValues(t, 1, l.late(t), "the refused late write is counted")
 			} else {
 				assert.ErrorIs(t, err, fence.ErrStale)
@@ -217,7 +217,7 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 	assert.Never(t, bRan.Load, 200*time.Millisecond, 5*time.Millisecond, "B ran while A's Guarded write was still running")
 	finish()
 	assert.Equal(t, http.StatusNoContent, <-bDone)
-	assert.ErrorIs(t, <-late, ErrNotAdmitted)
+	require.ErrorIs(t, <-late, ErrNotAdmitted)
 	assert.Equal(t, "written by 42", l.book.get("7"))
 	assert.EqualValues(t, 1, l.late(t), "the refused late write is counted")
 	level, attrs, logged := l.h.Logs.Find("write refused")
@@ -225,7 +225,7 @@ func TestGuardedWriteHandedToAGoroutine(t *testing.T) {
 	assert.Equal(t, slog.LevelWarn, level)
 	assert.Equal(t, "ledger", attrs[obs.AttrResource])
 
-	assert.ErrorIs(t, Guarded(context.Background(), func() error { return l.set(mint("7", 99)) }), ErrNotAdmitted, "no Guard admitted it")
+	require.ErrorIs(t, Guarded(context.Background(), func() error { return l.set(mint("7", 99)) }), ErrNotAdmitted, "no Guard admitted it")
 	assert.Equal(t, "written by 42", l.book.get("7"))
 	assert.EqualValues(t, 1, l.late(t), "a write no Guard admitted is not counted")
 }
@@ -247,7 +247,7 @@ func TestGuardedGRPC(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(testCtx(t), tokenMetadata, wire("7", 41))
 	_, err := client.Check(ctx, &grpc_health_v1.HealthCheckRequest{})
 	require.NoError(t, err)
-	assert.ErrorIs(t, <-late, ErrNotAdmitted)
+	require.ErrorIs(t, <-late, ErrNotAdmitted)
 	assert.Equal(t, "written by 41", l.book.get("7"))
 	assert.EqualValues(t, 1, l.late(t))
 }
@@ -331,7 +331,7 @@ func TestHolderTimeoutHandler(t *testing.T) {
 				require.NoError(t, err, "the lease ended at the 503")
 				defer func() { _ = l.Release(context.Background()) }()
 			} else {
-				assert.ErrorIs(t, err, lease.ErrNotAcquired, "the lease lasts until the handler returns")
+				require.ErrorIs(t, err, lease.ErrNotAcquired, "the lease lasts until the handler returns")
 			}
 			wake()
 			err = <-committed
@@ -339,10 +339,10 @@ func TestHolderTimeoutHandler(t *testing.T) {
 				return h.Sum(t, obs.LeaseCommits, telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}", obs.AttrResult, string(result)))
 			}
 			if arrangement == "inside" {
-				assert.ErrorIs(t, err, lease.ErrReleased)
+				require.ErrorIs(t, err, lease.ErrReleased)
 				assert.EqualValues(t, 1, commits(obs.CommitRefused))
 			} else {
-				assert.NoError(t, err)
+				require.NoError(t, err)
 				assert.EqualValues(t, 1, commits(obs.CommitCommitted))
 			}
 		})
@@ -367,12 +367,12 @@ func timeoutFor41(next http.Handler) http.Handler {
 func put(t *testing.T, client *http.Client, url string, n int64) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPut, url+"/ledger/7", nil)
-	if !assert.NoError(t, err) {
+	if !assert.NoError(t, err) { //nolint:testifylint // put runs on goroutines too: require cannot stop the test from there
 		return -1
 	}
 	req.Header.Set(tokenHeader, wire("7", n))
 	resp, err := client.Do(req)
-	if !assert.NoError(t, err) {
+	if !assert.NoError(t, err) { //nolint:testifylint // put runs on goroutines too: require cannot stop the test from there
 		return -1
 	}
 	resp.Body.Close()

@@ -409,7 +409,7 @@ func TestSecurityFailClosed(t *testing.T) {
 				require.Error(t, err, "Acquire must fail")
 				within(t, "Acquire", time.Since(start))
 				assert.Nil(t, l)
-				assert.NotErrorIs(t, err, lease.ErrNotAcquired, "a refused connection is no contention")
+				require.NotErrorIs(t, err, lease.ErrNotAcquired, "a refused connection is no contention")
 			}
 
 			mux := http.NewServeMux()
@@ -432,7 +432,7 @@ func TestSecurityFailClosed(t *testing.T) {
 			start = time.Now()
 			_, err = gc.Check(withLockKey(ctx, "42"), &grpc_health_v1.HealthCheckRequest{})
 			if tc.control {
-				assert.NoError(t, err)
+				require.NoError(t, err)
 				assert.EqualValues(t, 2, runs.Load(), "the handlers run")
 				assert.Positive(t, tc.size(t), "the leases' fence records are in Redis")
 				return

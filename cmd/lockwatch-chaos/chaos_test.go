@@ -11,11 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // testSeed's schedule injects every fault kind of the single topology in

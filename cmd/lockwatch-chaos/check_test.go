@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func TestRealTimeOrder(t *testing.T) {
 	assert.Empty(t, bad)
 	assert.Empty(t, offenders)
 
-	stale := append(ok, write("e", "k", 20, "e1", outOK, 45, 50), write("f", "k", 12, "f1", outOK, 55, 70))
+	stale := slices.Concat(ok, []op{write("e", "k", 20, "e1", outOK, 45, 50), write("f", "k", 12, "f1", outOK, 55, 70)})
 	bad, offenders = realTimeOrder(stale)
 	assert.Len(t, bad, 2, "%v", bad)
 	assert.ElementsMatch(t, []string{"e1", "f1"}, []string{offenders[0].Value, offenders[1].Value})

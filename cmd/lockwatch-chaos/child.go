@@ -17,10 +17,9 @@ import (
 	"syscall"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/lockwatch/lockwatch/internal/suspend"
 	"github.com/lockwatch/lockwatch/telemetry"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // childEnv marks a re-executed copy of this binary as a holder process. An

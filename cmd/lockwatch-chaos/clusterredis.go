@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // clusterMasters is how many masters the Cluster topology has, each with

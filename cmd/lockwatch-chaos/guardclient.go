@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/lockwatch/lockwatch/middleware"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -18,8 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/lockwatch/lockwatch/middleware"
 )
 
 // reasonFenceBusy is the refusal reason of a guarded request that gave up

@@ -9,6 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/middleware"
+	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -16,10 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/middleware"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // The guarded register's resource name (a bounded metric attribute) and

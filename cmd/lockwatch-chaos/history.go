@@ -5,9 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/lockwatch/lockwatch/fence"
+	"golang.org/x/sys/unix"
 )
 
 // now is CLOCK_MONOTONIC in nanoseconds. On Linux it is one clock for the

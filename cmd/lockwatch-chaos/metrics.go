@@ -3,10 +3,9 @@ package main
 import (
 	"context"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
 // counts are the numbers the metric-exactness check compares: once as

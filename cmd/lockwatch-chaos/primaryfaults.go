@@ -6,10 +6,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // primaryFault injects the faults that hit the current primary, or the

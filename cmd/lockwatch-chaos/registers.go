@@ -11,11 +11,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
 	"github.com/lockwatch/lockwatch/telemetry"
+	"github.com/redis/go-redis/v9"
 )
 
 // Resource names of the two fenced stores: bounded metric attributes.

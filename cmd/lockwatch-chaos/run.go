@@ -16,12 +16,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockwatch/lockwatch/middleware"
+	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/redis/go-redis/v9"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.uber.org/goleak"
-
-	"github.com/lockwatch/lockwatch/middleware"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // checkTimeout bounds porcupine on one register; a history it cannot decide

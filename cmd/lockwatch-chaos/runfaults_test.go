@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/stretchr/testify/assert"
 )
 
 // fakeKey answers Inspect as Redis would for a key held with fence 7 for

@@ -6,10 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // -clock-skew puts the servers a failover promotes behind, and only them.

@@ -4,9 +4,10 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
-	"github.com/redis/go-redis/v9"
 )
 
 // newLocker returns a Locker on client taking cfg, whose telemetry logs at

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/fence"
-
 	"github.com/lockwatch/lockwatch/lease"
 )
 

@@ -13,15 +13,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/resource"
-
 	"github.com/lockwatch/lockwatch/debugpage"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
+	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/resource"
 )
 
 // demo is one run: the servers, the workload and the fault injection, all

@@ -12,15 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // TestMain fails the package when a goroutine outlives the tests: a demo
@@ -262,9 +261,9 @@ func TestParseFlags(t *testing.T) {
 	assert.False(t, cfg.faults.on(faultRedisLoss))
 
 	_, err = parseFlags([]string{"-faults=gremlins"}, io.Discard)
-	assert.ErrorContains(t, err, `unknown fault "gremlins"`)
+	require.ErrorContains(t, err, `unknown fault "gremlins"`)
 	_, err = parseFlags([]string{"-ttl", "1ms"}, io.Discard)
-	assert.Error(t, err)
+	require.Error(t, err)
 }
 
 // syncBuffer is an io.Writer the demo writes to while the test reads it.

@@ -15,12 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/lockwatch/lockwatch/dashboards"
 	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 	"github.com/lockwatch/lockwatch/internal/testenv/promtest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestEndToEndWithPrometheus runs the demo with its faults on, a real
@@ -124,7 +123,7 @@ func startDemo(t *testing.T) (metricsURL string, stop func()) {
 			cancel()
 			select {
 			case err := <-demoDone:
-				assert.NoError(t, err)
+				assert.NoError(t, err) //nolint:testifylint // in a cleanup that must go on to stop the demo
 			case <-time.After(30 * time.Second):
 				t.Error("the demo did not stop")
 			}

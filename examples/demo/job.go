@@ -74,13 +74,14 @@ func (j *job) compact(l *lease.Lease) {
 	// successor: it runs short and is spared the stalls, so that it writes
 	// before the stuck one goes on.
 	successor := r.d.forceSuccessor.CompareAndSwap(true, false)
-	if successor {
+	switch {
+	case successor:
 		j.spared.Store(true)
 		defer j.spared.Store(false)
 		err = r.work(l.Context(), jitter(r.d.ttls(0.5), r.d.ttls(1)), false)
-	} else if r.d.cfg.faults.on(faultNearExpiry) && j.runs%2 == 0 {
+	case r.d.cfg.faults.on(faultNearExpiry) && j.runs%2 == 0:
 		err = waitRemaining(l.Context(), l, r.d.commitWarn()*2/3)
-	} else {
+	default:
 		// The force-release fault strikes a compaction that is renewed
 		// (not one at the end of its max hold), so that the force release
 		// is what ends its lease. The stalls spare it, and it hangs early.

@@ -6,9 +6,8 @@ import (
 	"strings"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-
 	"github.com/lockwatch/lockwatch/internal/obs"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // The Prometheus series the demo shows, by the constants the dashboards and

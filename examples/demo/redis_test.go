@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // The embedded Redis must expire keys with the wall clock, without anyone
@@ -77,7 +75,7 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	assert.GreaterOrEqual(t, time.Since(start), ttl/2, "not before the key expired")
 	assert.Greater(t, next.Fence(), held.Fence())
 	assert.Greater(t, held.Fence(), l.Fence())
-	assert.True(t, errors.Is(held.Release(ctx), lease.ErrNotHeld))
+	require.ErrorIs(t, held.Release(ctx), lease.ErrNotHeld)
 	require.NoError(t, next.Release(ctx))
 
 	// Unsigned tokens: the scripts also bound their fences by the server's
@@ -85,13 +83,13 @@ func TestEmbeddedRedisRunsLockwatch(t *testing.T) {
 	store := fence.NewRedisStore(c, "ledger", fence.RedisConfig{})
 	tok := func(key string, n int64) fence.Token { return fence.Mint("lockwatch", key, n, nil) }
 	require.NoError(t, store.Write(ctx, "a", tok("a", 41), []byte("x")))
-	assert.ErrorIs(t, store.Write(ctx, "a", tok("a", 41), []byte("y")), fence.ErrStale)
+	require.ErrorIs(t, store.Write(ctx, "a", tok("a", 41), []byte("y")), fence.ErrStale)
 	require.NoError(t, store.Admit(ctx, "b", tok("b", 7)))
 	require.NoError(t, store.Admit(ctx, "b", tok("b", 7)))
-	assert.ErrorIs(t, store.Admit(ctx, "b", tok("b", 6)), fence.ErrStale)
+	require.ErrorIs(t, store.Admit(ctx, "b", tok("b", 6)), fence.ErrStale)
 	ahead := time.Now().Add(time.Hour).UnixMicro()
-	assert.ErrorIs(t, store.Write(ctx, "a", tok("a", ahead), []byte("z")), fence.ErrAhead)
-	assert.ErrorIs(t, store.Admit(ctx, "b", tok("b", ahead)), fence.ErrAhead)
+	require.ErrorIs(t, store.Write(ctx, "a", tok("a", ahead), []byte("z")), fence.ErrAhead)
+	require.ErrorIs(t, store.Admit(ctx, "b", tok("b", ahead)), fence.ErrAhead)
 	value, mark, err := store.Read(ctx, "a")
 	require.NoError(t, err)
 	assert.Equal(t, "x", string(value))

@@ -11,13 +11,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 
 	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
-	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/middleware"
 )
 
 // replica is one instance of the demo's service, as it would run in its own

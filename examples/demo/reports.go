@@ -6,15 +6,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/lease"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/lease"
 )
 
 // reports is the gRPC Reports service of a replica. Both methods run under

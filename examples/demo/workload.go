@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lockwatch/lockwatch/middleware"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -23,7 +24,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
-	"github.com/lockwatch/lockwatch/middleware"
 )
 
 // outcome is how a workload request ended, as its client saw it.

@@ -36,10 +36,9 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/redis/go-redis/v9"
 )
 
 const defaultDSN = "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable"
@@ -75,8 +74,9 @@ func main() {
 	flag.BoolVar(&cfg.stuck, "stuck", true, "worker 1 gets stuck in its first write past its lease")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+	_, err := run(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fenced-postgres:", err)
 		os.Exit(1)
 	}

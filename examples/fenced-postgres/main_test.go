@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

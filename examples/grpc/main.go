@@ -26,6 +26,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/middleware"
+	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
@@ -33,9 +36,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
-	"github.com/lockwatch/lockwatch/lease"
-	"github.com/lockwatch/lockwatch/middleware"
-	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
 )
 
 type config struct {
@@ -54,8 +54,9 @@ func main() {
 	flag.DurationVar(&cfg.work, "work", 200*time.Millisecond, "how long a report takes")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg); err != nil {
+	err := run(ctx, cfg)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "grpc:", err)
 		os.Exit(1)
 	}

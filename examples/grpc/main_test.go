@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -20,7 +21,6 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/lockwatch/lockwatch/examples/internal/reportspb"
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

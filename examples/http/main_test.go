@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 // heldLease matches the active-leases series of the route at 1.

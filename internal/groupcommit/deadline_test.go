@@ -33,7 +33,7 @@ func TestDeadlinesShareATimerPerMillisecond(t *testing.T) {
 		t.Fatal("not done after its deadline")
 	}
 	assert.False(t, time.Now().Before(d), "never done before the deadline")
-	assert.ErrorIs(t, a.Err(), context.DeadlineExceeded)
+	require.ErrorIs(t, a.Err(), context.DeadlineExceeded)
 	require.Eventually(t, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()

@@ -12,7 +12,7 @@ func TestParseRecord(t *testing.T) {
 	for text, want := range map[string]error{
 		"": nil, "17": nil, "0": nil, "/a+b!c~d~e": nil, "9007199254740991~a": nil,
 		"9007199254740992": ErrUnreadable, "012": ErrUnreadable, "0x10": ErrUnreadable,
-		"1e3": ErrUnreadable, " 12": ErrUnreadable, "12abc": ErrUnreadable,
+		"1e3": ErrUnreadable, " 12": ErrUnreadable, "12abc": ErrUnreadable, //nolint:gocritic // a leading space is a case
 		"17//": ErrBadLists, "17/a+a": ErrBadLists, "17~a~a": ErrBadLists, "17~a/b": ErrBadLists,
 	} {
 		r, err := ParseRecord(text)

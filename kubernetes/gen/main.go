@@ -29,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/lockwatch/lockwatch/alerts"
+
 	"github.com/lockwatch/lockwatch/kubernetes"
 )
 

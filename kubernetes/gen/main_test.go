@@ -23,7 +23,7 @@ func TestRunWritesTheFiles(t *testing.T) {
 	for name, data := range want {
 		got, err := os.ReadFile(filepath.Join(out, name))
 		require.NoError(t, err)
-		assert.True(t, string(data) == string(got), name)
+		assert.Equal(t, string(data), string(got), name)
 	}
 	entries, err := os.ReadDir(out)
 	require.NoError(t, err)
@@ -39,7 +39,7 @@ func TestRunDefaultsAreTheCommittedFiles(t *testing.T) {
 		require.NoError(t, err)
 		committed, err := os.ReadFile(filepath.Join("..", name))
 		require.NoError(t, err)
-		assert.True(t, string(committed) == string(got), "%s: run go generate ./kubernetes/...", name)
+		assert.Equal(t, string(committed), string(got), "%s: run go generate ./kubernetes/...", name)
 	}
 }
 

@@ -14,8 +14,8 @@
 //	}
 //
 // The messages are protobuf's well-known StringValue (the account id in,
-// a line of text out). In a real service this file is generated; nothing in
-// it is specific to lockwatch.
+// a line of text out). In a real service protoc writes this file; nothing
+// in it is specific to lockwatch.
 package reportspb
 
 import (

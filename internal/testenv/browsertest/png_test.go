@@ -39,13 +39,13 @@ func TestPainted(t *testing.T) {
 	}
 
 	_, err := Painted(uniform(color.White), 100, 50)
-	assert.ErrorContains(t, err, "blank", "a white page")
+	require.ErrorContains(t, err, "blank", "a white page")
 	_, err = Painted(uniform(color.Black), 100, 50)
-	assert.ErrorContains(t, err, "blank", "a black page")
+	require.ErrorContains(t, err, "blank", "a black page")
 	_, err = Painted(encode(drawn), 200, 50)
-	assert.ErrorContains(t, err, "want 200x50")
+	require.ErrorContains(t, err, "want 200x50")
 	_, err = Painted([]byte("not a png"), 100, 50)
-	assert.ErrorContains(t, err, "not a PNG")
+	require.ErrorContains(t, err, "not a PNG")
 	_, err = Painted(encode(drawn), 100, 50)
 	assert.NoError(t, err)
 }

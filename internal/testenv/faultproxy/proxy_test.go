@@ -100,7 +100,7 @@ func TestBlackholeTimesOutAndDeliversNothing(t *testing.T) {
 	// Blackhole discards the command in the proxy itself, so by the time
 	// the client has timed out nothing is left in flight to reach Redis.
 	_, err := srv.Do(ctx, "GET", "k")
-	assert.ErrorIs(t, err, redis.Nil)
+	require.ErrorIs(t, err, redis.Nil)
 
 	p.Set(faultproxy.Pass)
 	assert.NoError(t, c.Ping(ctx).Err())
@@ -156,7 +156,7 @@ func TestCloseEndsOpenConnections(t *testing.T) {
 	require.NoError(t, p.Close())
 	select {
 	case err := <-done:
-		assert.Error(t, err)
+		require.Error(t, err)
 	case <-time.After(waitFor):
 		t.Fatal("a request stuck in the proxy did not fail after Close")
 	}

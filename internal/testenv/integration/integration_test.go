@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // recordingTB stands in for testing.T so that the skip and fatal paths can
@@ -56,7 +57,8 @@ func TestName(t *testing.T) {
 			assert.False(t, seen[s], "unique: %q", s)
 			seen[s] = true
 		}
-		assert.NotEqual(t, Name(prefix, "TestX", limit), Name(prefix, "TestX", limit))
+		first, second := Name(prefix, "TestX", limit), Name(prefix, "TestX", limit)
+		assert.NotEqual(t, first, second)
 	}
 }
 
@@ -64,7 +66,7 @@ func TestName(t *testing.T) {
 func TestFreeLoopbackAddr(t *testing.T) {
 	addr := FreeLoopbackAddr(t)
 	host, _, err := net.SplitHostPort(addr)
-	assert.NoError(t, err)
+	require.NoError(t, err)
 	assert.Equal(t, "127.0.0.1", host)
 	l, err := net.Listen("tcp", addr)
 	if assert.NoError(t, err, "nothing else should listen on %s", addr) {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/testenv/integration"
-
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // DSNEnv names the variable that points the tests at a server; DefaultDSN is

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lockwatch/lockwatch/internal/testenv/integration"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 )
 
 // DSNEnv names the variable that points the tests at a server; DefaultDSN is

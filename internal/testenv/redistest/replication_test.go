@@ -47,7 +47,7 @@ func TestReplicationLifecycle(t *testing.T) {
 		assert.NoError(c, err)
 		assert.Zero(c, n)
 	}, waitFor, tick)
-	assert.ErrorIs(t, r.Get(ctx, "after").Err(), redis.Nil, "a write after StopReplication must not reach the replica")
+	require.ErrorIs(t, r.Get(ctx, "after").Err(), redis.Nil, "a write after StopReplication must not reach the replica")
 	v, err = r.Get(ctx, "streamed").Result()
 	require.NoError(t, err, "the replica keeps the data it had")
 	assert.Equal(t, "2", v)

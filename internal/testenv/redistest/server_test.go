@@ -2,7 +2,6 @@ package redistest_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"testing"
 	"time"
@@ -36,7 +35,7 @@ func TestStartAnswersPingOnLoopback(t *testing.T) {
 	assert.Equal(t, "127.0.0.1", host)
 	assert.Positive(t, s.Port())
 
-	assert.NoError(t, s.Client(t).Ping(ctx).Err())
+	require.NoError(t, s.Client(t).Ping(ctx).Err())
 	reply, err := s.Do(ctx, "PING")
 	require.NoError(t, err)
 	assert.Equal(t, "PONG", reply)
@@ -49,7 +48,7 @@ func TestStartHasNoPersistence(t *testing.T) {
 
 	cfg, err := s.Client(t).ConfigGet(ctx, "*").Result()
 	require.NoError(t, err)
-	assert.Equal(t, "", cfg["save"])
+	assert.Empty(t, cfg["save"])
 	assert.Equal(t, "no", cfg["appendonly"])
 	assert.Equal(t, "127.0.0.1", cfg["bind"])
 }
@@ -84,7 +83,7 @@ func TestKillAndRestartLosesDataOnSamePort(t *testing.T) {
 
 	require.NoError(t, s.Kill())
 	_, err := s.Do(ctx, "PING")
-	assert.Error(t, err, "a killed server must not answer")
+	require.Error(t, err, "a killed server must not answer")
 
 	require.NoError(t, s.Restart())
 	assert.Equal(t, port, s.Port())
@@ -103,7 +102,7 @@ func TestStopIsGracefulAndRestartable(t *testing.T) {
 
 	require.NoError(t, s.Stop())
 	_, err := s.Do(ctx, "PING")
-	assert.Error(t, err)
+	require.Error(t, err)
 	assert.NoError(t, s.Stop(), "stopping twice is a no-op")
 
 	require.NoError(t, s.Restart())
@@ -169,8 +168,8 @@ func TestSignalsOnStoppedServerFail(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	require.NoError(t, s.Kill())
-	assert.Error(t, s.Pause())
-	assert.Error(t, s.Resume())
+	require.Error(t, s.Pause())
+	require.Error(t, s.Resume())
 	assert.NoError(t, s.Kill(), "killing twice is a no-op")
 }
 
@@ -179,5 +178,5 @@ func TestDoReportsServerErrors(t *testing.T) {
 	s := redistest.Start(t)
 	_, err := s.Do(testContext(t), "NO-SUCH-COMMAND")
 	var redisErr redis.Error
-	assert.True(t, errors.As(err, &redisErr), "want a server error reply, got %v", err)
+	assert.ErrorAs(t, err, &redisErr, "want a server error reply, got %v", err)
 }
