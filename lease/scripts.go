@@ -25,40 +25,55 @@ var (
 	inspectSrc string
 	//go:embed scripts/force.lua
 	forceSrc string
+	//go:embed scripts/refresh.lua
+	refreshSrc string
 
 	acquireScript = script.New(recordSrc + acquireSrc)
 	renewScript   = script.New(recordSrc + renewSrc)
 	releaseScript = script.New(recordSrc + releaseSrc)
 	inspectScript = script.New(recordSrc + inspectSrc)
 	forceScript   = script.New(recordSrc + forceSrc)
+	refreshScript = script.New(recordSrc + refreshSrc)
 )
 
-// acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention
-// and wait are milliseconds, boxed once where they can be.
+// acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention,
+// wait and queue are milliseconds, boxed once where they can be.
 type acquireArgs struct {
-	keys           leasekeys.Keys // Lock, Fence, Wait
+	keys           leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel as ARGV
 	owner          string         // the attempt's own owner token
 	ttl, retention any
 	wait           any      // how long the Acquire may still wait; 0 for none
+	queue          any      // a held key queues the attempt, its entry live so long; nil or 0: no queue
 	ghosts         []string // the Locker's ghosts of the key (ghosts.go)
 }
 
+// notQueued is the queue argument of an attempt that does not queue.
+var notQueued any = int64(0)
+
 func (a acquireArgs) call() script.Call {
-	k := a.keys
-	if len(a.ghosts) == 0 {
-		return acquireScript.Call(3, k.Lock, k.Fence, k.Wait, a.owner, a.ttl, a.retention, a.wait)
+	k, queue := a.keys, a.queue
+	if queue == nil {
+		queue = notQueued
 	}
-	args := make([]any, 0, 7+len(a.ghosts))
-	args = append(args, k.Lock, k.Fence, k.Wait, a.owner, a.ttl, a.retention, a.wait)
+	if len(a.ghosts) == 0 {
+		return acquireScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.ttl, a.retention, a.wait, queue, k.Channel)
+	}
+	args := make([]any, 0, 11+len(a.ghosts))
+	args = append(args, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.ttl, a.retention, a.wait, queue, k.Channel)
 	for _, g := range a.ghosts {
 		args = append(args, g)
 	}
-	return acquireScript.Call(3, args...)
+	return acquireScript.Call(5, args...)
 }
 
 // release is the end of the attempt: its release, or its clean-up.
 func (a acquireArgs) release() releaseArgs {
 	return releaseArgs{keys: a.keys, owner: a.owner, retention: a.retention}
+}
+
+// refresh is the refresh of the attempt's queue entry.
+func (a acquireArgs) refresh() refreshArgs {
+	return refreshArgs{keys: a.keys, owner: a.owner, queue: a.queue, retention: a.retention}
 }
 
 // renewal is the renewal of the lease the attempt took.
@@ -78,28 +93,42 @@ func (a renewArgs) call() script.Call {
 	return renewScript.Call(2, a.keys.Lock, a.keys.Fence, a.owner, a.ttl, a.retention, strconv.FormatInt(a.fence, 10))
 }
 
-// releaseArgs is the end of an attempt (release.lua).
+// refreshArgs is a queued attempt's refresh of its entry (refresh.lua).
+type refreshArgs struct {
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
+	owner     string
+	queue     any // the entry's new lifetime in ms, as acquireArgs.queue
+	retention any
+}
+
+func (a refreshArgs) call() script.Call {
+	k := a.keys
+	return refreshScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.queue, a.retention, k.Channel)
+}
+
+// releaseArgs is the end of an attempt (release.lua): a release, a
+// clean-up, or a queued attempt's leave.
 type releaseArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Wait; Channel, not a key, as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel, not a key, as ARGV
 	owner     string
 	retention any
 }
 
 func (a releaseArgs) call() script.Call {
 	k := a.keys
-	return releaseScript.Call(3, k.Lock, k.Fence, k.Wait, a.owner, a.retention, k.Channel)
+	return releaseScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.retention, k.Channel)
 }
 
 // forceArgs is an administrator's force release (force.lua).
 type forceArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Wait; Channel as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel as ARGV
 	retention any
 	holder    string // the holder's hash, as Inspect gives it
 }
 
 func (a forceArgs) call() script.Call {
 	k := a.keys
-	return forceScript.Call(3, k.Lock, k.Fence, k.Wait, a.retention, a.holder, k.Channel)
+	return forceScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.retention, a.holder, k.Channel)
 }
 
 // inspectArgs is a read of a key (inspect.lua).

@@ -29,6 +29,28 @@ const (
 	minCopies = 100  // of them run by a late copy, at least
 )
 
+// FIFO's runs: record.lua's 16 bars, and Lockers of 60 attempts each,
+// not one (told gone, a waiter's next attempt joins the tail; a leave
+// without a reply makes a ghost), with room in the queue for their
+// entries. About 7,000 steps, 200 of them grants.
+var fifoRuns = run{
+	defines:  []string{"-DSCENARIO=FIFO", "-DATT0=60", "-DATT1=60", "-DQN=8", "-DBARS=16"},
+	seeds:    30,
+	steps:    400000,
+	minSteps: 5000,
+}
+
+var simRuns = run{defines: []string{"-DSCENARIO=SIM"}, seeds: seeds, steps: spinSteps, minSteps: minSteps}
+
+// run is how the replay's simulations are made: spin's defines, seeds 1
+// to seeds, each cut at steps of the simulation.
+type run struct {
+	defines  []string
+	seeds    int
+	steps    int
+	minSteps int
+}
+
 // TestTheScriptsDoWhatTheModelSays replays random runs of the model against
 // the real scripts on a real redis-server: every step the model's server
 // took (acquire, renewal, release, clean-up, force, inspect, the resource's
@@ -39,6 +61,31 @@ const (
 // publish) must be the model's. Duplicated and late deliveries are the
 // model's copies: their steps are counted.
 func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
+	total := replayRuns(t, simRuns, false)
+	require.GreaterOrEqual(t, total["copies"], minCopies, "too few late copies in the runs")
+	for _, kind := range []string{"acquire", "renew", "release", "force", "inspect", "expire", "restart", "evict", "failover", "write"} {
+		require.Positive(t, total[kind], "no %s step in any run", kind)
+	}
+}
+
+// TestTheQueueScriptsDoWhatTheModelSays replays random runs of the FIFO
+// scenario in the same way: the acquires queue (their entry TTL set), and
+// the replay compares, beside the key, the wait queue's tokens in order and
+// whether each entry is live, the grants published ("<owner> <fence>",
+// each fence placed among the others), and the refreshes' answers. The
+// model's entries expire on its clock: the replay sets their expiry to
+// the past then (@qexpire), as it deletes a lock that expires.
+func TestTheQueueScriptsDoWhatTheModelSays(t *testing.T) {
+	total := replayRuns(t, fifoRuns, true)
+	require.GreaterOrEqual(t, total["grant"], 100, "too few hand-offs in the runs")
+	for _, kind := range []string{"acquire", "release", "refresh", "grant", "qexpire", "expire"} {
+		require.Positive(t, total[kind], "no %s step in any run", kind)
+	}
+}
+
+// replayRuns replays the runs of rn against the real scripts and returns
+// how many steps of each kind it replayed.
+func replayRuns(t *testing.T, rn run, fifo bool) map[string]int {
 	spin, err := exec.LookPath("spin")
 	if err != nil {
 		integration.Unavailable(t, "model", "spin", err)
@@ -57,15 +104,16 @@ func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
 	start := time.Now()
 	total := map[string]int{}
 	steps := 0
-	for seed := 1; seed <= seeds; seed++ {
-		run := simulate(t, spin, dir, seed)
+	for seed := 1; seed <= rn.seeds; seed++ {
+		run := simulate(t, spin, dir, rn, seed)
 		r, err := newReplay(ctx, c, s, fmt.Sprintf("seed%d", seed))
 		require.NoError(t, err)
+		r.fifo = fifo
 		for i, st := range run {
 			if err := r.run(st); err != nil {
 				require.NoError(t, r.close())
-				t.Fatalf("seed %d, step %d of %d: %v\n(replay the run: spin -T -DSCENARIO=SIM -n%d -u%d model/lease.pml)",
-					seed, i+1, len(run), err, seed, spinSteps)
+				t.Fatalf("seed %d, step %d of %d: %v\n(replay the run: spin -T %s -n%d -u%d model/lease.pml)",
+					seed, i+1, len(run), err, strings.Join(rn.defines, " "), seed, rn.steps)
 			}
 		}
 		require.NoError(t, r.close())
@@ -74,19 +122,17 @@ func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
 			total[k] += n
 		}
 	}
-	t.Logf("%d seeds, %d steps replayed in %v: %v", seeds, steps, time.Since(start).Round(time.Millisecond), total)
-	require.GreaterOrEqual(t, steps, minSteps, "the runs are too short to say much")
-	require.GreaterOrEqual(t, total["copies"], minCopies, "too few late copies in the runs")
-	for _, kind := range []string{"acquire", "renew", "release", "force", "inspect", "expire", "restart", "evict", "failover", "write"} {
-		require.Positive(t, total[kind], "no %s step in any run", kind)
-	}
+	t.Logf("%d seeds, %d steps replayed in %v: %v", rn.seeds, steps, time.Since(start).Round(time.Millisecond), total)
+	require.GreaterOrEqual(t, steps, rn.minSteps, "the runs are too short to say much")
+	return total
 }
 
-// simulate runs SPIN's random simulation of the SIM scenario with seed and
+// simulate runs SPIN's random simulation of rn's scenario with seed and
 // returns the steps its server printed.
-func simulate(t *testing.T, spin, dir string, seed int) []step {
+func simulate(t *testing.T, spin, dir string, rn run, seed int) []step {
 	t.Helper()
-	cmd := exec.Command(spin, "-T", "-DSCENARIO=SIM", fmt.Sprintf("-n%d", seed), fmt.Sprintf("-u%d", spinSteps), "lease.pml")
+	args := append(append([]string{"-T"}, rn.defines...), fmt.Sprintf("-n%d", seed), fmt.Sprintf("-u%d", rn.steps), "lease.pml")
+	cmd := exec.Command(spin, args...)
 	cmd.Dir = dir
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr

@@ -2389,7 +2389,8 @@ inline tick() {
 	do
 	:: y < qn ->
 		if
-		:: qx[y] > 0 -> qx[y]--
+		:: qx[y] == 1 -> qx[y] = 0; printf("@qexpire t=%d\n", qt[y])
+		:: qx[y] > 1 -> qx[y]--
 		:: else -> skip
 		fi;
 		y++

@@ -23,6 +23,7 @@ const (
 	ttlMs       = "600000"
 	retentionMs = "3600000"
 	waitMs      = "600000"
+	entryMs     = 600000 // FIFO: a waiter's entry TTL; the model's entry expiries are writes of the replay
 )
 
 // replay runs the model's steps against the real scripts on one
@@ -38,6 +39,8 @@ type replay struct {
 	tokens map[string]int
 	fences map[int]int64 // model fence → the one Redis minted
 	count  map[string]int
+	fifo   bool   // the FIFO scenario: acquires queue, and the queue is compared
+	grants []step // the grants the model printed for the step that follows
 }
 
 func newReplay(ctx context.Context, c *redis.Client, s scripts, prefix string) (*replay, error) {
@@ -70,7 +73,10 @@ func (r *replay) owner(t int) string {
 // lockKeys are the KEYS of acquire.lua, release.lua and force.lua, and
 // all the keys a restart deletes; renew.lua and inspect.lua take the
 // first two.
-func (r *replay) lockKeys() []string { return []string{r.keys.Lock, r.keys.Fence, r.keys.Wait} }
+func (r *replay) lockKeys() []string {
+	k := r.keys
+	return []string{k.Lock, k.Fence, k.Wait, k.Queue, k.Entries}
+}
 
 // run replays one step.
 func (r *replay) run(st step) error {
@@ -100,6 +106,12 @@ func (r *replay) run(st step) error {
 		err = r.restore(*st.state)
 	case "write":
 		err = r.write(st)
+	case "grant":
+		r.grants = append(r.grants, st) // run by the script whose line follows
+	case "refresh":
+		err = r.refresh(st)
+	case "qexpire":
+		err = r.expireEntry(st.arg["t"])
 	default:
 		err = fmt.Errorf("unknown step")
 	}
@@ -117,11 +129,18 @@ func (r *replay) acquire(st step) error {
 	if st.arg["w"] == 1 {
 		wait = waitMs
 	}
-	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, wait}
+	entry := 0
+	if r.fifo {
+		entry = entryMs
+	}
+	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, wait, entry, r.keys.Channel}
 	for _, g := range st.ghosts {
 		argv = append(argv, r.owner(g))
 	}
 	res, err := r.s.acquire.Run(r.ctx, r.c, r.lockKeys(), argv...).Slice()
+	if err == nil && r.fifo {
+		err = r.published(false)
+	}
 	switch want := st.arg["r"]; {
 	case want == 4:
 		if err == nil || !strings.Contains(err.Error(), "fence record missing") {
@@ -130,6 +149,11 @@ func (r *replay) acquire(st step) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("acquire: %w", err)
+	case want == 5:
+		if len(res) != 3 || res[0] != int64(2) || res[1].(int64) < 0 || res[2] != int64(st.arg["f"]) {
+			return fmt.Errorf("acquire: want queued {2, pttl >= 0, %d}, got %v", st.arg["f"], res)
+		}
+		return nil
 	case len(res) != 2:
 		return fmt.Errorf("acquire: reply %v", res)
 	case want == 1:
@@ -164,6 +188,52 @@ func (r *replay) renew(st step) error {
 		return fmt.Errorf("renew: want %d, got %d", want, n)
 	}
 	return nil
+}
+
+// refresh replays refresh.lua: the model's waiting (1), granted (2, with
+// the fence) and gone (3).
+func (r *replay) refresh(st step) error {
+	k := r.keys
+	res, err := r.s.refresh.Run(r.ctx, r.c, []string{k.Lock, k.Fence, k.Queue, k.Entries},
+		r.owner(st.arg["t"]), entryMs, retentionMs, k.Channel).Slice()
+	if err != nil {
+		return fmt.Errorf("refresh: %w", err)
+	}
+	if err := r.published(false); err != nil {
+		return err
+	}
+	switch st.arg["r"] {
+	case 1:
+		if len(res) != 2 || res[0] != int64(2) || res[1].(int64) < 0 {
+			return fmt.Errorf("refresh: want waiting {2, pttl >= 0}, got %v", res)
+		}
+	case 2:
+		f, err := r.realFence(st.arg["f"])
+		if err != nil {
+			return err
+		}
+		if fmt.Sprint(res) != fmt.Sprint([]any{int64(1), f}) {
+			return fmt.Errorf("refresh: want granted {1, %d}, got %v", f, res)
+		}
+	case 3:
+		if fmt.Sprint(res) != fmt.Sprint([]any{int64(0), int64(-4)}) {
+			return fmt.Errorf("refresh: want gone {0, -4}, got %v", res)
+		}
+	default:
+		return fmt.Errorf("refresh: the model's reply %d is unknown", st.arg["r"])
+	}
+	return nil
+}
+
+// expireEntry is the model's clock running a queue entry out: its expiry
+// goes to the past, its lease TTL kept.
+func (r *replay) expireEntry(t int) error {
+	e, err := r.c.HGet(r.ctx, r.keys.Entries, r.owner(t)).Result()
+	if err != nil {
+		return fmt.Errorf("the entry of %d that expires: %w", t, err)
+	}
+	_, ttl, _ := strings.Cut(e, " ")
+	return r.c.HSet(r.ctx, r.keys.Entries, r.owner(t), "0 "+ttl).Err()
 }
 
 func (r *replay) release(st step) error {
@@ -279,13 +349,16 @@ func (r *replay) realFence(f int) (int64, error) {
 	return real, nil
 }
 
-// published checks whether the step published on the release channel: a
-// PING on the subscription comes back after every message sent before it.
+// published checks whether the step published on the release channel,
+// a release's wake-up and the grants the model printed for it ("<owner>
+// <fence>", in order): a PING on the subscription comes back after every
+// message sent before it.
 func (r *replay) published(want bool) error {
 	if err := r.sub.Ping(r.ctx); err != nil {
 		return fmt.Errorf("ping the subscription: %w", err)
 	}
 	got := 0
+	var grants []string
 	for {
 		msg, err := r.sub.ReceiveTimeout(r.ctx, 10*time.Second)
 		if err != nil {
@@ -294,12 +367,35 @@ func (r *replay) published(want bool) error {
 		if _, ok := msg.(*redis.Pong); ok {
 			break
 		}
-		if _, ok := msg.(*redis.Message); ok {
+		if m, ok := msg.(*redis.Message); ok && m.Payload == "" {
 			got++
+		} else if ok {
+			grants = append(grants, m.Payload)
 		}
 	}
 	if (got == 1) != want || got > 1 {
 		return fmt.Errorf("publish: the model says %v, Redis published %d", want, got)
+	}
+	return r.granted(grants)
+}
+
+// granted compares the grant messages Redis published with the model's
+// grants, and maps the fences they carry.
+func (r *replay) granted(msgs []string) error {
+	want := r.grants
+	r.grants = nil
+	if len(msgs) != len(want) {
+		return fmt.Errorf("grants: the model granted %d, Redis published %q", len(want), msgs)
+	}
+	for i, g := range want {
+		owner, digits, _ := strings.Cut(msgs[i], " ")
+		f, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil || owner != r.owner(g.arg["t"]) {
+			return fmt.Errorf("grant: want %s to %d, Redis published %q", g.line, g.arg["t"], msgs[i])
+		}
+		if err := r.minted(g.arg["f"], f); err != nil {
+			return fmt.Errorf("grant: %w", err)
+		}
 	}
 	return nil
 }
@@ -360,6 +456,36 @@ func (r *replay) compare(want record) error {
 		fmt.Sprint(got.ended) != fmt.Sprint(want.ended) || fmt.Sprint(got.cont) != fmt.Sprint(want.cont) {
 		return fmt.Errorf("the key differs:\n\tRedis: lock=%d mark=%v record=%q (ended %v, contended %v)\n\twant:  lock=%d mark=%v fence=%s ended %v, contended %v",
 			got.lock, got.mark, text, got.ended, got.cont, want.lock, want.mark, wantDigits, want.ended, want.cont)
+	}
+	if r.fifo {
+		return r.compareQueue(want.queue)
+	}
+	return nil
+}
+
+// compareQueue reads the wait queue and its entries and compares them with
+// the model's: the tokens in order, each entry live or expired, and no
+// entry outside the queue.
+func (r *replay) compareQueue(want []entry) error {
+	pipe := r.c.Pipeline()
+	list := pipe.LRange(r.ctx, r.keys.Queue, 0, -1)
+	entries := pipe.HGetAll(r.ctx, r.keys.Entries)
+	now := pipe.Time(r.ctx)
+	if _, err := pipe.Exec(r.ctx); err != nil {
+		return fmt.Errorf("read the queue: %w", err)
+	}
+	var got []entry
+	for _, o := range list.Val() {
+		e, ok := entries.Val()[o]
+		expiry, _, _ := strings.Cut(e, " ")
+		ms, err := strconv.ParseInt(expiry, 10, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("the queue holds %q without an entry (%q)", o, e)
+		}
+		got = append(got, entry{tok: r.tokens[o], live: ms > now.Val().UnixMilli()})
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(entries.Val()) != len(got) {
+		return fmt.Errorf("the queue differs:\n\tRedis: %v, entries %v\n\twant:  %v", got, entries.Val(), want)
 	}
 	return nil
 }

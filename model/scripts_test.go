@@ -22,6 +22,7 @@ import (
 // lease and fence embed and put together as their scripts.go do.
 type scripts struct {
 	acquire, renew, release, force, inspect, write *redis.Script
+	refresh                                        *redis.Script // FIFO's; no Locker sends it yet
 }
 
 func loadScripts(t *testing.T) scripts {
@@ -42,6 +43,7 @@ func loadScripts(t *testing.T) scripts {
 		release: redis.NewScript(read(record, "lease/scripts/release.lua")),
 		force:   redis.NewScript(read(record, "lease/scripts/force.lua")),
 		inspect: redis.NewScript(read(record, "lease/scripts/inspect.lua")),
+		refresh: redis.NewScript(read(record, "lease/scripts/refresh.lua")),
 		write:   redis.NewScript(read("fence/scripts/tokens.lua", "fence/scripts/write.lua")),
 	}
 }

@@ -12,7 +12,7 @@ import (
 // record it predicts afterwards.
 type step struct {
 	line   string
-	kind   string         // acquire, renew, release, force, inspect, expire, restart, evict, failover, write
+	kind   string         // acquire, renew, release, force, inspect, expire, restart, evict, failover, write; FIFO's grant, refresh, qexpire
 	arg    map[string]int // the line's key=value numbers: t, w, r, f, cp, h, who, p, id, m
 	ghosts []int          // acquire's g=: the Locker's ghosts, oldest first
 	state  *record        // after " | ": the key as the model holds it; nil when not printed
@@ -20,11 +20,18 @@ type step struct {
 
 // record is what the model's primary holds for the key.
 type record struct {
-	lock  int   // owner token, 0: free
-	mark  bool  // the wait mark exists
-	fence int   // the fence record's fence, 0: none
-	ended []bar // the ended list, newest first
-	cont  []int // the contended list, newest first
+	lock  int     // owner token, 0: free
+	mark  bool    // the wait mark exists
+	fence int     // the fence record's fence, 0: none
+	ended []bar   // the ended list, newest first
+	cont  []int   // the contended list, newest first
+	queue []entry // FIFO: the wait queue, oldest first
+}
+
+// entry is one token in the wait queue, and whether its entry is live.
+type entry struct {
+	tok  int
+	live bool
 }
 
 // bar is one token on the ended list with the mark it ended with.
@@ -74,7 +81,8 @@ func parseStep(line string) (step, error) {
 	return s, nil
 }
 
-// parseRecord reads "lock=3 mark=0 fence=5 e=2.1,1.4, c=3,".
+// parseRecord reads "lock=3 mark=0 fence=5 e=2.1,1.4, c=3," and, in
+// FIFO, " q=4.2,6.0," (a token and the ticks its entry has left).
 func parseRecord(s string) (record, error) {
 	var r record
 	for _, f := range strings.Fields(s) {
@@ -112,11 +120,36 @@ func parseRecord(s string) (record, error) {
 				return r, err
 			}
 			r.cont = ints
+		case "q":
+			q, err := parseQueue(v)
+			if err != nil {
+				return r, err
+			}
+			r.queue = q
 		default:
 			return r, fmt.Errorf("record field %q", f)
 		}
 	}
 	return r, nil
+}
+
+// parseQueue reads "4.2,6.0," into the queue's entries: live while their
+// ticks are not 0.
+func parseQueue(v string) ([]entry, error) {
+	var q []entry
+	for _, item := range strings.Split(v, ",") {
+		if item == "" {
+			continue
+		}
+		t, x, ok := strings.Cut(item, ".")
+		ti, err1 := strconv.Atoi(t)
+		xi, err2 := strconv.Atoi(x)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("queue entry %q", item)
+		}
+		q = append(q, entry{tok: ti, live: xi > 0})
+	}
+	return q, nil
 }
 
 // list reads "3,4," into its non-zero numbers.

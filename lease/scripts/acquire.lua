@@ -3,17 +3,24 @@
 local lockKey = KEYS[1]   -- holds the owner token; expires after the TTL
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
 local waitKey = KEYS[3]   -- the wait mark (same hash slot): a release publishes
+local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[5]
 local owner = ARGV[1]     -- this attempt's owner token (every attempt has one)
 local ttl = ARGV[2]       -- in milliseconds
 local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
 local wait = tonumber(ARGV[4]) -- how long this Acquire may still wait, in ms
-local GHOSTS = 5          -- ARGV[5..]: the Locker's ghosts of the key
+local entryTTL = tonumber(ARGV[5]) -- > 0: a held key queues owner, live so long (ms)
+local channel = ARGV[6]   -- the release channel, where a hand-off publishes
+local GHOSTS = 7          -- ARGV[7..]: the Locker's ghosts of the key
 --
 -- The ghosts are the owner tokens of the Locker's earlier attempts whose
 -- end Redis may not have recorded (a clean-up or a release without a
 -- reply): nobody works under them, and the Locker must never be refused
 -- by one. Unless the script refuses, a lock one of them holds is deleted
 -- (mark '+'), and each is barred, before the acquire goes on.
+--
+-- A free key goes to the wait queue's first live entry before anyone else
+-- (record.lua's handoff): a newcomer never passes a live waiter.
 --
 -- Returns
 --   {1, fence}  acquired. Also when the lock already holds owner: a copy of
@@ -25,15 +32,14 @@ local GHOSTS = 5          -- ARGV[5..]: the Locker's ghosts of the key
 --               that will wait sets the wait mark for as long as it may
 --               wait (the longest wait wins); a release nobody waits for
 --               publishes nothing (on Cluster a PUBLISH reaches every node).
+--   {2, pttl, place}  with entryTTL > 0, held by another: owner is queued
+--               at place (0: already queued) and barred '~'; the grant
+--               comes as "<owner> <fence>" on the channel, or from
+--               refresh.lua.
 --   {0, -3}     owner is barred: a late copy of an answered attempt.
 --   error "LOCKWATCH refused: ..."  nothing written: the server cannot
 --               replicate script effects, the record is not lockwatch's,
 --               or the fences are exhausted.
---
--- The fence is max(last + 1, server TIME in microseconds): the TIME part
--- keeps it increasing when the record is gone (a restart without
--- persistence) or stale (a promoted replica that missed the last
--- acquires). Microseconds since 1970 stay below 2^53 until 2255.
 if not EFFECTS then
   return redis.error_reply('LOCKWATCH refused: the server cannot replicate script effects')
 end
@@ -58,40 +64,50 @@ local function endGhosts()
   end
 end
 
-local ghostHolds = false
-for i = GHOSTS, #ARGV do
-  ghostHolds = ghostHolds or holder == ARGV[i]
-end
-if holder and not ghostHolds then
-  endGhosts()
+-- contended answers an attempt on a key another holds.
+local function contended()
   local pttl = redis.call('PTTL', lockKey)
+  if entryTTL > 0 then
+    local _, ended, cont = parse(redis.call('GET', fenceKey))
+    if ended and isBarred(ended, cont, owner) then
+      return {0, -3}
+    end
+    local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl)
+    barOwner(fenceKey, owner, retention, '~')
+    return {2, pttl, place}
+  end
   barOwner(fenceKey, owner, retention, '~')
   if wait > 0 and redis.call('PTTL', waitKey) < wait then
     redis.pcall('SET', waitKey, '1', 'PX', wait)
   end
   return {0, pttl}
 end
+
+local ghostHolds = false
+for i = GHOSTS, #ARGV do
+  ghostHolds = ghostHolds or holder == ARGV[i]
+end
+if holder and not ghostHolds then
+  endGhosts()
+  return contended()
+end
 -- The key is free, or held by a ghost. Refusals come before any write.
 local rec = redis.call('GET', fenceKey)
-local last, ended, cont = parse(rec)
-if not ended then
-  return redis.error_reply('LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40))
-end
-local now = redis.call('TIME')
-local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
-if last and last >= fence then
-  if last >= FENCE_MAX then
-    return redis.error_reply('LOCKWATCH refused: the fences of this key are exhausted (2^53 - 1)')
-  end
-  fence = last + 1
+local why = refusal(rec)
+if why then
+  return redis.error_reply(why)
 end
 if #ARGV >= GHOSTS then
   endGhosts()
-  last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
+  rec = redis.call('GET', fenceKey) -- with the ghosts' bars
 end
+if handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel) then
+  return contended()
+end
+local last, ended, cont = parse(rec)
 if isBarred(ended, cont, owner) then
   return {0, -3}
 end
-redis.call('SET', fenceKey, string.format('%d', fence) .. ended .. cont, 'PX', retention)
+local fence = mint(fenceKey, retention, last, ended, cont)
 redis.call('SET', lockKey, owner, 'PX', ttl)
 return {1, fence}

@@ -3,6 +3,8 @@
 local lockKey = KEYS[1]   -- deleted if the holder named holds it
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
 local waitKey = KEYS[3]   -- the wait mark (same hash slot)
+local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[5]
 local retention = ARGV[1] -- how long an idle key remembers its fence, in ms
 local holder = ARGV[2]    -- the first 12 hex digits of the SHA-1 of the
 --                           holder's owner token, as inspect.lua gives it
@@ -16,13 +18,14 @@ local channel = ARGV[3]   -- the release channel, as release.lua's
 -- The holder's token is barred with the mark '!': its next renewal learns
 -- why the key is gone (renew.lua answers -1), and a late copy of its
 -- acquire cannot take the key again. The fence record is kept, so the next
--- acquire mints above the holder's. A waiter is woken as by a release.
+-- acquire mints above the holder's. A waiter is woken as by a release,
+-- and the key handed to the wait queue's first live entry.
 --
 -- Returns {released, sha1, fence}: released is 1 when that holder's lease
 -- was taken by force, by this copy or an earlier one (while its '!' mark is
 -- in the record), else 0 (the key is free or another's); sha1 is the
 -- holder's taken, or the current holder's (nil when free), in hex; fence
--- is the newest minted for the key (0: none remembered).
+-- is the newest minted for the key before the script (0: none remembered).
 local function named(token)
   local hash = redis.sha1hex(token)
   return string.sub(hash, 1, 12) == holder, hash
@@ -37,6 +40,7 @@ if held then
     redis.call('DEL', lockKey)
     barOwner(fenceKey, held, retention, '!')
     wake(waitKey, channel)
+    handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
     return {1, hash, fence}
   end
 end

@@ -109,3 +109,102 @@ local function wake(key, channel)
     redis.pcall('PUBLISH', channel, '')
   end
 end
+
+local now -- the server's TIME, read once per script
+local function serverTime()
+  now = now or redis.call('TIME')
+  return now
+end
+
+local function nowMs()
+  local t = serverTime()
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- refusal says why no fence can be minted on the record text rec (nil:
+-- one can): it is not one lockwatch writes, or its fences are exhausted.
+local function refusal(rec)
+  local last, ended = parse(rec)
+  if not ended then
+    return 'LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40)
+  end
+  if last and last >= FENCE_MAX then
+    return 'LOCKWATCH refused: the fences of this key are exhausted (2^53 - 1)'
+  end
+end
+
+-- mint writes the record at key (parsed: last, ended, cont; refusal
+-- passed) with the next fence and returns it. The fence is max(last + 1,
+-- server TIME in microseconds): the TIME part keeps it increasing when
+-- the record is gone (a restart without persistence) or stale (a promoted
+-- replica that missed the last acquires). Microseconds since 1970 stay
+-- below 2^53 until 2255.
+local function mint(key, retention, last, ended, cont)
+  local t = serverTime()
+  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if last and last >= fence then
+    fence = last + 1
+  end
+  redis.call('SET', key, string.format('%d', fence) .. ended .. cont, 'PX', retention)
+  return fence
+end
+
+-- The wait queue: a list of owner tokens, oldest first, and a hash of
+-- their entries, "<expiry> <lease ttl>" in ms on the server's TIME. An
+-- entry is live while its expiry is ahead; both keys expire with the
+-- longest entry, and a token is in both or in neither.
+local function entryOf(entriesKey, owner)
+  local entry = redis.call('HGET', entriesKey, owner)
+  local expiry, ttl = string.match(entry or '', '^(%d+) (%d+)$')
+  return entry, expiry and tonumber(expiry) > nowMs(), ttl
+end
+
+local function keepEntries(queueKey, entriesKey, entryTTL)
+  if redis.call('PTTL', entriesKey) < entryTTL then
+    redis.call('PEXPIRE', queueKey, entryTTL)
+    redis.call('PEXPIRE', entriesKey, entryTTL)
+  end
+end
+
+-- enqueue puts owner at the queue's tail, live for entryTTL ms, its lease
+-- to last ttl ms once granted, and returns its place (1: the head; 0: it
+-- was queued already, and its entry is pushed back).
+local function enqueue(queueKey, entriesKey, owner, entryTTL, ttl)
+  local place = 0
+  if redis.call('HSET', entriesKey, owner, string.format('%d %s', nowMs() + entryTTL, ttl)) == 1 then
+    place = redis.call('RPUSH', queueKey, owner)
+  end
+  keepEntries(queueKey, entriesKey, entryTTL)
+  return place
+end
+
+-- handoff gives a free key to the queue's first live entry: the expired
+-- ones before it are dropped, and the live one gets the lock for its
+-- lease TTL, a fence minted as acquire.lua mints, and the grant message
+-- "<owner> <fence>" on channel. It returns the owner granted; nil when
+-- no entry is live (the key stays free); nil and the refusal when no
+-- fence can be minted (nothing written).
+local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+  if redis.call('EXISTS', queueKey) == 0 then
+    return nil
+  end
+  local rec = redis.call('GET', fenceKey)
+  local why = refusal(rec)
+  if why then
+    return nil, why
+  end
+  while true do
+    local owner = redis.call('LPOP', queueKey)
+    if not owner then
+      return nil
+    end
+    local _, live, ttl = entryOf(entriesKey, owner)
+    redis.call('HDEL', entriesKey, owner)
+    if live then
+      local fence = mint(fenceKey, retention, parse(rec))
+      redis.call('SET', lockKey, owner, 'PX', ttl)
+      redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
+      return owner
+    end
+  end
+end

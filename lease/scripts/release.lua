@@ -3,6 +3,8 @@
 local lockKey = KEYS[1]   -- deleted if it holds owner
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
 local waitKey = KEYS[3]   -- the wait mark (same hash slot)
+local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[5]
 local owner = ARGV[1]     -- the attempt's owner token
 local retention = ARGV[2] -- how long an idle key remembers its fence, in ms
 local channel = ARGV[3]   -- the release channel: a deletion is published
@@ -21,13 +23,26 @@ local channel = ARGV[3]   -- the release channel: a deletion is published
 -- way. Finding the lock free, or freeing it, is no proof that such a copy
 -- will not take the key later; the bar is. The publish comes last and may
 -- fail (an ACL without the channel): the waiter then has its backoff.
-if redis.call('GET', lockKey) == owner then
+--
+-- A waiter that gives up sends it too (its leave): its queue entry goes,
+-- and a key granted to it already is released. A key left free, by this
+-- release or an expiry, is handed to the queue's first live entry.
+local holder = redis.call('GET', lockKey)
+local released = 0
+if holder == owner then
   redis.call('DEL', lockKey)
   barOwner(fenceKey, owner, retention, '+')
   wake(waitKey, channel)
-  return 1
+  released = 1
+elseif barOwner(fenceKey, owner, retention, '/') == '+' then
+  released = 1
 end
-if barOwner(fenceKey, owner, retention, '/') == '+' then
-  return 1
+if redis.call('EXISTS', queueKey) == 1 then
+  if redis.call('HDEL', entriesKey, owner) == 1 then
+    redis.call('LREM', queueKey, 1, owner)
+  end
+  if not holder or holder == owner then
+    handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+  end
 end
-return 0
+return released

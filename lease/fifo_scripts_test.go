@@ -1,0 +1,263 @@
+package lease
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/internal/script"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+)
+
+// The wait queue's scripts, run directly through their arg builders: what
+// the FIFO model says (model/README.md, "The wait queue"), step by step.
+
+const (
+	fifoTTL   = int64(60000) // the lease's, in ms
+	fifoEntry = int64(60000) // a waiter's entry TTL, in ms
+)
+
+// fifoKey is one key of a real redis-server, its release channel
+// subscribed.
+type fifoKey struct {
+	t    *testing.T
+	ctx  context.Context
+	c    *redis.Client
+	keys leasekeys.Keys
+	sub  *redis.PubSub
+}
+
+func newFIFOKey(t *testing.T) *fifoKey {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c := redistest.Start(t).Client(t)
+	k := &fifoKey{t: t, ctx: ctx, c: c, keys: leasekeys.Of("fifo", t.Name())}
+	k.sub = c.Subscribe(ctx, k.keys.Channel)
+	t.Cleanup(func() { _ = k.sub.Close() })
+	_, err := k.sub.Receive(ctx)
+	require.NoError(t, err)
+	return k
+}
+
+func (k *fifoKey) attempt(owner string, entry int64) acquireArgs {
+	return acquireArgs{keys: k.keys, owner: owner, ttl: fifoTTL, retention: int64(3600000), wait: noWait, queue: entry}
+}
+
+func (k *fifoKey) run(call script.Call) *redis.Cmd { return script.RunOne(k.ctx, k.c, call) }
+
+func (k *fifoKey) acquire(owner string, entry int64) []any {
+	res, err := k.run(k.attempt(owner, entry).call()).Slice()
+	require.NoError(k.t, err)
+	return res
+}
+
+func (k *fifoKey) release(owner string) int64 {
+	n, err := k.run(k.attempt(owner, 0).release().call()).Int64()
+	require.NoError(k.t, err)
+	return n
+}
+
+func (k *fifoKey) refresh(owner string) []any {
+	res, err := k.run(k.attempt(owner, fifoEntry).refresh().call()).Slice()
+	require.NoError(k.t, err)
+	return res
+}
+
+// fence acquires the free key for owner and returns its fence.
+func (k *fifoKey) fence(owner string) int64 {
+	res := k.acquire(owner, fifoEntry)
+	require.Len(k.t, res, 2)
+	require.Equal(k.t, int64(1), res[0], "%s acquires the free key", owner)
+	return res[1].(int64)
+}
+
+// queued acquires the held key for owner and checks it is queued at place.
+func (k *fifoKey) queued(owner string, place int64) {
+	res := k.acquire(owner, fifoEntry)
+	require.Len(k.t, res, 3, "queued: %v", res)
+	assert.Equal(k.t, int64(2), res[0])
+	assert.Positive(k.t, res[1], "the holder's PTTL")
+	assert.Equal(k.t, place, res[2], "%s's place", owner)
+}
+
+func (k *fifoKey) queue() []string { return k.c.LRange(k.ctx, k.keys.Queue, 0, -1).Val() }
+
+func (k *fifoKey) lock() string { return k.c.Get(k.ctx, k.keys.Lock).Val() }
+
+// published returns what was published on the channel so far.
+func (k *fifoKey) published() []string {
+	require.NoError(k.t, k.sub.Ping(k.ctx))
+	var got []string
+	for {
+		msg, err := k.sub.ReceiveTimeout(k.ctx, 10*time.Second)
+		require.NoError(k.t, err)
+		switch m := msg.(type) {
+		case *redis.Pong:
+			return got
+		case *redis.Message:
+			got = append(got, m.Payload)
+		}
+	}
+}
+
+// granted checks that the one message published is a grant to owner, with
+// a fence above after, and returns the fence.
+func (k *fifoKey) granted(owner string, after int64) int64 {
+	msgs := k.published()
+	require.Len(k.t, msgs, 1, "one grant: %q", msgs)
+	who, digits, _ := strings.Cut(msgs[0], " ")
+	fence, err := strconv.ParseInt(digits, 10, 64)
+	require.NoError(k.t, err, "the grant %q", msgs[0])
+	assert.Equal(k.t, owner, who)
+	assert.Greater(k.t, fence, after, "a fresh fence, above the last")
+	assert.Equal(k.t, owner, k.lock())
+	pttl := k.c.PTTL(k.ctx, k.keys.Lock).Val()
+	assert.Greater(k.t, pttl, time.Duration(fifoTTL-5000)*time.Millisecond, "the lease TTL of the entry")
+	assert.Equal(k.t, []any{int64(1), fence}, k.refresh(owner), "the refresh says granted, with the fence")
+	return fence
+}
+
+func TestFIFOGrantsInArrivalOrder(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.queued("c", 2)
+	assert.Equal(t, []string{"b", "c"}, k.queue())
+	assert.Len(t, k.c.HGetAll(k.ctx, k.keys.Entries).Val(), 2)
+	for _, key := range []string{k.keys.Queue, k.keys.Entries} {
+		pttl := k.c.PTTL(k.ctx, key).Val()
+		assert.True(t, pttl > 0 && pttl <= time.Duration(fifoEntry)*time.Millisecond, "%s expires with its entries: %v", key, pttl)
+	}
+	rec, err := leasekeys.ParseRecord(k.c.Get(k.ctx, k.keys.Fence).Val())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c", "b"}, rec.Contended, "a queued attempt is barred '~'")
+	assert.Equal(t, []any{int64(0), int64(-3)}, k.acquire("b", fifoEntry), "a late copy of b is barred")
+
+	assert.Equal(t, int64(1), k.release("a"))
+	fb := k.granted("b", f)
+	assert.Equal(t, []string{"c"}, k.queue())
+	assert.Equal(t, int64(1), k.release("b"))
+	k.granted("c", fb)
+	assert.Empty(t, k.queue())
+	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val(), "nothing left behind")
+	assert.Equal(t, int64(1), k.release("c"))
+	assert.Empty(t, k.published(), "nobody waits: no grant")
+	assert.Empty(t, k.lock())
+}
+
+func TestFIFOSkipsAnExpiredHead(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.queued("c", 2)
+	k.c.HSet(k.ctx, k.keys.Entries, "b", "0 60000") // b's entry ran out
+	assert.Equal(t, int64(1), k.release("a"))
+	k.granted("c", f)
+	assert.Empty(t, k.queue())
+	assert.Empty(t, k.c.HGetAll(k.ctx, k.keys.Entries).Val(), "the expired entry is dropped")
+	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("b"), "b is told gone")
+}
+
+func TestFIFOLeave(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.queued("c", 2)
+	k.queued("d", 3)
+	assert.Equal(t, int64(0), k.release("c"), "a waiter's leave: it held nothing")
+	assert.Equal(t, []string{"b", "d"}, k.queue())
+	assert.NotContains(t, k.c.HGetAll(k.ctx, k.keys.Entries).Val(), "c")
+	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("c"))
+
+	assert.Equal(t, int64(1), k.release("a"))
+	fb := k.granted("b", f)
+	assert.Equal(t, int64(1), k.release("b"), "a leave after the grant releases the key")
+	k.granted("d", fb)
+	assert.Empty(t, k.queue())
+}
+
+func TestFIFORefresh(t *testing.T) {
+	k := newFIFOKey(t)
+	k.fence("a")
+	k.queued("b", 1)
+	before := k.c.HGet(k.ctx, k.keys.Entries, "b").Val()
+	time.Sleep(5 * time.Millisecond)
+	res := k.refresh("b")
+	require.Len(t, res, 2)
+	assert.Equal(t, int64(2), res[0], "waiting")
+	assert.Positive(t, res[1], "the holder's PTTL")
+	after := k.c.HGet(k.ctx, k.keys.Entries, "b").Val()
+	expiry := func(e string) int64 {
+		n, err := strconv.ParseInt(strings.Fields(e)[0], 10, 64)
+		require.NoError(t, err, e)
+		return n
+	}
+	assert.Greater(t, expiry(after), expiry(before), "the entry's expiry is pushed back")
+	assert.Equal(t, strconv.FormatInt(fifoTTL, 10), strings.Fields(after)[1], "the lease TTL is kept")
+	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("x"), "no entry: gone")
+
+	k.c.HSet(k.ctx, k.keys.Entries, "b", "0 60000")
+	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("b"), "an expired entry: gone, and dropped")
+	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val())
+
+	// a lock that expired is handed on by the refresh
+	k.queued("c", 1)
+	k.c.Del(k.ctx, k.keys.Lock)
+	assert.Equal(t, int64(1), k.refresh("c")[0], "granted by its own refresh")
+	assert.Len(t, k.published(), 1, "and the grant published")
+}
+
+func TestFIFONewcomerDoesNotJumpTheQueue(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.c.Del(k.ctx, k.keys.Lock) // a's lease expired
+	res := k.acquire("n", 0)
+	require.Len(t, res, 2)
+	assert.Equal(t, int64(0), res[0], "a newcomer that does not queue: contended")
+	fb := k.granted("b", f)
+	k.queued("m", 1)
+	assert.Equal(t, int64(1), k.release("b"))
+	k.granted("m", fb)
+}
+
+// TestFIFOEntryTTLZero: an attempt that does not queue is answered as
+// before the queue, wait mark included, and writes no queue.
+func TestFIFOEntryTTLZero(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	args := k.attempt("b", 0)
+	args.wait = int64(5000)
+	res, err := k.run(args.call()).Slice()
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	assert.Equal(t, int64(0), res[0])
+	assert.Positive(t, res[1])
+	assert.Equal(t, int64(1), k.c.Exists(k.ctx, k.keys.Wait).Val(), "the wait mark is set")
+	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val(), "nothing queued")
+	assert.Equal(t, int64(1), k.release("a"))
+	assert.Equal(t, []string{""}, k.published(), "the release wakes the waiter, as ever")
+	assert.Greater(t, k.fence("c"), f)
+	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val())
+}
+
+func TestFIFOForceHandsOn(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	sum := sha1.Sum([]byte("a"))
+	force := forceArgs{keys: k.keys, retention: int64(3600000), holder: hex.EncodeToString(sum[:])[:12]}
+	res, err := k.run(force.call()).Slice()
+	require.NoError(t, err)
+	assert.Equal(t, []any{int64(1), hex.EncodeToString(sum[:]), f}, res)
+	k.granted("b", f)
+}
