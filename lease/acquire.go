@@ -81,7 +81,6 @@ type acquisition struct {
 	key       string
 	keys      leasekeys.Keys
 	until     time.Duration // the end of the wait (Config.Wait)
-	wt        *waiter       // this Acquire's place in the key's wait line
 	attempts  int
 }
 
@@ -92,7 +91,6 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 	if err := a.admit(); err != nil {
 		return nil, obs.AcquireError, err
 	}
-	defer a.leaveLine()
 	a.until = clock.Now() + a.set.Wait
 	var last *NotAcquiredError // the last answer, while waiting
 	for n := 0; ; n++ {
@@ -111,6 +109,14 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 			return nil, out, err
 		}
 		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL}
+		if r.queued {
+			wt, _ := a.lk.wake.join(a.ctx, a.keys.Channel, acq.owner)
+			l, out, err, again := a.await(&queued{acq: acq, base: r.sentAt, wt: wt}, last, ev)
+			if !again {
+				return l, out, err
+			}
+			continue
+		}
 		if err := a.wait(n, last, ev); err != nil {
 			return nil, out, err
 		}
@@ -139,13 +145,9 @@ func (a *acquisition) admit() error {
 // along, forgotten once Redis has answered.
 func (a *acquisition) try() (acquireArgs, attemptResult) {
 	a.attempts++
-	wait := noWait
-	if a.set.Wait > 0 {
-		wait = max(1, (a.until - clock.Now()).Milliseconds())
-	}
 	lockKey := a.keys.Lock
 	ghosts := a.lk.ghosts.of(lockKey)
-	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, wait: wait, ghosts: ghosts}
+	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, wait: noWait, queue: a.entryTTL(), ghosts: ghosts}
 	r := a.lk.attempt(a.actx, a.set, lockKey, acq.call())
 	if r.definite() {
 		a.lk.ghosts.barred(lockKey, ghosts)
@@ -189,11 +191,11 @@ func (a *acquisition) take(acq acquireArgs, r attemptResult) (*Lease, obs.Acquir
 	return l, obs.AcquireAcquired, nil
 }
 
-// wait sleeps before the next attempt after n contended ones: a
-// full-jitter backoff capped by the holder's TTL and the wait's end, cut
-// short by a release of the key (wakeup). It returns the error the
-// Acquire ends with instead: last alone once the wait's bound has passed,
-// joined with ctx's cause when ctx ends.
+// wait sleeps before the next attempt after n contended answers that did
+// not queue it (a barred attempt): a full-jitter backoff capped by the
+// holder's TTL and the wait's end. It returns the error the Acquire ends
+// with instead: last alone once the wait's bound has passed, joined with
+// ctx's cause when ctx ends.
 func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) error {
 	left := a.until - clock.Now()
 	if left <= 0 {
@@ -201,35 +203,10 @@ func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) erro
 	}
 	pause := min(left, backoff(a.set, n, last.HolderTTL))
 	a.set.observeWaitStart(a.actx, ev)
-	if err := sleep(a.ctx, pause, a.wakeup()); err != nil {
+	if err := sleep(a.ctx, pause, nil); err != nil {
 		return errors.Join(last, err)
 	}
 	return nil
-}
-
-// wakeup is what ends a sleep early: a release of the key, once the
-// Acquire has joined the key's wait line; until Redis confirms the line's
-// subscription, the confirmation instead (a release in between was
-// published to nobody). Nil while wake-ups are off.
-func (a *acquisition) wakeup() <-chan struct{} {
-	if a.wt == nil {
-		wt, subscribed := a.lk.wake.join(a.ctx, a.keys.Channel)
-		if wt == nil {
-			return nil
-		}
-		a.wt = wt
-		if !subscribed {
-			return wt.line.confirmed
-		}
-	}
-	return a.wt.wake
-}
-
-// leaveLine leaves the key's wait line, if the Acquire joined it.
-func (a *acquisition) leaveLine() {
-	if a.wt != nil {
-		a.lk.wake.leave(a.wt)
-	}
 }
 
 // noWait is the wait argument of an Acquire that does not wait, boxed once.
@@ -240,6 +217,8 @@ var noWait any = int64(0)
 // reached Redis (the caller's context ended while the call queued).
 type attemptResult struct {
 	acquired  bool
+	queued    bool // contended, and enqueued in the key's wait queue (or still there)
+	gone      bool // a refresh found no live entry
 	fence     int64
 	holderTTL time.Duration
 	sentAt    time.Duration
@@ -264,28 +243,44 @@ func (lk *Locker) attempt(ctx context.Context, set *settings, lockKey string, ac
 		r.sentAt = sentAt
 		return r
 	}
+	return lk.send(ctx, set, lockKey, acq, parseAcquire)
+}
+
+// notSentError is why a call of an Acquire (an attempt, a refresh) was
+// not sent: the caller's context, its deadline, or the acquire timeout.
+func notSentError(ctx context.Context, set *settings, callerBound bool) error {
+	err := context.Cause(ctx)
+	switch {
+	case err == nil && callerBound:
+		// The caller's deadline passed before its context's timer fired.
+		err = context.DeadlineExceeded
+	case err == nil:
+		err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.AcquireTimeout)
+	}
+	return err
+}
+
+// abandonedError is why a call sent was not answered.
+func abandonedError(ctx context.Context, set *settings) error {
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	// The cause of an unknownError, whose message has the prefix.
+	return fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.AcquireTimeout)
+}
+
+// send sends call through the key's group commit with the acquire
+// timeout, as attempt sends an acquire, and gives its reply to parse.
+func (lk *Locker) send(ctx context.Context, set *settings, lockKey string, call script.Call, parse func(*redis.Cmd) attemptResult) attemptResult {
 	deadline, callerBound := callDeadline(ctx, set.AcquireTimeout)
-	c := &groupcommit.Call{Script: acq, Ctx: ctx, Deadline: deadline}
+	c := &groupcommit.Call{Script: call, Ctx: ctx, Deadline: deadline}
 	switch lk.lanes.ForKey(ctx, lockKey).Do(ctx, c) {
 	case groupcommit.NotSent:
-		err := context.Cause(ctx)
-		switch {
-		case err == nil && callerBound:
-			// The caller's deadline passed before its context's timer fired.
-			err = context.DeadlineExceeded
-		case err == nil:
-			err = fmt.Errorf("lease: the acquire timeout (%v) passed before the acquire could be sent", set.AcquireTimeout)
-		}
-		return attemptResult{notSent: true, callerEnded: callerBound || ctx.Err() != nil, err: err}
+		return attemptResult{notSent: true, callerEnded: callerBound || ctx.Err() != nil, err: notSentError(ctx, set, callerBound)}
 	case groupcommit.Abandoned:
-		err := context.Cause(ctx)
-		if err == nil {
-			// The cause of an unknownError, whose message has the prefix.
-			err = fmt.Errorf("no reply within the acquire's deadline (acquire timeout %v)", set.AcquireTimeout)
-		}
-		return attemptResult{err: err, abandoned: c}
+		return attemptResult{err: abandonedError(ctx, set), abandoned: c}
 	}
-	r := parseAcquire(c.Cmd())
+	r := parse(c.Cmd())
 	r.sentAt, r.late = c.SentAt(), clock.Now() > c.Deadline
 	return r
 }
@@ -320,7 +315,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 		return attemptResult{err: err}
 	}
 	var flag, n int64
-	ok := len(vals) == 2
+	ok := len(vals) == 2 || len(vals) == 3 // {2, pttl, position}: queued
 	if ok {
 		flag, ok = vals[0].(int64)
 	}
@@ -330,8 +325,8 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	switch {
 	case ok && flag == 1 && n > 0:
 		return attemptResult{acquired: true, fence: n}
-	case ok && flag == 0:
-		return attemptResult{holderTTL: max(0, time.Duration(n)*time.Millisecond)}
+	case ok && (flag == 0 || flag == 2):
+		return attemptResult{queued: flag == 2, holderTTL: max(0, time.Duration(n)*time.Millisecond)}
 	}
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }

@@ -246,8 +246,9 @@ func TestForceReleaseWaitsForReplicas(t *testing.T) {
 	assert.EqualValues(t, 1, h.Sum(t, obs.LeaseForceReleases, lockAttrs("default", obs.AttrResult, "released")))
 }
 
-// A waiter is told of a forced release as of a release: with a backoff of
-// a minute, only the notification can hand it the key within the test.
+// A forced release hands the key to the queue's head as a release does:
+// with a refresh every minute, only the grant can reach it within the
+// test.
 func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 	ctx := testCtx(t)
 	lk := newLocker(t, c, Config{TTL: time.Minute})
@@ -263,11 +264,11 @@ func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 		assert.NoError(t, err)
 		got <- w
 	}()
-	mark := keysOf(lk.set.Namespace, "queue").Wait
+	queue := keysOf(lk.set.Namespace, "queue").Queue
 	require.Eventually(t, func() bool {
-		n, _ := c.Exists(ctx, mark).Result()
+		n, _ := c.LLen(ctx, queue).Result()
 		return n == 1
-	}, 10*time.Second, 5*time.Millisecond, "the waiter never set its wait mark")
+	}, 10*time.Second, 5*time.Millisecond, "the waiter never queued")
 	seen, err := lk.Inspect(ctx, "queue")
 	require.NoError(t, err)
 	_, err = lk.ForceRelease(ctx, "queue", seen.Holder)
@@ -278,7 +279,7 @@ func testForceReleaseWakesAWaiter(t *testing.T, c redis.UniversalClient) {
 		assert.Greater(t, w.Fence(), l.Fence())
 		require.NoError(t, w.Release(ctx))
 	case <-time.After(20 * time.Second):
-		t.Fatal("the waiter was not woken by the forced release")
+		t.Fatal("the forced release did not hand the key to the waiter")
 	}
 }
 

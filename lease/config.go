@@ -36,21 +36,26 @@ type Config struct {
 	MaxHold time.Duration
 
 	// Wait makes Acquire wait up to Wait, and by its context, for a
-	// contended key. A release through any Locker wakes one waiting
-	// Acquire per Locker at once (Redis Pub/Sub, one connection per
-	// Locker, with a *redis.Client or *redis.ClusterClient; an ACL that
-	// restricts channels must allow the namespace's); between releases,
-	// and when a notification is missed, it retries with full-jitter
-	// backoff capped by the holder's remaining TTL. The wait is for
-	// contention only: an attempt whose result is unknown ends it with
-	// ErrUnknown. Waiting callers count in lockwatch_lease_waiting, and
-	// the wait's time goes into lockwatch_lease_wait_duration_seconds by
-	// result (acquired, timed_out, cancelled, unknown, error). Default 0:
-	// fail fast with ErrNotAcquired.
+	// contended key: first come, first served. The attempt that finds the
+	// key held joins the key's wait queue, and the script that frees the
+	// key grants it to the oldest live entry and publishes the grant, so
+	// the waiter holds the lease without another round trip (Redis
+	// Pub/Sub, one connection per Locker, with a *redis.Client or
+	// *redis.ClusterClient; an ACL that restricts channels must allow the
+	// namespace's). await.go says how an entry lives and how a grant's
+	// validity is counted. The wait is for contention only: a call whose
+	// result is unknown ends it with ErrUnknown. Waiting callers count in
+	// lockwatch_lease_waiting, and the wait's time goes into
+	// lockwatch_lease_wait_duration_seconds by result (acquired,
+	// timed_out, cancelled, unknown, error). Default 0: fail fast with
+	// ErrNotAcquired.
 	Wait time.Duration
 
-	// BackoffMin and BackoffMax bound the retries while waiting: the n-th
-	// sleep is uniform in [0, min(max, min·2^n)). Defaults 10ms and 500ms.
+	// BackoffMin and BackoffMax bound the polls of a waiter that cannot
+	// listen for grants (no Pub/Sub, or ReplicationAcks): the n-th sleep
+	// is uniform in [0, min(max, min·2^n)). BackoffMax also bounds the
+	// time between a queued waiter's refreshes, and so how late a missed
+	// grant is learnt. Defaults 10ms and 500ms.
 	BackoffMin, BackoffMax time.Duration
 
 	// SafetyMargin is how long before the estimated expiry the lease is

@@ -36,7 +36,7 @@ func (f *replyFault) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		case acquireScript.Runs(cmd) && f.failAcquireBefore.Load():
 			cmd.SetErr(errTimeout)
 			return errTimeout
-		case acquireScript.Runs(cmd) && f.dropAcquireReply.Load():
+		case (acquireScript.Runs(cmd) || refreshScript.Runs(cmd)) && f.dropAcquireReply.Load():
 			if err := next(ctx, cmd); err != nil {
 				return err
 			}

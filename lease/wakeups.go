@@ -2,33 +2,29 @@ package lease
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// wakeups tells a Locker's waiters (Config.Wait) that the key they wait for
-// was released, so that a waiter tries again at once instead of at the end
-// of its backoff: one notification and one acquire, not a poll.
+// wakeups brings a Locker's queued waiters (Config.Wait) their grants: a
+// release, or any script that finds the key free, hands the key to the
+// first live entry of its wait queue and publishes "<owner> <fence>" on
+// the key's release channel (leasekeys.Keys), and the waiter whose attempt
+// has that owner token holds the lease without another round trip.
 //
-// The release script publishes on the key's release channel
-// (leasekeys.Keys) only when the key's wait mark is set, since a PUBLISH
-// goes to every node on Cluster. One Pub/Sub connection per Locker (shared
-// with the Lockers derived from it), opened with the first wait, subscribes
-// to the channels its waiters wait on; a goroutine sends SUBSCRIBE and
-// UNSUBSCRIBE in the order decided, so subscribing never holds up a waiter.
-// Wake-ups need a *redis.Client or *redis.ClusterClient and, under a
-// channel-restricting ACL, &<namespace>:*; otherwise waiters poll. Pub/Sub
-// ignores the database number: same-namespace deployments on one server
-// wake each other's waiters, at the cost of an attempt.
-//
-// A release wakes one waiter of its key per Locker, the longest waiting and
-// not yet woken (no thundering herd); one that loses waits on, first in
-// line, and one that leaves passes an unused wake on. A notification can be
-// missed (a reconnect, a failover, a release before the subscription): the
-// backoff still bounds every wait.
+// One Pub/Sub connection per Locker (shared with the Lockers derived from
+// it), opened with the first wait, subscribes to the channels its waiters
+// wait on; a goroutine sends SUBSCRIBE and UNSUBSCRIBE in the order
+// decided, so subscribing never holds up a waiter. Grants need a
+// *redis.Client or *redis.ClusterClient and, under a channel-restricting
+// ACL, &<namespace>:*. A message can be missed (a reconnect, a failover, a
+// grant before the subscription): the waiter's refresh of its entry
+// (queue.go) learns the grant all the same.
 type wakeups struct {
-	client redis.UniversalClient // nil: wake-ups are off for this client
+	client redis.UniversalClient // nil: grants are not listened for
 
 	mu      sync.Mutex
 	ps      *redis.PubSub // nil until the first wait
@@ -36,6 +32,7 @@ type wakeups struct {
 	pending []subscription // for the writer, in the order decided
 	kick    chan struct{}  // tells the writer of pending (buffered)
 	closed  bool
+	stop    chan struct{}  // closed by close: every waiter stops waiting
 	done    sync.WaitGroup // the reader and the writer
 }
 
@@ -45,21 +42,32 @@ type subscription struct {
 	off     bool
 }
 
-// waitLine is one release channel's waiters, in the order they came.
+// waitLine is one release channel's waiters, by owner token.
 type waitLine struct {
-	waiters   []*waiter
+	waiters   map[string]*waiter
 	confirmed chan struct{} // closed once Redis confirmed the subscription
+	// early are the last grants to owners not listening, the Locker's own
+	// among them: an attempt joins once its enqueue is answered, and its
+	// grant may come first. An older one is the refresh's to learn.
+	early [16]earlyGrant
+	next  int // where the next early grant goes
 }
 
-// waiter is one waiting Acquire.
+// earlyGrant is the key handed to an owner token, with its fence.
+type earlyGrant struct {
+	owner string
+	fence int64
+}
+
+// waiter is one queued attempt of a waiting Acquire.
 type waiter struct {
-	channel string
-	wake    chan struct{} // buffered: a wake is never lost while it waits
-	line    *waitLine
+	channel, owner string
+	grant          chan int64 // the fence granted; buffered, never blocks the reader
+	line           *waitLine
 }
 
 func newWakeups(client redis.UniversalClient) *wakeups {
-	w := &wakeups{lines: map[string]*waitLine{}}
+	w := &wakeups{lines: map[string]*waitLine{}, stop: make(chan struct{})}
 	switch client.(type) {
 	case *redis.Client, *redis.ClusterClient:
 		w.client = client
@@ -67,10 +75,11 @@ func newWakeups(client redis.UniversalClient) *wakeups {
 	return w
 }
 
-// join adds a waiter for channel, subscribing to it if it is the channel's
-// first; subscribed tells that Redis had confirmed the subscription
-// already. It returns nil after close, and when wake-ups are off.
-func (w *wakeups) join(ctx context.Context, channel string) (wt *waiter, subscribed bool) {
+// join listens for the grant of owner on channel, subscribing to it if it
+// is the channel's first waiter; subscribed tells that Redis had
+// confirmed the subscription already. It returns nil after close, and
+// when grants are not listened for.
+func (w *wakeups) join(ctx context.Context, channel, owner string) (wt *waiter, subscribed bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.client == nil {
@@ -85,12 +94,21 @@ func (w *wakeups) join(ctx context.Context, channel string) (wt *waiter, subscri
 	}
 	line := w.lines[channel]
 	if line == nil {
-		line = &waitLine{confirmed: make(chan struct{})}
+		line = &waitLine{waiters: map[string]*waiter{}, confirmed: make(chan struct{})}
 		w.lines[channel] = line
 		w.send(subscription{channel: channel})
 	}
-	wt = &waiter{channel: channel, wake: make(chan struct{}, 1), line: line}
-	line.waiters = append(line.waiters, wt)
+	wt = &waiter{channel: channel, owner: owner, grant: make(chan int64, 1), line: line}
+	line.waiters[owner] = wt
+	for i, g := range line.early {
+		if g.owner == owner {
+			line.early[i] = earlyGrant{}
+			select {
+			case wt.grant <- g.fence:
+			default: // a copy of the message
+			}
+		}
+	}
 	select {
 	case <-line.confirmed:
 		subscribed = true
@@ -99,7 +117,8 @@ func (w *wakeups) join(ctx context.Context, channel string) (wt *waiter, subscri
 	return wt, subscribed
 }
 
-// leave removes wt, unsubscribing from its channel when it was the last.
+// leave stops listening for wt's grant, unsubscribing from its channel
+// when it was the last.
 func (w *wakeups) leave(wt *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -107,15 +126,7 @@ func (w *wakeups) leave(wt *waiter) {
 	if line == nil || w.closed {
 		return
 	}
-	for i, x := range line.waiters {
-		if x == wt {
-			line.waiters = append(line.waiters[:i], line.waiters[i+1:]...)
-			break
-		}
-	}
-	if len(wt.wake) == 1 {
-		wakeFirst(line) // a wake it did not use: the key may be free
-	}
+	delete(line.waiters, wt.owner)
 	if len(line.waiters) == 0 {
 		delete(w.lines, wt.channel)
 		w.send(subscription{channel: wt.channel, off: true})
@@ -164,7 +175,7 @@ func (w *wakeups) read(msgs <-chan any) {
 				w.confirm(m.Channel)
 			}
 		case *redis.Message:
-			w.wakeOne(m.Channel)
+			w.deliver(m.Channel, m.Payload)
 		}
 	}
 }
@@ -181,42 +192,38 @@ func (w *wakeups) confirm(channel string) {
 	}
 }
 
-// wakeOne wakes the longest waiting of channel's waiters that is not woken
-// already.
-func (w *wakeups) wakeOne(channel string) {
+// deliver hands a grant, "<owner> <fence>", to the waiter of that owner,
+// if it is this Locker's. Other payloads are not grants.
+func (w *wakeups) deliver(channel, payload string) {
+	owner, digits, ok := strings.Cut(payload, " ")
+	fence, err := strconv.ParseInt(digits, 10, 64)
+	if !ok || err != nil || fence <= 0 {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if line := w.lines[channel]; line != nil {
-		wakeFirst(line)
-	}
-}
-
-// wakeFirst wakes the first of line's waiters not woken already; mu is
-// held.
-func wakeFirst(line *waitLine) {
-	for _, wt := range line.waiters {
-		select {
-		case wt.wake <- struct{}{}:
-			return
-		default: // woken, its attempt not made yet
+		if wt := line.waiters[owner]; wt != nil {
+			select {
+			case wt.grant <- fence:
+			default: // one grant per owner token: a copy of the message
+			}
+		} else {
+			line.early[line.next] = earlyGrant{owner: owner, fence: fence}
+			line.next = (line.next + 1) % len(line.early)
 		}
 	}
 }
 
-// close wakes every waiter (each finds its Locker closed at its next
-// attempt), ends the connection and waits for the reader and the writer.
-// go-redis's Close waits for a subscription being sent, including its
-// dial: against an unreachable Redis, up to the client's dial timeout.
+// close stops every waiter (each finds its Locker closed), ends the
+// connection and waits for the reader and the writer. go-redis's Close
+// waits for a subscription being sent, including its dial: against an
+// unreachable Redis, up to the client's dial timeout.
 func (w *wakeups) close() {
 	w.mu.Lock()
-	w.closed = true
-	for _, line := range w.lines {
-		for _, wt := range line.waiters {
-			select {
-			case wt.wake <- struct{}{}:
-			default:
-			}
-		}
+	if !w.closed {
+		w.closed = true
+		close(w.stop)
 	}
 	ps := w.ps
 	w.mu.Unlock()

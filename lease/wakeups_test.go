@@ -165,9 +165,8 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 
 	holder, err := lk.Acquire(ctx, "waited")
 	require.NoError(t, err)
-	// Released while the caller still waits: its wait mark lives only as
-	// long as it may wait, so a release after a short wait has ended may
-	// rightly publish nothing.
+	// Released while the caller still waits in the queue: the release
+	// grants it the key and publishes the grant.
 	waiting := with(t, lk, Config{Wait: 5 * time.Second})
 	waited := make(chan *Lease, 1)
 	go func() {
@@ -175,12 +174,12 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 		assert.NoError(t, err)
 		waited <- l
 	}()
-	mark := keysOf(lk.set.Namespace, "waited").Wait
-	require.Eventually(t, func() bool { return c.Exists(ctx, mark).Val() == 1 }, 5*time.Second, time.Millisecond)
+	queue := keysOf(lk.set.Namespace, "waited").Queue
+	require.Eventually(t, func() bool { return c.LLen(ctx, queue).Val() == 1 }, 5*time.Second, time.Millisecond)
 	require.NoError(t, holder.Release(ctx))
 	woken := <-waited
 	require.NotNil(t, woken)
-	assert.EqualValues(t, 1, publishes(), "the release of a key a caller waited for")
+	assert.EqualValues(t, 1, publishes(), "the grant to the caller that waited")
 	require.NoError(t, woken.Release(ctx))
 }
 
@@ -211,20 +210,35 @@ func TestARefusedPublishChangesNothingButTheWait(t *testing.T) {
 	assert.Contains(t, c.Get(ctx, fenceKey).Val(), "+", "the released tokens are barred, marked deleted by their release")
 }
 
-// TestAnUnusedWakeIsPassedOn: a waiter that leaves with a wake it did not
-// use (its deadline came, its context ended) hands it to the next.
-func TestAnUnusedWakeIsPassedOn(t *testing.T) {
+// TestAGrantGoesToItsOwner: a grant message reaches the waiter of its
+// owner token only, also one that joins after the message came (its
+// enqueue answered after the grant), and nothing else is a grant.
+func TestAGrantGoesToItsOwner(t *testing.T) {
 	w := newWakeups(redistest.Start(t).Client(t))
 	defer w.close()
 	ctx := testCtx(t)
-	a, _ := w.join(ctx, "ns:{x}:r")
-	b, _ := w.join(ctx, "ns:{x}:r")
-	w.wakeOne("ns:{x}:r")
-	require.Len(t, a.wake, 1, "the longest waiting is woken")
-	require.Empty(t, b.wake)
+	a, _ := w.join(ctx, "ns:{x}:r", "owner-a")
+	b, _ := w.join(ctx, "ns:{x}:r", "owner-b")
+	w.deliver("ns:{x}:r", "owner-b 17")
+	require.Empty(t, a.grant)
+	require.Len(t, b.grant, 1)
+	assert.Equal(t, int64(17), <-b.grant)
+	w.deliver("ns:{x}:r", "owner-b 17") // a copy of the message
+	w.deliver("ns:{x}:r", "owner-b 17")
+	assert.Len(t, b.grant, 1, "a copy never blocks the reader")
+
+	w.deliver("ns:{x}:r", "owner-c 18")
+	for _, bad := range []string{"", "owner-a", "owner-a x", "owner-a 0", "owner-a -3"} {
+		w.deliver("ns:{x}:r", bad)
+	}
+	assert.Empty(t, a.grant, "not grants")
+	c, _ := w.join(ctx, "ns:{x}:r", "owner-c")
+	require.Len(t, c.grant, 1, "a grant that came before its owner joined")
+	assert.Equal(t, int64(18), <-c.grant)
+
 	w.leave(a)
-	assert.Len(t, b.wake, 1, "a's wake went to b")
 	w.leave(b)
+	w.leave(c)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	assert.Empty(t, w.lines)
