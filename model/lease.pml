@@ -55,6 +55,8 @@
  *   FIFO   the wait queue and the hand-off: three Lockers that wait,
  *          entries that expire, refreshes, grants, leaves, on TIME's
  *          clock (no copies, no losses, no renewals)
+ *   QGHOST FIFO with two Lockers of two attempts: a leave without a
+ *          reply leaves a ghost whose entry may still be queued
  *   SIM    everything at once and larger, for random simulations only
  *          (the conformance test): never checked exhaustively; without
  *          the stranger, whose checks run in Go (fence.policy)
@@ -71,6 +73,7 @@
 #define REPAIR 7
 #define RLOSS 8
 #define FIFO 9
+#define QGHOST 10
 
 /* A mutant is checked in the scenario that can show it. */
 #if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
@@ -103,6 +106,11 @@
 #define SCENARIO RLOSS
 #endif
 #endif
+#if defined(GHOST_ENTRY_KEPT)
+#ifndef SCENARIO
+#define SCENARIO QGHOST
+#endif
+#endif
 #if defined(GRANT_PASSES_HEAD) || defined(VALIDITY_FROM_RECEIPT) || defined(EXPIRED_NOT_SKIPPED) || defined(LIVE_SKIPPED) || defined(LEAVE_KEEPS_GRANT) || defined(GRANT_REUSES_FENCE) || defined(ENQUEUE_APART)
 #ifndef SCENARIO
 #define SCENARIO FIFO
@@ -110,31 +118,31 @@
 #endif
 
 /* The bounds, by scenario (README.md, "Bounds"):
- *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO SIM
- * NC         2       2     2    2    2      2      2     3    3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1    1      1      1     1    80   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1    1      1      1     1    80   of each other Locker
- * BARS       2       1     2    2    1      1      1     1    16   tokens per bar list (record.lua: 16)
- * NCOPY      1       1     1    1    1      1      1     1    2    copies in flight at once
- * DUPS       1       1     1    0    0      0      0     0    200  copies the network makes over the run
- * FORCES     0       1     0    0    0      0      0     0    20   force releases
- * RENEWALS   0       1     1    1    0      0      0     0    3    renewals per lease
- * PAUSES     0       0     1    0    0      0      0     0    20   client pauses
- * RFAULTS    0       0     0    1    0      0      1     0    40   losses of data by Redis
- * LOSSES     0       0     0    7    0      0      4     0    7    which: 1 restart, 2 failover, 4 eviction of the fence record
- * WRITES     0       0     0    1    1      1      1     0    1    leases write at the resource
- * TIMED      0       0     1    0    0      0      0     1    1    a discrete clock (else: expiry of unused locks)
- * TTL        2       2     3    2    2      2      2     2    3    the lock's TTL, in ticks of the servers' clock
- * CA         1       1     2    1    1      1      1     1    2    cancelAfter (TTL - drift - safety), in ticks
- * ACKC       NC      NC    NC   0    NC     NC     NC    NC   0    the Locker with WithReplicationAck (NC: none)
- * STRANGER   0       0     0    0    2      1      0     0    0    writes of the stranger (tokens it made up)
- * SECRET     -       -     -    -    2      0      -     -    -    the resource has the secret: 0 no, 1 yes, 2 either
- * SKEW       -       -     -    -    1      2      2     -    -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
- * LAG        0       0     0    0    0      2      2     0    0    how far behind TIME the resource's clock may read (at most SKEW)
- * REPAIRS    0       0     0    0    0      1      1     0    0    an operator's repairs of the mark (lockwatch fence)
- * RCOPIES    0       0     0    0    0      1      0     0    0    copies of the repair script the network makes (a re-send)
- * QN         0       0     0    0    0      0      0     3    0    the wait queue's entries (FIFO; 0: acquire.lua as it is)
- * QTTL       -       -     -    -    -      -      -     2    -    an entry's TTL (the waiter's), in ticks
+ *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST SIM
+ * NC         2       2     2    2    2      2      2     3    2      3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1    1      1      1     1    2      80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1    1      1      1     1    2      80   of each other Locker
+ * BARS       2       1     2    2    1      1      1     1    1      16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1    1      1      1     1    1      2    copies in flight at once
+ * DUPS       1       1     1    0    0      0      0     0    0      200  copies the network makes over the run
+ * FORCES     0       1     0    0    0      0      0     0    0      20   force releases
+ * RENEWALS   0       1     1    1    0      0      0     0    0      3    renewals per lease
+ * PAUSES     0       0     1    0    0      0      0     0    0      20   client pauses
+ * RFAULTS    0       0     0    1    0      0      1     0    0      40   losses of data by Redis
+ * LOSSES     0       0     0    7    0      0      4     0    0      7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * WRITES     0       0     0    1    1      1      1     0    0      1    leases write at the resource
+ * TIMED      0       0     1    0    0      0      0     1    1      1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2    2      2      2     2    2      3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1    1      1      1     1    1      2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0    NC     NC     NC    NC   NC     0    the Locker with WithReplicationAck (NC: none)
+ * STRANGER   0       0     0    0    2      1      0     0    0      0    writes of the stranger (tokens it made up)
+ * SECRET     -       -     -    -    2      0      -     -    -      -    the resource has the secret: 0 no, 1 yes, 2 either
+ * SKEW       -       -     -    -    1      2      2     -    -      -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
+ * LAG        0       0     0    0    0      2      2     0    0      0    how far behind TIME the resource's clock may read (at most SKEW)
+ * REPAIRS    0       0     0    0    0      1      1     0    0      0    an operator's repairs of the mark (lockwatch fence)
+ * RCOPIES    0       0     0    0    0      1      0     0    0      0    copies of the repair script the network makes (a re-send)
+ * QN         0       0     0    0    0      0      0     3    3      0    the wait queue's entries (FIFO; 0: acquire.lua as it is)
+ * QTTL       -       -     -    -    -      -      -     2    2      -    an entry's TTL (the waiter's), in ticks
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -526,7 +534,18 @@
 #define RCOPIES 0
 #endif
 #endif
-#if SCENARIO == FIFO
+#if SCENARIO == QGHOST
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 2
+#endif
+#ifndef ATT1
+#define ATT1 2
+#endif
+#endif
+#if SCENARIO == FIFO || SCENARIO == QGHOST
 #ifndef LOSSES
 #define LOSSES 0
 #endif
@@ -1445,6 +1464,27 @@ inline enqueue(t) {
 	pushContended(t)
 }
 
+/* dropGhostEntries (acquire.lua's endGhosts): the ghosts' entries leave
+ * the queue, the others keep their order, before a hand-off could grant
+ * a ghost: its Locker gave up on it, and the bar just written ended it. */
+inline dropGhostEntries() {
+	y = 0;
+	z = 0;
+	do
+	:: y < qn && (qt[y] == cg[0] || qt[y] == cg[1]) -> y++
+	:: y < qn && qt[y] != cg[0] && qt[y] != cg[1] -> qt[z] = qt[y]; qx[z] = qx[y]; z++; y++
+	:: else -> break
+	od;
+	do
+	:: qn > z -> qn--; qt[qn] = 0; qx[qn] = 0
+	:: else -> break
+	od;
+	wq[cg[0]] = 0;
+	wq[cg[1]] = 0;
+	y = 0;
+	z = 0
+}
+
 /* acquire.lua with the queue: a key held by another enqueues a waiting
  * caller; a key a ghost held, or one expired, goes to the queue first. */
 inline acquire_fifo() {
@@ -1456,6 +1496,11 @@ inline acquire_fifo() {
 		repf = P.fence
 	:: else ->
 		endGhosts();
+#ifndef GHOST_ENTRY_KEPT
+		/* without it, the entry of a leave that got no reply stays
+		 * queued, and the hand-off below grants the ghost just barred */
+		dropGhostEntries();
+#endif
 		notice();
 		if
 		:: P.lock != 0 && cwait ->
@@ -1750,14 +1795,15 @@ end:
 			k = 0;
 			if
 #if QN
+			/* one copy of each script: a d_step's length is bounded */
 			:: cop == ACQ -> acquire_fifo()
 			:: cop == QRF -> refresh_lua()
-			:: cop == LVE -> release_lua()
+			:: cop == REL || cop == LVE -> release_lua()
 #else
 			:: cop == ACQ -> acquire_lua()
+			:: cop == REL -> release_lua()
 #endif
 			:: cop == REN -> renew_lua()
-			:: cop == REL -> release_lua()
 			:: cop == FRC -> force_lua()
 			fi;
 #if QN
