@@ -261,3 +261,43 @@ func TestFIFOForceHandsOn(t *testing.T) {
 	assert.Equal(t, []any{int64(1), hex.EncodeToString(sum[:]), f}, res)
 	k.granted("b", f)
 }
+
+// TestFIFOGhostLeavesTheQueue: a waiter's leave got no reply, so its token
+// is a ghost whose entry is still queued. The Locker's next attempt sends
+// the ghost: it is barred and its entry dropped, so no hand-off grants it,
+// whether the key is held (the attempt queues behind the live waiters) or
+// free (the next live waiter gets the key).
+func TestFIFOGhostLeavesTheQueue(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.queued("c", 2)
+	k.queued("d", 3)
+	withGhost := func(owner, ghost string) []any {
+		args := k.attempt(owner, fifoEntry)
+		args.ghosts = []string{ghost}
+		res, err := k.run(args.call()).Slice()
+		require.NoError(t, err)
+		return res
+	}
+
+	res := withGhost("b2", "b")
+	require.Len(t, res, 3, "queued: %v", res)
+	assert.Equal(t, []any{int64(2), int64(3)}, []any{res[0], res[2]}, "held: b2 queues behind the live waiters")
+	assert.Equal(t, []string{"c", "d", "b2"}, k.queue())
+	assert.NotContains(t, k.c.HGetAll(k.ctx, k.keys.Entries).Val(), "b", "the ghost's entry is dropped")
+	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("b"), "the ghost is gone")
+
+	k.c.Del(k.ctx, k.keys.Lock) // a's lease expired
+	res = withGhost("c2", "c")
+	require.Len(t, res, 3, "queued: %v", res)
+	assert.Equal(t, []any{int64(2), int64(2)}, []any{res[0], res[2]}, "free: the key goes to d, and c2 queues")
+	k.granted("d", f)
+	assert.Equal(t, []string{"b2", "c2"}, k.queue())
+	rec, err := leasekeys.ParseRecord(k.c.Get(k.ctx, k.keys.Fence).Val())
+	require.NoError(t, err)
+	for _, g := range []string{"b", "c"} {
+		assert.Equal(t, byte(leasekeys.Unheld), rec.EndMark(g), "the ghost %s is barred '/'", g)
+	}
+	assert.Equal(t, []any{int64(0), int64(-3)}, k.acquire("c", fifoEntry), "a late copy of the ghost is barred")
+}

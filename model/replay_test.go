@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +40,9 @@ type replay struct {
 	tokens map[string]int
 	fences map[int]int64 // model fence → the one Redis minted
 	count  map[string]int
-	fifo   bool   // the FIFO scenario: acquires queue, and the queue is compared
-	grants []step // the grants the model printed for the step that follows
+	fifo   bool    // the FIFO scenario: acquires queue, and the queue is compared
+	grants []step  // the grants the model printed for the step that follows
+	queue  []entry // FIFO: the model's queue after the last step that printed it
 }
 
 func newReplay(ctx context.Context, c *redis.Client, s scripts, prefix string) (*replay, error) {
@@ -134,6 +136,7 @@ func (r *replay) acquire(st step) error {
 		entry = entryMs
 	}
 	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, wait, entry, r.keys.Channel}
+	r.countQueuedGhosts(st)
 	for _, g := range st.ghosts {
 		argv = append(argv, r.owner(g))
 	}
@@ -458,9 +461,21 @@ func (r *replay) compare(want record) error {
 			got.lock, got.mark, text, got.ended, got.cont, want.lock, want.mark, wantDigits, want.ended, want.cont)
 	}
 	if r.fifo {
+		r.queue = want.queue
 		return r.compareQueue(want.queue)
 	}
 	return nil
+}
+
+// countQueuedGhosts counts an acquire that sends a ghost whose entry is
+// still queued (a leave without a reply), which the script must drop.
+func (r *replay) countQueuedGhosts(st step) {
+	for _, e := range r.queue {
+		if slices.Contains(st.ghosts, e.tok) {
+			r.count["queued ghost"]++
+			return
+		}
+	}
 }
 
 // compareQueue reads the wait queue and its entries and compares them with

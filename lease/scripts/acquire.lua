@@ -17,7 +17,9 @@ local GHOSTS = 7          -- ARGV[7..]: the Locker's ghosts of the key
 -- end Redis may not have recorded (a clean-up or a release without a
 -- reply): nobody works under them, and the Locker must never be refused
 -- by one. Unless the script refuses, a lock one of them holds is deleted
--- (mark '+'), and each is barred, before the acquire goes on.
+-- (mark '+'), and each is barred and leaves the wait queue (a leave
+-- without a reply left its entry there), before the acquire goes on: no
+-- hand-off grants a ghost.
 --
 -- A free key goes to the wait queue's first live entry before anyone else
 -- (record.lua's handoff): a newcomer never passes a live waiter.
@@ -52,7 +54,8 @@ if holder == owner then
   return {1, fence}
 end
 
--- endGhosts bars the ghosts, deleting the lock if one of them holds it.
+-- endGhosts bars the ghosts, deleting the lock if one of them holds it,
+-- and drops their entries.
 local function endGhosts()
   for i = GHOSTS, #ARGV do
     if holder == ARGV[i] then
@@ -60,6 +63,9 @@ local function endGhosts()
       barOwner(fenceKey, ARGV[i], retention, '+')
     else
       barOwner(fenceKey, ARGV[i], retention, '/')
+    end
+    if redis.call('HDEL', entriesKey, ARGV[i]) == 1 then
+      redis.call('LREM', queueKey, 1, ARGV[i])
     end
   end
 end
