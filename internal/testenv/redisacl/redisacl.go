@@ -37,20 +37,23 @@ const Password = "CHANGE-ME"
 // those go-redis sends (PING: lockwatch run at start and go-redis's health
 // check of the wake-up connection; SUBSCRIBE, UNSUBSCRIBE; EVALSHA, and
 // EVAL after a NOSCRIPT), those the scripts call (GET, SET, DEL, EXISTS,
-// PTTL, PEXPIRE, TIME, PUBLISH: Redis checks each against the caller's
-// ACL), WAIT and INFO (Check).
+// PTTL, PEXPIRE, TIME, PUBLISH; the wait queue's RPUSH, LPOP, LREM, HGET,
+// HSET, HDEL: Redis checks each against the caller's ACL), WAIT and INFO
+// (Check).
 func Locker(ns string) []string {
-	return rules(leasePatterns(ns), "+ping", "+info", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+pexpire", "+time", "+publish", "+subscribe", "+unsubscribe", "+wait")
+	return rules(leasePatterns(ns), "+ping", "+info", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+pexpire", "+time", "+publish", "+rpush", "+lpop", "+lrem", "+hget", "+hset", "+hdel", "+subscribe", "+unsubscribe", "+wait")
 }
 
 // Operator returns the rules of the user of lockwatch inspect and lockwatch
 // release --force (Locker.Inspect, Locker.ForceRelease) in namespace ns:
 // inspect.lua and force.lua, the release channels (a force release wakes
-// a waiter), WAIT (a Locker with Config.ReplicationAcks), and PING (the
-// command's first call). It is no larger than a Locker's: a force release
-// writes only what a release does.
+// a waiter), the hand-off to the wait queue's head (LPOP, HGET, HDEL, and
+// TIME for the fence it mints), WAIT (a Locker with
+// Config.ReplicationAcks), and PING (the command's first call). It is no
+// larger than a Locker's: a force release writes only what a release
+// does.
 func Operator(ns string) []string {
-	return rules(leasePatterns(ns), "+ping", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+publish", "+wait")
+	return rules(leasePatterns(ns), "+ping", "+evalsha", "+eval", "+get", "+set", "+del", "+exists", "+pttl", "+time", "+publish", "+lpop", "+hget", "+hdel", "+wait")
 }
 
 // Store returns the rules of a fence.RedisStore's user in namespace ns (all
