@@ -262,13 +262,13 @@ func TestSignalWhileWaiting(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	waiter := start(t, "run", "--redis", sharedAddr, "--key", "interrupted", "--wait", "20s", "--", "/bin/sh", "-c", "touch "+marker)
 
-	// The wait mark is set while an Acquire may wait: once it is there,
-	// the waiter is past its first contended attempt.
-	mark := leasekeys.Of(defaultNamespace, "interrupted").Wait
+	// Once the key's wait queue has an entry, the waiter is past its
+	// first contended attempt.
+	queue := leasekeys.Of(defaultNamespace, "interrupted").Queue
 	client := redis.NewClient(&redis.Options{Addr: sharedAddr})
 	t.Cleanup(func() { _ = client.Close() })
 	ctx := testContext(t)
-	require.Eventually(t, func() bool { return client.Exists(ctx, mark).Val() == 1 }, procTimeout, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return client.LLen(ctx, queue).Val() == 1 }, procTimeout, 10*time.Millisecond)
 
 	require.NoError(t, waiter.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, exitSignalBase+int(syscall.SIGINT), waiter.wait(t), waiter.stderr.String())
