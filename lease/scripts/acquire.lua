@@ -47,11 +47,7 @@ if not EFFECTS then
 end
 local holder = redis.call('GET', lockKey)
 if holder == owner then
-  local fence = parse(redis.call('GET', fenceKey))
-  if not fence then
-    return redis.error_reply('LOCKWATCH fence record missing or unreadable for a held lock')
-  end
-  return {1, fence}
+  return heldBy(fenceKey)
 end
 
 -- endGhosts bars the ghosts, deleting the lock if one of them holds it,

@@ -81,6 +81,16 @@ local function push(list, pat, mark, owner)
   return mark .. owner .. string.sub(list, 1, s - 1)
 end
 
+-- heldBy answers an owner the lock already holds: {1, fence}, or an
+-- error when the record cannot give the fence.
+local function heldBy(fenceKey)
+  local fence = parse(redis.call('GET', fenceKey))
+  if not fence then
+    return redis.error_reply('LOCKWATCH fence record missing or unreadable for a held lock')
+  end
+  return {1, fence}
+end
+
 -- barOwner bars owner on the record at key with mark ('~' contended,
 -- else an end), as Record.Bar does, and returns owner's mark on the ended
 -- list (nil for '~'). A record lockwatch cannot read is left alone, and

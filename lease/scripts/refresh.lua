@@ -28,11 +28,7 @@ if not holder then
   end
 end
 if holder == owner then
-  local fence = parse(redis.call('GET', fenceKey))
-  if not fence then
-    return redis.error_reply('LOCKWATCH fence record missing or unreadable for a held lock')
-  end
-  return {1, fence}
+  return heldBy(fenceKey)
 end
 local entry, live, ttl = entryOf(entriesKey, owner)
 if live then
