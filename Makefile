@@ -22,11 +22,11 @@ each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$
 
 .PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
 
-# The short chaos runs on Sentinel and Cluster (about three minutes on
-# this 2-core machine, more than make test's budget leaves) run in
-# chaos-topologies, which .ci/run calls after make test; make test keeps
-# the single-node run and every other chaos test.
-CHAOS_TOPOLOGIES := TestChaos/(sentinel|cluster)$$
+# The short chaos runs and the unfenced controls on Sentinel and Cluster
+# (about four minutes on this 2-core machine, more than make test's
+# budget leaves) run in chaos-topologies, which .ci/run calls after make
+# test; make test keeps the single-node ones and every other chaos test.
+CHAOS_TOPOLOGIES := (TestChaos|TestUnfencedControl)/(sentinel|cluster)$$
 
 # The demo's end-to-end run against a real Prometheus (about 45 s) goes
 # with the other end-to-end run, to make e2e, which .ci/run calls after
@@ -164,11 +164,13 @@ fmt-check:
 # failing fails it. They need only spin and gcc
 # (make deps installs them), not the servers.
 #
-# make test leaves the repair's runs and the wait queue's scenarios
-# (MODEL_LATE: four scenarios and two mutants, about 50 s on 2 cores) to
-# make model-late, which .ci/run calls after make test; model-quick checks
-# the rest.
-MODEL_LATE := REPAIR RLOSS REPAIR_TO_RECORD REPAIR_WITHOUT_SKEW FIFO QGHOST
+# make test leaves the repair's runs and the wait queue's (MODEL_LATE: four
+# scenarios and ten mutants, about a minute on 2 cores) to make
+# model-late, which .ci/run calls after make test; model-quick checks the
+# rest.
+MODEL_LATE := REPAIR RLOSS REPAIR_TO_RECORD REPAIR_WITHOUT_SKEW FIFO QGHOST \
+	GRANT_PASSES_HEAD VALIDITY_FROM_RECEIPT EXPIRED_NOT_SKIPPED LIVE_SKIPPED \
+	LEAVE_KEEPS_GRANT GRANT_REUSES_FENCE ENQUEUE_APART GHOST_ENTRY_KEPT
 SPIN_CHECK := @command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
 
 model:
