@@ -197,16 +197,15 @@ vet:
 	$(call each,$(GO) vet ./...)
 	cd bench && $(GO) vet ./...
 
-# staticcheck and golangci-lint (.golangci.yml) over every module, at the
-# versions pinned in tools/go.mod: a module of its own, so the library's
-# go.mod does not carry them. go tool builds each from the module cache on
-# first use (fetching the modules once on a fresh machine) and keeps the
-# binary in the build cache; nothing else needs installing.
+# golangci-lint (.golangci.yml, whose staticcheck linter runs staticcheck's
+# checks) over every module, at the version pinned in tools/go.mod: a
+# module of its own, so the library's go.mod does not carry it. go tool
+# builds it from the module cache on first use (fetching the modules once
+# on a fresh machine) and keeps the binary in the build cache; nothing
+# else needs installing.
 LINT_MODFILE := -modfile=$(CURDIR)/tools/go.mod
 lint: pint
-	$(call each,$(GO) tool $(LINT_MODFILE) staticcheck ./...)
 	$(call each,$(GO) tool $(LINT_MODFILE) golangci-lint run ./...)
-	cd bench && $(GO) tool $(LINT_MODFILE) staticcheck ./...
 	cd bench && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
 
 # pint (Cloudflare's Prometheus rule linter) over the generated alerting

@@ -8,8 +8,6 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 )
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // Dashboard UIDs: stable, so links and bookmarks survive a re-import.
 const (
 	OverviewUID   = "lockwatch-overview"

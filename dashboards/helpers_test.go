@@ -18,8 +18,6 @@ import (
 	"github.com/lockwatch/lockwatch/dashboards"
 )
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // committed is one committed dashboard file, decoded strictly with the SDK's
 // types.
 type committed struct {

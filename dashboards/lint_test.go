@@ -14,8 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // The rules of grafana/dashboard-linter (github.com/grafana/dashboard-linter,
 // lint/rule_*.go; its default rule set is NewRuleSet in lint/rules.go), one
 // test per rule, over the committed JSON. The linter cannot be installed

@@ -2,8 +2,6 @@ package dashboards
 
 import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // lockDetail is the drill-down: the same signals, one series per selected
 // lock, plus the waits for contended locks, renewal latency, releases (by
 // their holders and by force), the clean-up of unknown acquires and the

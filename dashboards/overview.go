@@ -2,8 +2,6 @@ package dashboards
 
 import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // overview answers "is anything unsafe right now?": the stats on top turn
 // orange or red when a lock failed to protect its work, the time series below
 // say where and since when. Lease series are summed over the selected locks.

@@ -16,8 +16,6 @@ import (
 	"github.com/lockwatch/lockwatch/dashboards"
 )
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 const datasourceVar = "${datasource}"
 
 // isVariableDatasource says a datasource reference is the dashboard's

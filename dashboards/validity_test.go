@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-//lint:file-ignore SA1019 the dashboards are Grafana's classic JSON model, which the SDK's dashboard package builds (dashboardv2 is a different schema)
-
 // Each file decodes with the SDK's strict decoder (loadCommitted fails on
 // unknown or missing fields and wrong types), and a round trip through the
 // SDK's types gives the same JSON: a field the types do not know would be
