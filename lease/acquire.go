@@ -192,10 +192,10 @@ func (a *acquisition) take(acq acquireArgs, r attemptResult) (*Lease, obs.Acquir
 }
 
 // wait sleeps before the next attempt after n contended answers that did
-// not queue it (a barred attempt): a full-jitter backoff capped by the
-// holder's TTL and the wait's end. It returns the error the Acquire ends
-// with instead: last alone once the wait's bound has passed, joined with
-// ctx's cause when ctx ends.
+// not queue it (a barred attempt, a waiter with ReplicationAcks): a
+// full-jitter backoff capped by the holder's TTL and the wait's end. It
+// returns the error the Acquire ends with instead: last alone once the
+// wait's bound has passed, joined with ctx's cause when ctx ends.
 func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) error {
 	left := a.until - clock.Now()
 	if left <= 0 {
@@ -203,7 +203,7 @@ func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) erro
 	}
 	pause := min(left, backoff(a.set, n, last.HolderTTL))
 	a.set.observeWaitStart(a.actx, ev)
-	if err := sleep(a.ctx, pause, nil); err != nil {
+	if err := sleep(a.ctx, pause); err != nil {
 		return errors.Join(last, err)
 	}
 	return nil
@@ -404,16 +404,14 @@ func backoff(set *settings, attempt int, holderTTL time.Duration) time.Duration 
 	return mrand.N(ceiling) + 1
 }
 
-// sleep waits d, or less if early is closed or receives (a nil early
-// never does), or until ctx ends (its cause).
-func sleep(ctx context.Context, d time.Duration, early <-chan struct{}) error {
+// sleep waits d, or until ctx ends (its cause).
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-early:
+		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
-	return nil
 }
