@@ -110,7 +110,7 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 		}
 		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL}
 		if r.queued {
-			wt, _ := a.lk.wake.join(a.ctx, a.keys.Channel, acq.owner)
+			wt := a.lk.wake.join(a.ctx, a.keys.Channel, acq.owner)
 			l, out, err, again := a.await(&queued{acq: acq, base: r.sentAt, wt: wt}, last, ev)
 			if !again {
 				return l, out, err

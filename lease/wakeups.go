@@ -76,14 +76,14 @@ func newWakeups(client redis.UniversalClient) *wakeups {
 }
 
 // join listens for the grant of owner on channel, subscribing to it if it
-// is the channel's first waiter; subscribed tells that Redis had
-// confirmed the subscription already. It returns nil after close, and
-// when grants are not listened for.
-func (w *wakeups) join(ctx context.Context, channel, owner string) (wt *waiter, subscribed bool) {
+// is the channel's first waiter (await waits for the subscription's
+// confirmation). It returns nil after close, and when grants are not
+// listened for.
+func (w *wakeups) join(ctx context.Context, channel, owner string) *waiter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.client == nil {
-		return nil, false
+		return nil
 	}
 	if w.ps == nil {
 		w.ps = w.client.Subscribe(context.WithoutCancel(ctx)) // connects with the first subscription
@@ -98,7 +98,7 @@ func (w *wakeups) join(ctx context.Context, channel, owner string) (wt *waiter, 
 		w.lines[channel] = line
 		w.send(subscription{channel: channel})
 	}
-	wt = &waiter{channel: channel, owner: owner, grant: make(chan int64, 1), line: line}
+	wt := &waiter{channel: channel, owner: owner, grant: make(chan int64, 1), line: line}
 	line.waiters[owner] = wt
 	for i, g := range line.early {
 		if g.owner == owner {
@@ -109,12 +109,7 @@ func (w *wakeups) join(ctx context.Context, channel, owner string) (wt *waiter, 
 			}
 		}
 	}
-	select {
-	case <-line.confirmed:
-		subscribed = true
-	default:
-	}
-	return wt, subscribed
+	return wt
 }
 
 // leave stops listening for wt's grant, unsubscribing from its channel

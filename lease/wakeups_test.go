@@ -217,8 +217,8 @@ func TestAGrantGoesToItsOwner(t *testing.T) {
 	w := newWakeups(redistest.Start(t).Client(t))
 	defer w.close()
 	ctx := testCtx(t)
-	a, _ := w.join(ctx, "ns:{x}:r", "owner-a")
-	b, _ := w.join(ctx, "ns:{x}:r", "owner-b")
+	a := w.join(ctx, "ns:{x}:r", "owner-a")
+	b := w.join(ctx, "ns:{x}:r", "owner-b")
 	w.deliver("ns:{x}:r", "owner-b 17")
 	require.Empty(t, a.grant)
 	require.Len(t, b.grant, 1)
@@ -232,7 +232,7 @@ func TestAGrantGoesToItsOwner(t *testing.T) {
 		w.deliver("ns:{x}:r", bad)
 	}
 	assert.Empty(t, a.grant, "not grants")
-	c, _ := w.join(ctx, "ns:{x}:r", "owner-c")
+	c := w.join(ctx, "ns:{x}:r", "owner-c")
 	require.Len(t, c.grant, 1, "a grant that came before its owner joined")
 	assert.Equal(t, int64(18), <-c.grant)
 
