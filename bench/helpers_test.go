@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha1"
 	"fmt"
@@ -176,9 +177,10 @@ func (l *latencies) add(d []time.Duration) {
 
 // quantile returns the q-quantile (0..1) of d, nearest rank; d is sorted in
 // place.
-func quantile(d []time.Duration, q float64) time.Duration {
+func quantile[T cmp.Ordered](d []T, q float64) T {
 	if len(d) == 0 {
-		return 0
+		var zero T
+		return zero
 	}
 	slices.Sort(d)
 	i := int(q*float64(len(d))+0.5) - 1

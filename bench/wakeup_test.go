@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,8 +30,6 @@ const (
 	wakeWarmup   = 20
 	// wakeWait bounds every waiting acquire; no wait here comes near it.
 	wakeWait = time.Minute
-	// hotRun is how long the waiters of the hot-key benchmarks run.
-	hotRun = time.Second
 )
 
 // waitLock takes key, waiting while another holds it, and returns the
@@ -96,7 +93,8 @@ func waitClient(b *testing.B, addr string, sent *atomic.Int64) *redis.Client {
 }
 
 // lockwatchWait opens Lockers with telemetry off on clients from client,
-// waiting with lease.Config.Wait and the default backoff (10–500ms).
+// waiting with lease.Config.Wait (queued, granted the key by the release)
+// and the other settings at their defaults.
 func lockwatchWait(ns string, client func(b *testing.B, sent *atomic.Int64) redis.UniversalClient) func(*testing.B, *atomic.Int64) waitLock {
 	return func(b *testing.B, sent *atomic.Int64) waitLock {
 		lk := lease.NewLocker(client(b, sent), lease.Config{Namespace: ns, Wait: wakeWait, Telemetry: telemetryOff()})
@@ -191,17 +189,14 @@ func waitImpls(addr, ns string) []waitImpl {
 //     hand-offs left out because the waiter had not started its acquire 1ms
 //     before the release (it might not have been waiting). Single node, and
 //     lockwatch on a 3-master Cluster.
-//   - hot/<layout>/waiters=<n>/<library>: n goroutines on one key, each
-//     acquiring (waiting), releasing at once and acquiring again, for one
-//     second, on a private redis-server. Layout shared: all waiters on one
-//     instance (one process); own: an instance per waiter (n processes).
-//     acq/s: acquisitions per second; handoffs/s: those by another waiter
-//     than the last holder. cmds/acq: commands the clients sent (hooks on
-//     the clients, plus the Pub/Sub subscribe commands, which bypass them,
-//     counted by the server) per acquisition; redis-calls/acq: every command
-//     Redis ran (INFO commandstats), the ones scripts call included. failed:
-//     acquires that returned an error (an acquire timeout under the load),
-//     after which the waiter waits again.
+//   - hot/<layout>/waiters=<n>/<library>: n goroutines (16 or 256) on one
+//     key, each acquiring (waiting), releasing at once and acquiring again,
+//     on a private redis-server: a warm-up until every waiter has held the
+//     key once (at most 2s), then a window of one second (two for 256
+//     waiters with an instance each, whose hand-offs are fewer). Layout
+//     shared: all waiters on one instance (one process); own: an instance
+//     per waiter (n processes). lockwatch, rueidislock and redislock in
+//     every layout, go-redsync at 16 shared. The figures are hotKey's.
 //
 // It runs once whatever b.N is: run it with -benchtime 1x.
 func BenchmarkWakeup(b *testing.B) {
@@ -224,15 +219,16 @@ func BenchmarkWakeup(b *testing.B) {
 		})}
 		handoffs(b, impl, clusterClient(b, new(atomic.Int64)))
 	})
+	every := []string{"lockwatch", "rueidislock", "redislock"}
 	for _, c := range []struct {
 		layout  string
 		waiters int
 		impls   []string
 	}{
-		{"shared", 16, []string{"lockwatch", "rueidislock", "redislock", "redsync"}},
-		{"own", 16, []string{"lockwatch", "rueidislock"}},
-		{"shared", 256, []string{"lockwatch", "rueidislock"}},
-		{"own", 256, []string{"lockwatch", "rueidislock"}},
+		{"shared", 16, append(every, "redsync")},
+		{"own", 16, every},
+		{"shared", 256, every},
+		{"own", 256, every},
 	} {
 		for _, name := range c.impls {
 			b.Run("hot/"+c.layout+"/waiters="+strconv.Itoa(c.waiters)+"/"+name, func(b *testing.B) {
@@ -313,106 +309,4 @@ func handoffs(b *testing.B, impl waitImpl, ping pinger) {
 	reportQuantiles(b, pings, "ping-", time.Microsecond, "µs", 0.50, 0.99)
 	b.ReportMetric(float64(len(lat)), "handoffs")
 	b.ReportMetric(float64(unwaited), "unwaited")
-}
-
-// subscribeCmds are the Pub/Sub commands go-redis sends outside its hooks.
-// Scripts cannot call them, so the server's counts are the clients'.
-var subscribeCmds = []string{"subscribe", "unsubscribe", "ssubscribe", "sunsubscribe", "psubscribe", "punsubscribe"}
-
-// commandStats returns the calls of every command srv ran, from INFO
-// commandstats, less the INFO calls themselves.
-func commandStats(b *testing.B, srv *redistest.Server) map[string]int64 {
-	reply, err := srv.Do(context.Background(), "INFO", "commandstats")
-	if err != nil {
-		b.Fatal(err)
-	}
-	text, _ := reply.(string)
-	calls := map[string]int64{}
-	for line := range strings.SplitSeq(text, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(strings.TrimPrefix(line, "cmdstat_")), ":calls=")
-		if !ok || name == "info" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		n, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(n, 10, 64)
-		if err != nil {
-			b.Fatalf("INFO commandstats: %q: %v", line, err)
-		}
-		calls[name] = v
-	}
-	return calls
-}
-
-// hotKey runs waiters goroutines of impl on one key of srv for hotRun,
-// each taking the key, releasing it at once and waiting again; own gives
-// each waiter an instance of its own.
-func hotKey(b *testing.B, srv *redistest.Server, impl waitImpl, waiters int, own bool) {
-	var sent atomic.Int64
-	locks := make([]waitLock, waiters)
-	for i := range locks {
-		if i == 0 || own {
-			locks[i] = impl.open(b, &sent)
-		} else {
-			locks[i] = locks[0]
-		}
-	}
-	before, sentBefore := commandStats(b, srv), sent.Load()
-	// Stopped by a cancel, not a deadline: a deadline on ctx would end
-	// waits with the libraries' own deadline errors, and shorten the last
-	// acquires' own timeouts.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var acquisitions, handoffs, failed, last atomic.Int64
-	var wg sync.WaitGroup
-	begin := time.Now()
-	for i := range waiters {
-		id := int64(i + 1)
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				release, err := locks[i](ctx, "hot")
-				switch {
-				case ctx.Err() != nil:
-					if err == nil {
-						_ = release()
-					}
-					return
-				case err != nil:
-					// Counted, not fatal: an acquire that times out under
-					// the load of the waiters is a result (lockwatch's
-					// ErrUnknown). The waiter waits again.
-					if failed.Add(1) > 100*int64(waiters) {
-						b.Error(err)
-						return
-					}
-					continue
-				}
-				acquisitions.Add(1)
-				if last.Swap(id) != id {
-					handoffs.Add(1)
-				}
-				if err := release(); err != nil && ctx.Err() == nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	time.Sleep(hotRun)
-	window := time.Since(begin)
-	cancel()
-	wg.Wait()
-	after := commandStats(b, srv)
-	var calls, subs int64
-	for name, n := range after {
-		calls += n - before[name]
-	}
-	for _, name := range subscribeCmds {
-		subs += after[name] - before[name]
-	}
-	n := float64(max(acquisitions.Load(), 1))
-	b.ReportMetric(float64(acquisitions.Load())/window.Seconds(), "acq/s")
-	b.ReportMetric(float64(handoffs.Load())/window.Seconds(), "handoffs/s")
-	b.ReportMetric(float64(sent.Load()-sentBefore+subs)/n, "cmds/acq")
-	b.ReportMetric(float64(calls)/n, "redis-calls/acq")
-	b.ReportMetric(float64(failed.Load()), "failed")
 }
