@@ -49,6 +49,11 @@ type queued struct {
 // unrefreshed) or the grant came too late to use, and a next attempt
 // queues anew.
 func (a *acquisition) await(q *queued, last *NotAcquiredError, ev *acquireEvent) (l *Lease, out obs.AcquireResult, err error, again bool) {
+	if !a.lk.enterQueue() {
+		a.leave(q)
+		return nil, obs.AcquireError, ErrClosed, false
+	}
+	defer a.lk.queued.Done()
 	a.set.observeWaitStart(a.actx, ev)
 	var confirmed <-chan struct{}
 	if q.wt != nil {
@@ -134,8 +139,13 @@ func (a *acquisition) refreshFailed(q *queued, r attemptResult, last *NotAcquire
 }
 
 // granted takes the lease the hand-off granted q, valid from q's base, or
-// leaves the key if its cancel point has passed already (again).
+// leaves the key if its cancel point has passed already (again), or if
+// the Locker is closing (a grant that raced Close's stop).
 func (a *acquisition) granted(q *queued, fence int64) (*Lease, obs.AcquireResult, error, bool) {
+	if a.lk.closed.Load() {
+		a.leave(q)
+		return nil, obs.AcquireError, ErrClosed, false
+	}
 	if q.base+a.set.cancelAfter() <= clock.Now() {
 		a.leave(q)
 		return nil, obs.AcquireContended, nil, true

@@ -32,10 +32,11 @@ type shared struct {
 	wake    *wakeups // tells waiters of releases
 	losses  lossLog  // the last losses, for Snapshot
 
-	mu        sync.Mutex // guards closing and the Add side of bg
+	mu        sync.Mutex // guards closing and the Add side of bg and queued
 	closing   bool
 	closed    atomic.Bool
 	bg        sync.WaitGroup // clean-ups of unknown acquires, asynchronous releases
+	queued    sync.WaitGroup // Acquires in a key's wait queue (enterQueue)
 	closeOnce sync.Once
 }
 
@@ -87,12 +88,14 @@ func (lk *Locker) With(c Config) (*Locker, error) {
 	return &Locker{shared: lk.shared, cfg: cfg, set: set}, nil
 }
 
-// Close loses every lease still held (their contexts are cancelled with
-// reason closed; their keys expire by TTL, because their work may still be
-// running), stops renewal, and waits for the Locker's goroutines. It does not
-// close the Redis client. Release leases before Close for a clean hand-over.
-// Acquire after Close returns ErrClosed. Close is idempotent, returns nil,
-// and every call returns only once the first has finished.
+// Close loses every lease still held (their contexts are cancelled with reason
+// closed; their keys expire by TTL, because their work may still be running),
+// stops renewal, and waits for the Locker's goroutines. It does not close the
+// Redis client. Release leases before Close for a clean hand-over. Acquire
+// after Close returns ErrClosed, and so do the Acquires waiting in a key's
+// queue, each of which has left the queue when Close returns. Close is
+// idempotent, returns nil, and every call returns only once the first has
+// finished.
 //
 // Close waits for the goroutines that report (telemetry, and so the
 // logger's slog handler), so a handler must not call it directly (it
@@ -103,12 +106,29 @@ func (lk *Locker) Close() error {
 		lk.closing = true
 		lk.closed.Store(true)
 		lk.mu.Unlock()
+		lk.wake.stopWaiters()
+		lk.queued.Wait()
 		lk.sched.close()
 		lk.bg.Wait()
 		lk.lanes.Close()
 		lk.wake.close()
 	})
 	return nil
+}
+
+// enterQueue counts an Acquire that waits in a key's queue until it
+// returns, so that Close, which first stops every waiter, returns only
+// after each has left its queue: an entry left behind would be granted the
+// key, which nobody would then use for up to a TTL. False once Close has
+// begun.
+func (lk *Locker) enterQueue() bool {
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.closing {
+		return false
+	}
+	lk.queued.Add(1)
+	return true
 }
 
 // background runs f on its own goroutine, waited for by Close. Once Close

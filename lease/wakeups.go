@@ -210,16 +210,24 @@ func (w *wakeups) deliver(channel, payload string) {
 	}
 }
 
-// close stops every waiter (each finds its Locker closed), ends the
-// connection and waits for the reader and the writer. go-redis's Close
-// waits for a subscription being sent, including its dial: against an
-// unreachable Redis, up to the client's dial timeout.
-func (w *wakeups) close() {
+// stopWaiters stops every waiter: each finds its Locker closed and leaves
+// its key's queue (a script; the subscriptions end with close).
+func (w *wakeups) stopWaiters() {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.closed {
 		w.closed = true
 		close(w.stop)
 	}
+}
+
+// close stops every waiter, ends the connection and waits for the reader
+// and the writer. go-redis's Close waits for a subscription being sent,
+// including its dial: against an unreachable Redis, up to the client's
+// dial timeout.
+func (w *wakeups) close() {
+	w.stopWaiters()
+	w.mu.Lock()
 	ps := w.ps
 	w.mu.Unlock()
 	if ps != nil {
