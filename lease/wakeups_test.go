@@ -37,6 +37,7 @@ func TestWakeups(t *testing.T) {
 			t.Run("AReleaseWakesTheWaiter", func(t *testing.T) { testAReleaseWakesTheWaiter(t, b.client(t)) })
 			t.Run("OneReleaseWakesOneWaiter", func(t *testing.T) { testOneReleaseWakesOneWaiter(t, b.client(t)) })
 			t.Run("AMissedReleaseFallsBackToTheBackoff", func(t *testing.T) { testAMissedRelease(t, b.client(t)) })
+			t.Run("ServedInArrivalOrder", func(t *testing.T) { testServedInArrivalOrder(t, b.client(t)) })
 		})
 	}
 }
@@ -110,6 +111,45 @@ func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 	assert.Less(t, time.Since(start), 2*time.Second, "every hand-off was a wake-up, none a 5 s backoff")
 	assert.LessOrEqual(t, attempts, int64(n+4), "one attempt per release, not one per waiter (a herd: 36)")
 	t.Logf("%d hand-offs in %v, %d acquire attempts", n, time.Since(start), attempts)
+}
+
+// testServedInArrivalOrder: waiters of one key, each in a Locker of its
+// own (as in processes of their own), queued one after another, take the
+// key in the order they queued, each holding it a few milliseconds, with
+// fences in the same order. Waiters that raced for a release would be
+// served in whatever order their retries landed.
+func testServedInArrivalOrder(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	holders := newLocker(t, c, Config{})
+	holder, err := holders.Acquire(ctx, "hot")
+	require.NoError(t, err)
+	queue := keysOf(holders.set.Namespace, "hot").Queue
+	const n = 6
+	var mu sync.Mutex
+	var order []int
+	var fences []int64
+	var wg sync.WaitGroup
+	for i := range n {
+		lk := newLocker(t, c, Config{Namespace: holders.set.Namespace, Wait: 20 * time.Second})
+		wg.Go(func() {
+			l, err := lk.Acquire(ctx, "hot")
+			if !assert.NoError(t, err) { //nolint:testifylint // on a waiter goroutine
+				return
+			}
+			mu.Lock()
+			order, fences = append(order, i), append(fences, l.Fence())
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			assert.NoError(t, l.Release(ctx))
+		})
+		require.Eventually(t, func() bool { return c.LLen(ctx, queue).Val() == int64(i+1) },
+			5*time.Second, time.Millisecond, "waiter %d queued", i)
+	}
+	require.NoError(t, holder.Release(ctx))
+	wg.Wait()
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5}, order, "served in the order they queued")
+	assert.IsIncreasing(t, fences)
+	assert.Greater(t, fences[0], holder.Fence())
 }
 
 // testAMissedRelease: a key that frees without a published release (deleted
