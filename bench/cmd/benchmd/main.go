@@ -29,7 +29,7 @@ func main() {
 	out := flag.String("out", "BENCHMARKS.md", "where to write the report")
 	count := flag.Int("count", 5, "runs of the cycle and HTTP benchmarks (medians are taken over them)")
 	slowCount := flag.Int("slow-count", 3, "runs of the scale and loss-detection benchmarks, which take seconds each")
-	wakeCount := flag.Int("wake-count", 3, "runs of the wake-up benchmark, about 40 seconds each")
+	wakeCount := flag.Int("wake-count", 3, "runs of the wake-up benchmark, about a minute each")
 	only := flag.String("only", "", `"wakeup": run only the wake-up benchmark and replace only its section of -out`)
 	in := flag.String("in", "", "comma-separated files of saved `go test -bench` output to report on instead of running")
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")

@@ -18,7 +18,7 @@ var wakeImpls = []string{"lockwatch", "lockwatch-cluster", "rueidislock", "redis
 func wakeDesc(impl string) string {
 	switch impl {
 	case "lockwatch":
-		return "lockwatch (`Wait: 1m`, default backoff 10–500 ms, telemetry off)"
+		return "lockwatch (`Wait: 1m`: queued, granted the key by the release; telemetry off)"
 	case "lockwatch-cluster":
 		return "lockwatch on a 3-master Cluster (the same settings)"
 	case "rueidislock":
@@ -42,56 +42,6 @@ func moduleVersion(path string) string {
 		}
 	}
 	return ""
-}
-
-// hotCase is one hot-key configuration of BenchmarkWakeup.
-type hotCase struct {
-	layout  string
-	waiters string
-}
-
-var hotCases = []hotCase{{"shared", "16"}, {"own", "16"}, {"shared", "256"}, {"own", "256"}}
-
-func hotName(c hotCase, impl string) string {
-	return "Wakeup/hot/" + c.layout + "/waiters=" + c.waiters + "/" + impl
-}
-
-// wakeGoals are goal 2 of the performance issue (wake-up on release) and
-// how this run did.
-func (rp *report) wakeGoals() []goal {
-	var goals []goal
-	add := func(text string, known, met bool, format string, args ...any) {
-		goals = append(goals, goal{text: text, known: known, met: met, result: fmt.Sprintf(format, args...)})
-	}
-	for _, impl := range []string{"lockwatch", "lockwatch-cluster"} {
-		where := "single node"
-		if impl == "lockwatch-cluster" {
-			where = "Cluster"
-		}
-		name := "Wakeup/handoff/" + impl
-		p50, ok := rp.med(name, "p50-µs")
-		add("wake-up, "+where+": p50 ≤ 300 µs from the start of the release", ok, p50 <= 300, "%s µs", num(p50, 0))
-		p99, ok := rp.med(name, "p99-µs")
-		add("wake-up, "+where+": p99 ≤ 2 ms", ok, p99 <= 2000, "%s µs", num(p99, 0))
-	}
-	x, ok := rp.ratio("Wakeup/handoff/lockwatch", "Wakeup/handoff/rueidislock", "p50-µs")
-	add("wake-up, single node: p50 ≤ 0.5× rueidislock's", ok, x <= 0.5, "%.2f×", x)
-	for _, c := range hotCases {
-		v, ok := rp.med(hotName(c, "lockwatch"), "cmds/acq")
-		add(fmt.Sprintf("hot key, %s waiters (%s): ≤ 6 commands per acquisition", c.waiters, layoutDesc(c.layout)), ok, v <= 6, "%.2f", v)
-	}
-	for _, c := range hotCases[:2] {
-		x, ok := rp.ratio(hotName(c, "lockwatch"), hotName(c, "rueidislock"), "handoffs/s")
-		add(fmt.Sprintf("hot key, 16 waiters (%s): hand-offs per second ≥ rueidislock's", layoutDesc(c.layout)), ok, x >= 1, "%.2f×", x)
-	}
-	return goals
-}
-
-func layoutDesc(layout string) string {
-	if layout == "own" {
-		return "a Locker each"
-	}
-	return "one Locker"
 }
 
 // writeWakeup writes the wake-up section; alone, as -only wakeup writes it,
@@ -132,10 +82,22 @@ func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
 		p("%s", rp.embed("wakeup-latency.svg", "hand-off latency per library: p50, p90, p99 and max",
 			rangeChart("Hand-off: from the start of the release to the waiter holding the key", rows)))
 	}
-	goals := rp.wakeGoals()
-	p("### Goals (wake-up)\n\n")
-	writeGoalTable(p, goals)
-	p("### Hand-off latency (µs)\n\n")
+	p("### Goals (waiting, issue 28)\n\n")
+	p("Each in every hot-key configuration below (16 and 256 waiters, one Locker and a Locker each), lockwatch beside\n")
+	p("rueidislock and redislock measured in the same run; met when met in all four. Ratios per run, medians shown.\n\n")
+	writeGoalTable(p, rp.wakeGoals())
+	p("### Where lockwatch loses\n\n")
+	p("Every figure of the tables below in which another library did better than lockwatch in the same case\n")
+	p("(medians; *failed*: the most in any run). The acquisitions *ahead* are compared with their bound, in the\n")
+	p("goals, not between libraries: one that serves few acquisitions in the window shows few ahead.\n\n")
+	losses := append(rp.handoffLosses(), rp.hotLosses()...)
+	if len(losses) == 0 {
+		p("None in this run.\n")
+	}
+	for _, l := range losses {
+		p("- %s\n", l)
+	}
+	p("\n### Hand-off latency (µs)\n\n")
 	p("| library | p50 | p90 | p99 | max | PING p50 | PING p99 | p50 ÷ PING p50 | p50 ÷ rueidislock p50 | unwaited |\n")
 	p("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, impl := range wakeImpls {
@@ -146,34 +108,11 @@ func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
 		overPing, ok1 := rp.r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{name, "p50-µs"}, [2]string{name, "ping-p50-µs"})
 		overRueidis, ok2 := rp.ratio(name, "Wakeup/handoff/rueidislock", "p50-µs")
 		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", wakeDesc(impl), rp.val(name, "p50-µs", 0), rp.val(name, "p90-µs", 0),
-			rp.val(name, "p99-µs", 0), rp.val(name, "max-µs", 0), rp.val(name, "ping-p50-µs", 0), rp.val(name, "ping-p99-µs", 0),
-			cond(ok1, fmt.Sprintf("%.1f×", overPing)), cond(ok2, fmt.Sprintf("%.2f×", overRueidis)), num(rp.max(name, "unwaited"), 0))
+			rp.val(name, "p99-µs", 0), rp.most(name, "max-µs", 0), rp.val(name, "ping-p50-µs", 0), rp.val(name, "ping-p99-µs", 0),
+			cond(ok1, fmt.Sprintf("%.2f×", overPing)), cond(ok2, fmt.Sprintf("%.2f×", overRueidis)), rp.most(name, "unwaited", 0))
 	}
-	p("\n*unwaited*: the most left out in any run.\n\n")
-	p("### One hot key\n\n")
-	p("n goroutines on one key, each acquiring (waiting as above), releasing at once and acquiring again, for one\n")
-	p("second, on a redis-server of its own. *one Locker*: all waiters on one instance (one process); *a Locker each*:\n")
-	p("an instance and its connections per waiter (n processes). *hand-offs/s* counts the acquisitions by another\n")
-	p("waiter than the last holder, *acquisitions/s* all of them. *commands/acq*: the commands the clients sent (a\n")
-	p("go-redis hook, a wrapper of the rueidis client, plus the Pub/Sub subscribe commands, which bypass go-redis's\n")
-	p("hooks, as the server counted them) per acquisition: the goal's figure. *Redis calls/acq*: every command\n")
-	p("Redis ran (INFO commandstats deltas), those the scripts call included. *failed*: acquires that returned an\n")
-	p("error under the load (the waiter waits again), most in any run. redislock and go-redsync poll and are\n")
-	p("woken by nothing: 16 waiters in one instance only.\n\n")
-	p("| waiters | layout | library | acquisitions/s | hand-offs/s | hand-offs ÷ rueidislock | commands/acq | Redis calls/acq | failed |\n")
-	p("|--:|---|---|--:|--:|--:|--:|--:|--:|\n")
-	for _, c := range hotCases {
-		for _, impl := range []string{"lockwatch", "rueidislock", "redislock", "redsync"} {
-			name := hotName(c, impl)
-			if _, ok := rp.med(name, "acq/s"); !ok {
-				continue
-			}
-			x, ok := rp.ratio(name, hotName(c, "rueidislock"), "handoffs/s")
-			p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.waiters, layoutDesc(c.layout), impl, rp.val(name, "acq/s", 0),
-				rp.val(name, "handoffs/s", 0), cond(ok, fmt.Sprintf("%.2f×", x)), rp.val(name, "cmds/acq", 2),
-				rp.val(name, "redis-calls/acq", 2), num(rp.max(name, "failed"), 0))
-		}
-	}
+	p("\n*max* and *unwaited*: the most in any run.\n\n")
+	rp.writeHot(p)
 	r := wakeRun(max(runs, 1))
 	p("\n```sh\ncd bench\nfor i in $(seq %d); do LOCKWATCH_REQUIRE_INTEGRATION=1 go %s; done\n", r.times, shellJoin(r.args))
 	p("go run ./cmd/benchmd -only wakeup -wake-count %d -out ../BENCHMARKS.md   # the runs above, then this section\n```\n\n", r.times)
@@ -181,6 +120,27 @@ func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
 		p("<details><summary>Raw <code>go test -bench</code> output of this section</summary>\n\n```\n%s\n```\n\n</details>\n\n", strings.TrimSpace(rp.raw))
 	}
 	p("%s\n\n", wakeEnd)
+}
+
+// handoffLosses lists every hand-off figure in which another library did
+// better than lockwatch on the single node.
+func (rp *report) handoffLosses() []string {
+	var out []string
+	for _, f := range []struct {
+		unit  string
+		worst bool
+	}{{"p50-µs", false}, {"p90-µs", false}, {"p99-µs", false}, {"max-µs", true}} {
+		mine, ok := rp.figure("Wakeup/handoff/lockwatch", f.unit, f.worst)
+		if !ok {
+			continue
+		}
+		for _, impl := range wakeImpls[2:] {
+			if theirs, ok := rp.figure("Wakeup/handoff/"+impl, f.unit, f.worst); ok && theirs < mine {
+				out = append(out, fmt.Sprintf("hand-off, one waiter: %s %s µs, %s %s µs", strings.TrimSuffix(f.unit, "-µs"), num(mine, 0), impl, num(theirs, 0)))
+			}
+		}
+	}
+	return out
 }
 
 // spliceSection puts section in place of the wake-up section of report, or
