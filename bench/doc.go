@@ -36,8 +36,10 @@
 //     to release it (lockwatch on a single node and on Cluster,
 //     rueidislock, and redislock and go-redsync polling), beside a PING of
 //     the same seconds; and one hot key with 16 and 256 waiters, in one
-//     process and in one each: hand-offs per second and Redis commands per
-//     acquisition.
+//     process and in one each, lockwatch beside rueidislock and redislock:
+//     hand-offs per second, Redis commands per acquisition, wake-up latency
+//     beside a PING of the same seconds, and the acquisitions by others
+//     during each acquire against waiters−1 (first come, first served).
 //
 // cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
 // (make bench).
