@@ -130,8 +130,8 @@ func (rp *report) writeHot(p func(string, ...any)) {
 	p("per acquire, the acquisitions by other waiters between the start of its call and its return (an acquire still\n")
 	p("waiting when the window ends: those until then), p99 and the most in any run; *bound*: waiters − 1, what\n")
 	p("serving in arrival order allows. Arrival is when the first attempt reaches Redis, a little after the call\n")
-	p("starts: a waiter that went round in between is counted twice, so first come, first served can show one or\n")
-	p("two over the bound. A polling library has no bound.\n\n")
+	p("starts: a waiter that went round in between is counted twice, so first come, first served can show a few\n")
+	p("over the bound when an attempt is slow to reach Redis. A polling library has no bound.\n\n")
 	p("| waiters | layout | library | wake-up p50 | p90 | p99 | max | PING p50 | PING p99 | p50 ÷ PING p50 | p50 ÷ rueidislock p50 | ahead p99 | ahead max | bound |\n")
 	p("|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	rp.eachHot(func(c hotCase, impl, name string) {

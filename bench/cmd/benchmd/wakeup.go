@@ -48,7 +48,12 @@ func moduleVersion(path string) string {
 // it states the revision, date and load of its own run and carries its raw
 // output.
 func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
-	runs := rp.r.runs("Wakeup/handoff/lockwatch", "p50-µs")
+	runs := 0
+	for _, name := range rp.r.names {
+		if strings.HasPrefix(name, "Wakeup/") {
+			runs = max(runs, rp.r.runs(name, "ns/op"))
+		}
+	}
 	if runs == 0 && !alone {
 		return
 	}

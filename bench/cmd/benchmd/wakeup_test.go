@@ -63,6 +63,7 @@ func TestWakeupGoalsCoverEveryHotConfiguration(t *testing.T) {
 func TestWakeupTablesShowEveryCaseAndLoss(t *testing.T) {
 	_, out := wakeReport(t, wakeSample)
 	assert.True(t, strings.HasPrefix(out, wakeBegin), out)
+	assert.Contains(t, out, "`BenchmarkWakeup`, 1 runs,")
 	assert.Contains(t, out, " | 274 | 375 | 473 | 9,601 | 90 | 248 | 3.04× | 0.89× | 0 |\n")
 	assert.Contains(t, out, "| 16 | one Locker | lockwatch | 2,595 | 2,595 | 1.20× | 2.00 | 28.80 | 0 |\n")
 	assert.Contains(t, out, "| 16 | one Locker | redislock | 7,861 | 674 | 0.31× | 2.15 | 5.44 | 0 |\n")
