@@ -35,7 +35,7 @@ const instrCycles = 2000
 //   - raw: the raw floor of BenchmarkCycle (SET NX PX, then an EVALSHA
 //     compare-and-delete).
 //   - empty-scripts: two EVALSHA calls of a script that returns at once,
-//     with lockwatch's three keys and four arguments: what two script calls
+//     with lockwatch's four keys and five arguments: what two script calls
 //     cost before they do anything.
 //   - lockwatch/fresh, lockwatch/reused: lease.Locker's Acquire and Release
 //     (telemetry off), on a new key per cycle, and on 16 keys taken in turn
@@ -57,7 +57,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 			total := instructions(b, valgrind, instrCycles, func(ctx context.Context, rc *redis.Client) (func(i int) error, func()) {
 				keys := func(i int) []string {
 					k := "instr:{" + strconv.Itoa(i) + "}"
-					return []string{k + ":l", k + ":f", k + ":w"}
+					return []string{k + ":l", k + ":f", k + ":q", k + ":e"}
 				}
 				switch name {
 				case "ping":
@@ -78,7 +78,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 				case "empty-scripts":
 					return func(i int) error {
 						for range 2 {
-							if err := empty.Run(ctx, rc, keys(i), rand.Text(), cycleTTL.Milliseconds(), time.Hour.Milliseconds(), 0).Err(); err != nil {
+							if err := empty.Run(ctx, rc, keys(i), rand.Text(), cycleTTL.Milliseconds(), time.Hour.Milliseconds(), 0, keys(i)[0]).Err(); err != nil {
 								return err
 							}
 						}

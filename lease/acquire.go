@@ -147,7 +147,7 @@ func (a *acquisition) try() (acquireArgs, attemptResult) {
 	a.attempts++
 	lockKey := a.keys.Lock
 	ghosts := a.lk.ghosts.of(lockKey)
-	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, wait: noWait, queue: a.entryTTL(), ghosts: ghosts}
+	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, queue: a.entryTTL(), ghosts: ghosts}
 	r := a.lk.attempt(a.actx, a.set, lockKey, acq.call())
 	if r.definite() {
 		a.lk.ghosts.barred(lockKey, ghosts)
@@ -208,9 +208,6 @@ func (a *acquisition) wait(n int, last *NotAcquiredError, ev *acquireEvent) erro
 	}
 	return nil
 }
-
-// noWait is the wait argument of an Acquire that does not wait, boxed once.
-var noWait any = int64(0)
 
 // attemptResult is one acquire round trip: acquired with a fence, contended
 // with the holder's TTL, or an error. notSent marks an error before anything

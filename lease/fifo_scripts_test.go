@@ -49,7 +49,7 @@ func newFIFOKey(t *testing.T) *fifoKey {
 }
 
 func (k *fifoKey) attempt(owner string, entry int64) acquireArgs {
-	return acquireArgs{keys: k.keys, owner: owner, ttl: fifoTTL, retention: int64(3600000), wait: noWait, queue: entry}
+	return acquireArgs{keys: k.keys, owner: owner, ttl: fifoTTL, retention: int64(3600000), queue: entry}
 }
 
 func (k *fifoKey) run(call script.Call) *redis.Cmd { return script.RunOne(k.ctx, k.c, call) }
@@ -230,22 +230,19 @@ func TestFIFONewcomerDoesNotJumpTheQueue(t *testing.T) {
 	k.granted("m", fb)
 }
 
-// TestFIFOEntryTTLZero: an attempt that does not queue is answered as
-// before the queue, wait mark included, and writes no queue.
+// TestFIFOEntryTTLZero: an attempt that does not queue is answered
+// contended, writes no queue, and its holder's release publishes nothing.
 func TestFIFOEntryTTLZero(t *testing.T) {
 	k := newFIFOKey(t)
 	f := k.fence("a")
-	args := k.attempt("b", 0)
-	args.wait = int64(5000)
-	res, err := k.run(args.call()).Slice()
+	res, err := k.run(k.attempt("b", 0).call()).Slice()
 	require.NoError(t, err)
 	require.Len(t, res, 2)
 	assert.Equal(t, int64(0), res[0])
 	assert.Positive(t, res[1])
-	assert.Equal(t, int64(1), k.c.Exists(k.ctx, k.keys.Wait).Val(), "the wait mark is set")
 	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val(), "nothing queued")
 	assert.Equal(t, int64(1), k.release("a"))
-	assert.Equal(t, []string{""}, k.published(), "the release wakes the waiter, as ever")
+	assert.Empty(t, k.published(), "no wake-up: nobody queued")
 	assert.Greater(t, k.fence("c"), f)
 	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val())
 }

@@ -36,13 +36,12 @@ var (
 	refreshScript = script.New(recordSrc + refreshSrc)
 )
 
-// acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention,
-// wait and queue are milliseconds, boxed once where they can be.
+// acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention
+// and queue are milliseconds, boxed once where they can be.
 type acquireArgs struct {
-	keys           leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel as ARGV
+	keys           leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
 	owner          string         // the attempt's own owner token
 	ttl, retention any
-	wait           any      // how long the Acquire may still wait; 0 for none
 	queue          any      // a held key queues the attempt, its entry live so long; nil or 0: no queue
 	ghosts         []string // the Locker's ghosts of the key (ghosts.go)
 }
@@ -56,14 +55,14 @@ func (a acquireArgs) call() script.Call {
 		queue = notQueued
 	}
 	if len(a.ghosts) == 0 {
-		return acquireScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.ttl, a.retention, a.wait, queue, k.Channel)
+		return acquireScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, k.Channel)
 	}
-	args := make([]any, 0, 11+len(a.ghosts))
-	args = append(args, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.ttl, a.retention, a.wait, queue, k.Channel)
+	args := make([]any, 0, 9+len(a.ghosts))
+	args = append(args, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, k.Channel)
 	for _, g := range a.ghosts {
 		args = append(args, g)
 	}
-	return acquireScript.Call(5, args...)
+	return acquireScript.Call(4, args...)
 }
 
 // release is the end of the attempt: its release, or its clean-up.
@@ -109,26 +108,26 @@ func (a refreshArgs) call() script.Call {
 // releaseArgs is the end of an attempt (release.lua): a release, a
 // clean-up, or a queued attempt's leave.
 type releaseArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel, not a key, as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel, not a key, as ARGV
 	owner     string
 	retention any
 }
 
 func (a releaseArgs) call() script.Call {
 	k := a.keys
-	return releaseScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.owner, a.retention, k.Channel)
+	return releaseScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.retention, k.Channel)
 }
 
 // forceArgs is an administrator's force release (force.lua).
 type forceArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Wait, Queue, Entries; Channel as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
 	retention any
 	holder    string // the holder's hash, as Inspect gives it
 }
 
 func (a forceArgs) call() script.Call {
 	k := a.keys
-	return forceScript.Call(5, k.Lock, k.Fence, k.Wait, k.Queue, k.Entries, a.retention, a.holder, k.Channel)
+	return forceScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.retention, a.holder, k.Channel)
 }
 
 // inspectArgs is a read of a key (inspect.lua).

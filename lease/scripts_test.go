@@ -16,7 +16,7 @@ import (
 // attemptOf is an attempt of owner on key as Acquire builds one: no wait,
 // no ghosts.
 func attemptOf(set *settings, key, owner string) acquireArgs {
-	return acquireArgs{keys: keysOf(set.Namespace, key), owner: owner, ttl: set.ttlArg, retention: set.retentionArg, wait: noWait}
+	return acquireArgs{keys: keysOf(set.Namespace, key), owner: owner, ttl: set.ttlArg, retention: set.retentionArg}
 }
 
 // recordProbe runs record.lua's functions on the record at KEYS[1] for

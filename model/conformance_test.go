@@ -59,11 +59,11 @@ type run struct {
 // the real scripts on a real redis-server: every step the model's server
 // took (acquire, renewal, release, clean-up, force, inspect, the resource's
 // write; expiries and evictions as DELs, restarts and failovers as the
-// keys the model says survive) runs the real script with the model's arguments (tokens
-// and fences mapped to real ones), and its reply and the stored record
-// (lock, fence, both bar lists with their marks, the wait mark, the
-// publish) must be the model's. Duplicated and late deliveries are the
-// model's copies: their steps are counted.
+// keys the model says survive) runs the real script with the model's
+// arguments (tokens and fences mapped to real ones), and its reply and the
+// stored record (lock, fence, both bar lists with their marks) must be the
+// model's, and it publishes nothing but the model's grants. Duplicated and
+// late deliveries are the model's copies: their steps are counted.
 func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
 	total := replayRuns(t, simRuns, false)
 	require.GreaterOrEqual(t, total["copies"], minCopies, "too few late copies in the runs")

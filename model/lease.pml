@@ -3,7 +3,7 @@
  *
  * Redis is modelled script by script, as lease/scripts/*.lua run: the fence
  * record's two bar lists with their marks and their bound, the TIME floor,
- * the ghosts, the wait mark and the publish. The client is modelled as
+ * the ghosts, the wait queue and its grants. The client is modelled as
  * lease/*.go decides: an owner token per attempt, validity counted from
  * the send, the cancel point, the clean-up of an unknown acquire, the
  * ghosts a Locker remembers, the renewal rule. Around them are the faults
@@ -720,8 +720,8 @@ typedef Cmd {
 	byte tok;    /* owner token (FRC: the holder it names) */
 	byte fen;    /* REN: the lease's fence; WRT: the write's token */
 	byte ser;    /* ACQ: attempt serial; REN: renewal serial; WRT: the lease's mint */
-	byte g[GH];  /* ACQ: the Locker's ghosts, oldest first (ARGV[5..]) */
-	byte wait    /* ACQ: the caller may wait (ARGV[4] > 0) */
+	byte g[GH];  /* ACQ: the Locker's ghosts, oldest first (ARGV[6..]) */
+	byte wait    /* ACQ: the attempt queues (FIFO; ARGV[4] > 0) */
 };
 
 /* Command slots: each Locker's command of each kind, the force, and the
@@ -750,7 +750,6 @@ typedef Store {
 	byte eT[BARS];    /* the ended list, newest first */
 	byte eM[BARS];    /*   each one's mark */
 	byte cT[BARS];    /* the contended list, newest first */
-	bit mark          /* the wait mark exists */
 };
 Store P;            /* the primary */
 Store U;            /* LOSS: the primary before its last script: a replica a failover promotes */
@@ -1069,7 +1068,7 @@ inline cancel_before_expiry(c) {
 
 /* ==== The step lines the conformance test replays ==== */
 inline print_state() {
-	printf(" | lock=%d mark=%d fence=%d e=", P.lock, P.mark, P.fence);
+	printf(" | lock=%d fence=%d e=", P.lock, P.fence);
 	j = 0;
 	do
 	:: j < BARS && P.eT[j] != 0 -> printf("%d.%d,", P.eM[j], P.eT[j]); j++
@@ -1202,14 +1201,9 @@ inline barOwner(o, mk) {
 	fi
 }
 
-/* wake(): a publish on the release channel, if the wait mark exists (h). */
-inline wake() {
-	h = P.mark
-}
-
 /* ==== The scripts: each runs as one atomic step of the server ==== */
 
-/* endGhosts (acquire.lua): bars the Locker's ghosts (ARGV[5..]), deleting
+/* endGhosts (acquire.lua): bars the Locker's ghosts (ARGV[6..]), deleting
  * the lock if one of them holds it. */
 inline endGhosts() {
 #ifdef OWN_GHOST_CONTENDS
@@ -1267,8 +1261,8 @@ inline mint(t) {
 	P.ttl = TTL
 }
 
-/* acquire.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, wait,
- * ghosts... */
+/* acquire.lua: KEYS lock, fence, queue, entries; ARGV owner, ttl,
+ * retention, entry TTL (0: no queue), channel, ghosts... */
 inline acquire_lua() {
 	h = 0;
 	x = 0;
@@ -1295,10 +1289,6 @@ inline acquire_lua() {
 			 * left, though the caller had its answer. */
 			barOwner(ctok, TILDE);
 #endif
-			if
-			:: cwait -> P.mark = 1
-			:: else -> skip
-			fi;
 			rep = R_CONT
 		:: else ->
 			/* the key is free, or a ghost holds it. The script reads the
@@ -1563,7 +1553,7 @@ inline refresh_lua() {
 }
 #endif
 
-/* renew.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention, fence. */
+/* renew.lua: KEYS lock, fence; ARGV owner, ttl, retention, fence. */
 inline renew_lua() {
 #if QN
 	notice();
@@ -1608,9 +1598,9 @@ inline renew_lua() {
 	print_state()
 }
 
-/* release.lua: KEYS lock, fence, mark; ARGV owner, ttl, retention. */
+/* release.lua: KEYS lock, fence, queue, entries; ARGV owner, retention,
+ * channel. */
 inline release_lua() {
-	h = 0;
 	if
 #ifdef LEAVE_KEEPS_GRANT
 	/* a leave removes the waiter's entry only: a key granted to it before
@@ -1627,7 +1617,6 @@ inline release_lua() {
 		 * again. */
 		barOwner(ctok, PLUS);
 #endif
-		wake();
 		rep = 1;
 		if
 		:: lreq[ccl] == ctok -> reldel[ccl] = 1
@@ -1664,13 +1653,13 @@ inline release_lua() {
 	:: lreq[ccl] == ctok -> lrep[ccl] = rep
 	:: else -> skip
 	fi;
-	printf("@release cp=%d t=%d r=%d p=%d", ccp, ctok, rep, h);
+	printf("@release cp=%d t=%d r=%d", ccp, ctok, rep);
 	print_state()
 }
 
-/* force.lua: KEYS lock, fence, mark; ARGV retention, holder. */
+/* force.lua: KEYS lock, fence, queue, entries; ARGV retention, holder,
+ * channel. */
 inline force_lua() {
-	h = 0;
 	x = P.lock;
 	rep = 2;
 	if
@@ -1686,7 +1675,6 @@ inline force_lua() {
 		barOwner(P.lock, BANG);
 		P.lock = 0;
 		P.ttl = 0;
-		wake();
 		fdel = 1;
 #if QN
 		notice();
@@ -1708,7 +1696,7 @@ inline force_lua() {
 	:: fwait != 0 && fwait == ctok -> frep = rep
 	:: else -> skip
 	fi;
-	printf("@force cp=%d h=%d r=%d who=%d f=%d p=%d", ccp, ctok, rep, x, P.fence, h);
+	printf("@force cp=%d h=%d r=%d who=%d f=%d", ccp, ctok, rep, x, P.fence);
 	print_state()
 }
 
@@ -1746,7 +1734,7 @@ inline before_script() {
 #define PICK(s) :: slot[s].op != 0 && slot[s].op != WRT -> k = s
 
 inline copyStore(d, s2) {
-	d.lock = s2.lock; d.ttl = s2.ttl; d.fence = s2.fence; d.mark = s2.mark;
+	d.lock = s2.lock; d.ttl = s2.ttl; d.fence = s2.fence;
 	j = 0;
 	do
 	:: j < BARS -> d.eT[j] = s2.eT[j]; d.eM[j] = s2.eM[j]; d.cT[j] = s2.cT[j]; j++
@@ -1756,7 +1744,7 @@ inline copyStore(d, s2) {
 }
 
 inline clearStore(d) {
-	d.lock = 0; d.ttl = 0; d.fence = 0; d.mark = 0;
+	d.lock = 0; d.ttl = 0; d.fence = 0;
 	j = 0;
 	do
 	:: j < BARS -> d.eT[j] = 0; d.eM[j] = 0; d.cT[j] = 0; j++
@@ -2049,7 +2037,7 @@ end:
  * commit.go; a lease ends with Release or ReleaseAsync, release.go) ==== */
 
 /* One attempt: an owner token of its own, the Locker's ghosts of the key,
- * and whether the caller may wait (acquireArgs). */
+ * and whether it queues (acquireArgs; FIFO's waiters). */
 inline send_acquire(c, newcall) {
 #ifdef REUSE_OWNER_TOKEN
 	/* issue 13, defect 2: WithWait reused the first attempt's owner token
@@ -2068,8 +2056,6 @@ inline send_acquire(c, newcall) {
 	slot[SA(c)].ser = att[c];
 #if QN
 	slot[SA(c)].wait = 1;
-#else
-	slot[SA(c)].wait = (att[c] < ATTS(c));
 #endif
 	slot[SA(c)].g[0] = ghost[c * GH];
 	slot[SA(c)].g[1] = ghost[c * GH + 1];

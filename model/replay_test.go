@@ -23,7 +23,6 @@ import (
 const (
 	ttlMs       = "600000"
 	retentionMs = "3600000"
-	waitMs      = "600000"
 	entryMs     = 600000 // FIFO: a waiter's entry TTL; the model's entry expiries are writes of the replay
 )
 
@@ -72,12 +71,12 @@ func (r *replay) owner(t int) string {
 	return o
 }
 
-// lockKeys are the KEYS of acquire.lua, release.lua and force.lua, and
-// all the keys a restart deletes; renew.lua and inspect.lua take the
-// first two.
+// lockKeys are the KEYS of acquire.lua, release.lua, force.lua and
+// refresh.lua, and all the keys a restart deletes; renew.lua and
+// inspect.lua take the first two.
 func (r *replay) lockKeys() []string {
 	k := r.keys
-	return []string{k.Lock, k.Fence, k.Wait, k.Queue, k.Entries}
+	return []string{k.Lock, k.Fence, k.Queue, k.Entries}
 }
 
 // run replays one step.
@@ -127,22 +126,18 @@ func (r *replay) run(st step) error {
 }
 
 func (r *replay) acquire(st step) error {
-	wait := "0"
-	if st.arg["w"] == 1 {
-		wait = waitMs
-	}
 	entry := 0
-	if r.fifo {
+	if st.arg["w"] == 1 { // the attempt queues
 		entry = entryMs
 	}
-	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, wait, entry, r.keys.Channel}
+	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, entry, r.keys.Channel}
 	r.countQueuedGhosts(st)
 	for _, g := range st.ghosts {
 		argv = append(argv, r.owner(g))
 	}
 	res, err := r.s.acquire.Run(r.ctx, r.c, r.lockKeys(), argv...).Slice()
-	if err == nil && r.fifo {
-		err = r.published(false)
+	if err == nil {
+		err = r.published()
 	}
 	switch want := st.arg["r"]; {
 	case want == 4:
@@ -197,12 +192,12 @@ func (r *replay) renew(st step) error {
 // the fence) and gone (3).
 func (r *replay) refresh(st step) error {
 	k := r.keys
-	res, err := r.s.refresh.Run(r.ctx, r.c, []string{k.Lock, k.Fence, k.Queue, k.Entries},
+	res, err := r.s.refresh.Run(r.ctx, r.c, r.lockKeys(),
 		r.owner(st.arg["t"]), entryMs, retentionMs, k.Channel).Slice()
 	if err != nil {
 		return fmt.Errorf("refresh: %w", err)
 	}
-	if err := r.published(false); err != nil {
+	if err := r.published(); err != nil {
 		return err
 	}
 	switch st.arg["r"] {
@@ -247,7 +242,7 @@ func (r *replay) release(st step) error {
 	if want := map[int]int64{1: 1, 2: 0}[st.arg["r"]]; n != want {
 		return fmt.Errorf("release: want %d, got %d", want, n)
 	}
-	return r.published(st.arg["p"] == 1)
+	return r.published()
 }
 
 func (r *replay) force(st step) error {
@@ -263,7 +258,7 @@ func (r *replay) force(st step) error {
 	if fmt.Sprint(res) != fmt.Sprint(want) {
 		return fmt.Errorf("force: want %v, got %v", want, res)
 	}
-	return r.published(st.arg["p"] == 1)
+	return r.published()
 }
 
 func (r *replay) inspect(st step) error {
@@ -352,15 +347,14 @@ func (r *replay) realFence(f int) (int64, error) {
 	return real, nil
 }
 
-// published checks whether the step published on the release channel,
-// a release's wake-up and the grants the model printed for it ("<owner>
-// <fence>", in order): a PING on the subscription comes back after every
+// published checks that the step published on the release channel the
+// grants the model printed for it ("<owner> <fence>", in order), and
+// nothing else: a PING on the subscription comes back after every
 // message sent before it.
-func (r *replay) published(want bool) error {
+func (r *replay) published() error {
 	if err := r.sub.Ping(r.ctx); err != nil {
 		return fmt.Errorf("ping the subscription: %w", err)
 	}
-	got := 0
 	var grants []string
 	for {
 		msg, err := r.sub.ReceiveTimeout(r.ctx, 10*time.Second)
@@ -370,14 +364,9 @@ func (r *replay) published(want bool) error {
 		if _, ok := msg.(*redis.Pong); ok {
 			break
 		}
-		if m, ok := msg.(*redis.Message); ok && m.Payload == "" {
-			got++
-		} else if ok {
+		if m, ok := msg.(*redis.Message); ok {
 			grants = append(grants, m.Payload)
 		}
-	}
-	if (got == 1) != want || got > 1 {
-		return fmt.Errorf("publish: the model says %v, Redis published %d", want, got)
 	}
 	return r.granted(grants)
 }
@@ -407,7 +396,6 @@ func (r *replay) granted(msgs []string) error {
 func (r *replay) compare(want record) error {
 	pipe := r.c.Pipeline()
 	lock := pipe.Get(r.ctx, r.keys.Lock)
-	mark := pipe.Exists(r.ctx, r.keys.Wait)
 	rec := pipe.Get(r.ctx, r.keys.Fence)
 	if _, err := pipe.Exec(r.ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("read the key: %w", err)
@@ -420,7 +408,6 @@ func (r *replay) compare(want record) error {
 		}
 		got.lock = t
 	}
-	got.mark = mark.Val() == 1
 	text := rec.Val()
 	parsed, err := leasekeys.ParseRecord(text)
 	if err != nil {
@@ -455,10 +442,10 @@ func (r *replay) compare(want record) error {
 	if want.fence != 0 {
 		wantDigits = strconv.FormatInt(wantFence, 10)
 	}
-	if digits != wantDigits || got.lock != want.lock || got.mark != want.mark ||
+	if digits != wantDigits || got.lock != want.lock ||
 		fmt.Sprint(got.ended) != fmt.Sprint(want.ended) || fmt.Sprint(got.cont) != fmt.Sprint(want.cont) {
-		return fmt.Errorf("the key differs:\n\tRedis: lock=%d mark=%v record=%q (ended %v, contended %v)\n\twant:  lock=%d mark=%v fence=%s ended %v, contended %v",
-			got.lock, got.mark, text, got.ended, got.cont, want.lock, want.mark, wantDigits, want.ended, want.cont)
+		return fmt.Errorf("the key differs:\n\tRedis: lock=%d record=%q (ended %v, contended %v)\n\twant:  lock=%d fence=%s ended %v, contended %v",
+			got.lock, text, got.ended, got.cont, want.lock, wantDigits, want.ended, want.cont)
 	}
 	if r.fifo {
 		r.queue = want.queue
@@ -512,9 +499,6 @@ func (r *replay) restore(want record) error {
 	pipe.Del(r.ctx, r.lockKeys()...)
 	if want.lock != 0 {
 		pipe.Set(r.ctx, r.keys.Lock, r.owner(want.lock), 10*time.Minute)
-	}
-	if want.mark {
-		pipe.Set(r.ctx, r.keys.Wait, "1", 10*time.Minute)
 	}
 	f, err := r.realFence(want.fence)
 	if err != nil {

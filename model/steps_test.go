@@ -13,7 +13,7 @@ import (
 type step struct {
 	line   string
 	kind   string         // acquire, renew, release, force, inspect, expire, restart, evict, failover, write; FIFO's grant, refresh, qexpire
-	arg    map[string]int // the line's key=value numbers: t, w, r, f, cp, h, who, p, id, m
+	arg    map[string]int // the line's key=value numbers: t, w, r, f, cp, h, who, id, m
 	ghosts []int          // acquire's g=: the Locker's ghosts, oldest first
 	state  *record        // after " | ": the key as the model holds it; nil when not printed
 }
@@ -21,7 +21,6 @@ type step struct {
 // record is what the model's primary holds for the key.
 type record struct {
 	lock  int     // owner token, 0: free
-	mark  bool    // the wait mark exists
 	fence int     // the fence record's fence, 0: none
 	ended []bar   // the ended list, newest first
 	cont  []int   // the contended list, newest first
@@ -81,14 +80,14 @@ func parseStep(line string) (step, error) {
 	return s, nil
 }
 
-// parseRecord reads "lock=3 mark=0 fence=5 e=2.1,1.4, c=3," and, in
+// parseRecord reads "lock=3 fence=5 e=2.1,1.4, c=3," and, in
 // FIFO, " q=4.2,6.0," (a token and the ticks its entry has left).
 func parseRecord(s string) (record, error) {
 	var r record
 	for _, f := range strings.Fields(s) {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
-		case "lock", "mark", "fence":
+		case "lock", "fence":
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return r, fmt.Errorf("record field %q: %w", f, err)
@@ -96,8 +95,6 @@ func parseRecord(s string) (record, error) {
 			switch k {
 			case "lock":
 				r.lock = n
-			case "mark":
-				r.mark = n == 1
 			case "fence":
 				r.fence = n
 			}

@@ -9,14 +9,12 @@
 //
 //	<namespace>:{<h>}:l   the lock (owner token, TTL)
 //	<namespace>:{<h>}:f   the fence record (Record)
-//	<namespace>:{<h>}:w   the wait mark: set while an Acquire may wait, so
-//	                      that a release publishes
 //	<namespace>:{<h>}:q   the wait queue: the waiters' owner tokens, oldest
 //	                      first (a list)
 //	<namespace>:{<h>}:e   the queue's entries: owner token -> "<expiry ms on
 //	                      the server's TIME> <lease TTL ms>" (a hash)
-//	<namespace>:{<h>}:r   the release channel it publishes on: "" for a
-//	                      release, "<owner> <fence>" for a grant
+//	<namespace>:{<h>}:r   the release channel a hand-off publishes its
+//	                      grant on: "<owner> <fence>"
 //
 // where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex.
 // The hash tag {h} puts the keys in one slot (the scripts touch them
@@ -42,10 +40,9 @@ const MaxNamespace = 64
 type Keys struct {
 	Lock    string // the owner token, expiring after the TTL
 	Fence   string // the fence record (Record)
-	Wait    string // the wait mark: set while an Acquire may wait
 	Queue   string // the wait queue, owner tokens oldest first (a list)
 	Entries string // the queue's entries by owner token (a hash)
-	Channel string // where a release publishes (wait mark set), and a hand-off its grant
+	Channel string // where a hand-off publishes its grant
 }
 
 // Of returns the names of key's lease in namespace, all in one allocation.
@@ -53,19 +50,19 @@ func Of(namespace, key string) Keys {
 	var small [256]byte // keys up to this size are hashed without an allocation
 	in := append(append(append(small[:0], namespace...), 0), key...)
 	sum := sha256.Sum256(in)
-	// One string holds the six names: "<ns>:{h}:l<ns>:{h}:f...<ns>:{h}:r".
-	var buf [6 * (MaxNamespace + 2 + 32 + 3)]byte
+	// One string holds the five names: "<ns>:{h}:l<ns>:{h}:f...<ns>:{h}:r".
+	var buf [5 * (MaxNamespace + 2 + 32 + 3)]byte
 	b := append(append(buf[:0], namespace...), ":{"...)
 	b = hex.AppendEncode(b, sum[:16])
 	b = append(b, "}:l"...)
 	n := len(b)
-	for _, suffix := range []byte{'f', 'w', 'q', 'e', 'r'} {
+	for _, suffix := range []byte{'f', 'q', 'e', 'r'} {
 		b = append(append(b, b[:n-1]...), suffix)
 	}
 	all := string(b)
 	return Keys{
-		Lock: all[:n], Fence: all[n : 2*n], Wait: all[2*n : 3*n],
-		Queue: all[3*n : 4*n], Entries: all[4*n : 5*n], Channel: all[5*n:],
+		Lock: all[:n], Fence: all[n : 2*n], Queue: all[2*n : 3*n],
+		Entries: all[3*n : 4*n], Channel: all[4*n:],
 	}
 }
 

@@ -10,12 +10,12 @@ import (
 func TestOf(t *testing.T) {
 	k := Of("lockwatch", "{user}:42")
 	names := map[string]string{
-		k.Lock: ":l", k.Fence: ":f", k.Wait: ":w", k.Queue: ":q", k.Entries: ":e", k.Channel: ":r",
+		k.Lock: ":l", k.Fence: ":f", k.Queue: ":q", k.Entries: ":e", k.Channel: ":r",
 	}
-	assert.Len(t, names, 6, "six names, each its own")
+	assert.Len(t, names, 5, "five names, each its own")
 	prefix := k.Lock[:len(k.Lock)-1]
 	for name, suffix := range names {
-		assert.Equal(t, prefix+suffix[1:], name, "one hash tag for the six names")
+		assert.Equal(t, prefix+suffix[1:], name, "one hash tag for the five names")
 		assert.True(t, strings.HasSuffix(name, suffix))
 	}
 	assert.Equal(t, "lockwatch:{", prefix[:len("lockwatch:{")])

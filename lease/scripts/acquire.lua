@@ -2,16 +2,14 @@
 -- (record.lua comes first). Built by acquireArgs (scripts.go).
 local lockKey = KEYS[1]   -- holds the owner token; expires after the TTL
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
-local waitKey = KEYS[3]   -- the wait mark (same hash slot): a release publishes
-local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
-local entriesKey = KEYS[5]
+local queueKey = KEYS[3]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[4]
 local owner = ARGV[1]     -- this attempt's owner token (every attempt has one)
 local ttl = ARGV[2]       -- in milliseconds
 local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
-local wait = tonumber(ARGV[4]) -- how long this Acquire may still wait, in ms
-local entryTTL = tonumber(ARGV[5]) -- > 0: a held key queues owner, live so long (ms)
-local channel = ARGV[6]   -- the release channel, where a hand-off publishes
-local GHOSTS = 7          -- ARGV[7..]: the Locker's ghosts of the key
+local entryTTL = tonumber(ARGV[4]) -- > 0: a held key queues owner, live so long (ms)
+local channel = ARGV[5]   -- the release channel, where a hand-off publishes
+local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 --
 -- The ghosts are the owner tokens of the Locker's earlier attempts whose
 -- end Redis may not have recorded (a clean-up or a release without a
@@ -30,10 +28,7 @@ local GHOSTS = 7          -- ARGV[7..]: the Locker's ghosts of the key
 --               gets the same fence, never a second lock.
 --   {0, pttl}   held by another (pttl: its remaining TTL in ms, -1 none).
 --               owner is barred '~', so that a copy of this attempt that
---               comes after the holder left cannot take the key. A caller
---               that will wait sets the wait mark for as long as it may
---               wait (the longest wait wins); a release nobody waits for
---               publishes nothing (on Cluster a PUBLISH reaches every node).
+--               comes after the holder left cannot take the key.
 --   {2, pttl, place}  with entryTTL > 0, held by another: owner is queued
 --               at place (0: already queued) and barred '~'; the grant
 --               comes as "<owner> <fence>" on the channel, or from
@@ -79,9 +74,6 @@ local function contended()
     return {2, pttl, place}
   end
   barOwner(fenceKey, owner, retention, '~')
-  if wait > 0 and redis.call('PTTL', waitKey) < wait then
-    redis.pcall('SET', waitKey, '1', 'PX', wait)
-  end
   return {0, pttl}
 end
 

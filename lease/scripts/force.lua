@@ -2,9 +2,8 @@
 -- (lockwatch release --force; record.lua comes first). Built by forceArgs.
 local lockKey = KEYS[1]   -- deleted if the holder named holds it
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
-local waitKey = KEYS[3]   -- the wait mark (same hash slot)
-local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
-local entriesKey = KEYS[5]
+local queueKey = KEYS[3]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[4]
 local retention = ARGV[1] -- how long an idle key remembers its fence, in ms
 local holder = ARGV[2]    -- the first 12 hex digits of the SHA-1 of the
 --                           holder's owner token, as inspect.lua gives it
@@ -18,8 +17,8 @@ local channel = ARGV[3]   -- the release channel, as release.lua's
 -- The holder's token is barred with the mark '!': its next renewal learns
 -- why the key is gone (renew.lua answers -1), and a late copy of its
 -- acquire cannot take the key again. The fence record is kept, so the next
--- acquire mints above the holder's. A waiter is woken as by a release,
--- and the key handed to the wait queue's first live entry.
+-- acquire mints above the holder's. The key is handed to the wait
+-- queue's first live entry, as by a release.
 --
 -- Returns {released, sha1, fence}: released is 1 when that holder's lease
 -- was taken by force, by this copy or an earlier one (while its '!' mark is
@@ -39,7 +38,6 @@ if held then
   if ok then
     redis.call('DEL', lockKey)
     barOwner(fenceKey, held, retention, '!')
-    wake(waitKey, channel)
     handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
     return {1, hash, fence}
   end

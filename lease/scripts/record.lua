@@ -113,13 +113,6 @@ local function barOwner(key, owner, retention, mark)
   return mark
 end
 
--- wake publishes on channel while the wait mark at key says someone waits.
-local function wake(key, channel)
-  if redis.call('EXISTS', key) == 1 then
-    redis.pcall('PUBLISH', channel, '')
-  end
-end
-
 local now -- the server's TIME, read once per script
 local function serverTime()
   now = now or redis.call('TIME')

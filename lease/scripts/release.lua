@@ -2,13 +2,11 @@
 -- clean-up of an unknown acquire both run it. Built by releaseArgs.
 local lockKey = KEYS[1]   -- deleted if it holds owner
 local fenceKey = KEYS[2]  -- the fence record (record.lua); same hash slot
-local waitKey = KEYS[3]   -- the wait mark (same hash slot)
-local queueKey = KEYS[4]  -- the wait queue and its entries (record.lua)
-local entriesKey = KEYS[5]
+local queueKey = KEYS[3]  -- the wait queue and its entries (record.lua)
+local entriesKey = KEYS[4]
 local owner = ARGV[1]     -- the attempt's owner token
 local retention = ARGV[2] -- how long an idle key remembers its fence, in ms
-local channel = ARGV[3]   -- the release channel: a deletion is published
---                           there while the wait mark is set (a waiter wakes)
+local channel = ARGV[3]   -- the release channel, where a hand-off publishes
 --
 -- Returns 1 when this attempt's release deleted the lock: this copy, or
 -- an earlier copy of the command (go-redis re-sends a command whose reply
@@ -21,18 +19,18 @@ local channel = ARGV[3]   -- the release channel: a deletion is published
 -- server's socket buffer while this script, on another connection, is
 -- served first, and a retry of an acquire that ran may still be on its
 -- way. Finding the lock free, or freeing it, is no proof that such a copy
--- will not take the key later; the bar is. The publish comes last and may
--- fail (an ACL without the channel): the waiter then has its backoff.
+-- will not take the key later; the bar is.
 --
 -- A waiter that gives up sends it too (its leave): its queue entry goes,
 -- and a key granted to it already is released. A key left free, by this
--- release or an expiry, is handed to the queue's first live entry.
+-- release or an expiry, is handed to the queue's first live entry. The
+-- grant's publish may fail (an ACL without the channel): the waiter then
+-- learns of the grant at its next refresh.
 local holder = redis.call('GET', lockKey)
 local released = 0
 if holder == owner then
   redis.call('DEL', lockKey)
   barOwner(fenceKey, owner, retention, '+')
-  wake(waitKey, channel)
   released = 1
 elseif barOwner(fenceKey, owner, retention, '/') == '+' then
   released = 1

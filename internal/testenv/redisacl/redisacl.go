@@ -27,15 +27,15 @@ const Password = "CHANGE-ME"
 
 // Locker returns the rules of a lease.Locker's user in namespace ns (and of
 // lockwatch run, which is one): Acquire, renewals, Release, Config.Wait's
-// wake-ups, Config.ReplicationAcks's WAIT, Check.
+// queue and grants, Config.ReplicationAcks's WAIT, Check.
 //
-// The pattern <ns>:{* matches a lease's keys (<ns>:{<hash>}:l, :f, :w,
+// The pattern <ns>:{* matches a lease's keys (<ns>:{<hash>}:l, :f, :q, :e,
 // internal/leasekeys) and, as a channel pattern, its release channels
 // (<ns>:{<hash>}:r), and nothing else lockwatch writes: not a fenced
 // store's marks, whose default namespace lockwatch:fence a pattern <ns>:*
 // would match. The commands are
 // those go-redis sends (PING: lockwatch run at start and go-redis's health
-// check of the wake-up connection; SUBSCRIBE, UNSUBSCRIBE; EVALSHA, and
+// check of the grants' connection; SUBSCRIBE, UNSUBSCRIBE; EVALSHA, and
 // EVAL after a NOSCRIPT), those the scripts call (GET, SET, DEL, EXISTS,
 // PTTL, PEXPIRE, TIME, PUBLISH; the wait queue's RPUSH, LPOP, LREM, HGET,
 // HSET, HDEL: Redis checks each against the caller's ACL), WAIT and INFO
@@ -46,8 +46,8 @@ func Locker(ns string) []string {
 
 // Operator returns the rules of the user of lockwatch inspect and lockwatch
 // release --force (Locker.Inspect, Locker.ForceRelease) in namespace ns:
-// inspect.lua and force.lua, the release channels (a force release wakes
-// a waiter), the hand-off to the wait queue's head (LPOP, HGET, HDEL, and
+// inspect.lua and force.lua, the release channels (a force release grants
+// the key to a waiter), the hand-off to the wait queue's head (LPOP, HGET, HDEL, and
 // TIME for the fence it mints), WAIT (a Locker with
 // Config.ReplicationAcks), and PING (the command's first call). It is no
 // larger than a Locker's: a force release writes only what a release
