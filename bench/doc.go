@@ -38,8 +38,10 @@
 //     the same seconds; and one hot key with 16 and 256 waiters, in one
 //     process and in one each, lockwatch beside rueidislock and redislock:
 //     hand-offs per second, Redis commands per acquisition, wake-up latency
-//     beside a PING of the same seconds, and the acquisitions by others
-//     during each acquire against waiters−1 (first come, first served).
+//     beside a PING of the same seconds, the acquisitions by others during
+//     each acquire against waiters−1, and the most times any one other
+//     waiter was served again during one wait (first come, first served:
+//     at most once).
 //
 // cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
 // (make bench).

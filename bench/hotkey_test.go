@@ -75,39 +75,67 @@ type hotTally struct {
 	from, released, ended                atomic.Int64
 	acquisitions, handoffs, failed, last atomic.Int64
 	warm                                 atomic.Int64 // waiters that have held the key
+	// counts are the acquisitions of each waiter (waiter id at id−1);
+	// endCounts a copy of them when the window ended (nil before).
+	counts    []atomic.Int64
+	endCounts atomic.Pointer[[]int64]
 
-	mu    sync.Mutex
-	wakes []time.Duration // per hand-off to another waiter in the window
-	ahead []int64         // per acquire called in the window
+	mu     sync.Mutex
+	wakes  []time.Duration // per hand-off to another waiter in the window
+	ahead  []int64         // per acquire called in the window
+	passed []int64         // per acquire called in the window
 }
 
 func (t *hotTally) now() int64 { return int64(time.Since(t.start)) }
 
 // add merges one waiter's figures, once it is done.
-func (t *hotTally) add(wakes []time.Duration, ahead []int64) {
+func (t *hotTally) add(wakes []time.Duration, ahead, passed []int64) {
 	t.mu.Lock()
 	t.wakes = append(t.wakes, wakes...)
 	t.ahead = append(t.ahead, ahead...)
+	t.passed = append(t.passed, passed...)
 	t.mu.Unlock()
+}
+
+// snapshot copies every waiter's acquisitions into into and returns it.
+func (t *hotTally) snapshot(into []int64) []int64 {
+	for i := range t.counts {
+		into[i] = t.counts[i].Load()
+	}
+	return into
+}
+
+// passes is the most acquisitions by any one waiter between the counts
+// from and to, less one: how many times that waiter went round and was
+// served again.
+func passes(from, to []int64) int64 {
+	most := int64(1)
+	for i, n := range from {
+		most = max(most, to[i]-n)
+	}
+	return most - 1
 }
 
 // waiter is waiter id's loop until ctx ends: take the key (waiting),
 // release it at once, again.
 func (t *hotTally) waiter(ctx context.Context, b *testing.B, lock waitLock, id, waiters int64) {
 	var wakes []time.Duration
-	var ahead []int64
-	defer func() { t.add(wakes, ahead) }()
+	var ahead, passed []int64
+	called, returned := make([]int64, waiters), make([]int64, waiters)
+	defer func() { t.add(wakes, ahead, passed) }()
 	for held := false; ; held = true {
-		called, before := t.now(), t.acquisitions.Load()
+		start, before := t.now(), t.acquisitions.Load()
+		t.snapshot(called)
 		release, err := lock(ctx, "hot")
-		at, measured := t.now(), called >= t.from.Load()
+		at, measured := t.now(), start >= t.from.Load()
 		switch {
 		case ctx.Err() != nil:
 			if err == nil {
 				_ = release()
 			}
-			if measured { // still waiting when the window ended
+			if end := t.endCounts.Load(); measured && end != nil { // still waiting when the window ended
 				ahead = append(ahead, max(t.ended.Load()-before, 0))
+				passed = append(passed, passes(called, *end))
 			}
 			return
 		case err != nil:
@@ -122,7 +150,9 @@ func (t *hotTally) waiter(ctx context.Context, b *testing.B, lock waitLock, id, 
 		}
 		if n := t.acquisitions.Add(1) - 1 - before; measured {
 			ahead = append(ahead, n)
+			passed = append(passed, passes(called, t.snapshot(returned)))
 		}
+		t.counts[id-1].Add(1)
 		if !held {
 			t.warm.Add(1)
 		}
@@ -192,13 +222,20 @@ func pingThrough(b *testing.B, addr string, d time.Duration) []time.Duration {
 //   - ahead-p99, ahead-max: per acquire, the acquisitions by other waiters
 //     between the start of its call and its return (read from one counter
 //     that each acquisition increments once it has returned); an acquire
-//     still waiting when the window ends counts those until then.
-//     ahead-bound is waiters−1: served in arrival order, an acquire waits
-//     for at most every other waiter once. Arrival is when the call's
-//     first attempt reaches Redis, a little after the call starts: a
-//     waiter that takes the key, releases it and queues again in between
-//     is counted twice, so FIFO can show a little over the bound. A
-//     polling waiter has no bound.
+//     still waiting when the window ends counts those until then: the
+//     hand-offs ahead of it. ahead-bound is waiters−1: served in arrival
+//     order, an acquire waits for every other waiter at most once after
+//     it arrives. Arrival is when its enqueue reaches Redis, after the
+//     call starts, so FIFO's true bound is waiters−1 plus the acquisitions
+//     during that round trip: ahead-max can exceed ahead-bound a little.
+//     A polling waiter has no bound.
+//   - passed-p99, passed-max: per acquire, the most acquisitions by any
+//     one other waiter during the same wait, less one: how many times one
+//     waiter went round and was served again ahead of it (each waiter's
+//     own counter, copied at the call's start and compared at its
+//     return). Served in arrival order it is 0, or 1 when the other's
+//     re-queue and this enqueue were in flight together; a polling
+//     waiter's grows with its wait.
 func hotKey(b *testing.B, srv *redistest.Server, impl waitImpl, waiters int, own bool) {
 	var sent atomic.Int64
 	locks := make([]waitLock, waiters)
@@ -214,7 +251,7 @@ func hotKey(b *testing.B, srv *redistest.Server, impl waitImpl, waiters int, own
 	// acquires' own timeouts.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	t := &hotTally{start: time.Now()}
+	t := &hotTally{start: time.Now(), counts: make([]atomic.Int64, waiters)}
 	t.from.Store(math.MaxInt64)
 	t.ended.Store(-1)
 	var wg sync.WaitGroup
@@ -229,6 +266,8 @@ func hotKey(b *testing.B, srv *redistest.Server, impl waitImpl, waiters int, own
 	pings := pingThrough(b, srv.Addr(), hotWindow(waiters, own))
 	window := time.Since(begin).Seconds()
 	t.ended.Store(t.acquisitions.Load())
+	end := t.snapshot(make([]int64, waiters))
+	t.endCounts.Store(&end)
 	acq, handoffs, failed = t.acquisitions.Load()-acq, t.handoffs.Load()-handoffs, t.failed.Load()-failed
 	sentIn, after := sent.Load()-sentBefore, commandStats(b, srv)
 	cancel()
@@ -250,11 +289,31 @@ func hotKey(b *testing.B, srv *redistest.Server, impl waitImpl, waiters int, own
 	t.report(b, pings, waiters)
 }
 
-// report reports the wake-ups, the PINGs and the acquisitions ahead.
+// report reports the wake-ups, the PINGs, the acquisitions ahead and the
+// passes.
 func (t *hotTally) report(b *testing.B, pings []time.Duration, waiters int) {
 	reportQuantiles(b, t.wakes, "wake-", time.Microsecond, "µs", 0.50, 0.90, 0.99, 1)
 	reportQuantiles(b, pings, "ping-", time.Microsecond, "µs", 0.50, 0.99)
 	b.ReportMetric(float64(quantile(t.ahead, 0.99)), "ahead-p99")
 	b.ReportMetric(float64(quantile(t.ahead, 1)), "ahead-max")
 	b.ReportMetric(float64(waiters-1), "ahead-bound")
+	b.ReportMetric(float64(quantile(t.passed, 0.99)), "passed-p99")
+	b.ReportMetric(float64(quantile(t.passed, 1)), "passed-max")
+}
+
+func TestPassesCountsOneWaiterServedAgain(t *testing.T) {
+	from := []int64{3, 0, 7, 2}
+	for _, c := range []struct {
+		to   []int64
+		want int64
+	}{
+		{[]int64{3, 0, 7, 2}, 0}, // none served
+		{[]int64{4, 1, 8, 3}, 0}, // each served once: many ahead, none passed twice
+		{[]int64{4, 2, 8, 3}, 1}, // one served twice
+		{[]int64{3, 5, 9, 2}, 4}, // one served five times, another twice
+	} {
+		if got := passes(from, c.to); got != c.want {
+			t.Errorf("passes(%v, %v) = %d, want %d", from, c.to, got, c.want)
+		}
+	}
 }
