@@ -93,8 +93,9 @@ func (rp *report) writeWakeup(p func(string, ...any), alone bool) {
 	writeGoalTable(p, rp.wakeGoals())
 	p("### Where lockwatch loses\n\n")
 	p("Every figure of the tables below in which another library did better than lockwatch in the same case\n")
-	p("(medians; *failed*: the most in any run). The acquisitions *ahead* are compared with their bound, in the\n")
-	p("goals, not between libraries: one that serves few acquisitions in the window shows few ahead.\n\n")
+	p("(medians; *failed*: the most in any run). The acquisitions *ahead* and the *passes* are compared with their\n")
+	p("bounds, in the tables and the goals, not between libraries: one that serves few acquisitions in the window\n")
+	p("shows few of either.\n\n")
 	losses := append(rp.handoffLosses(), rp.hotLosses()...)
 	if len(losses) == 0 {
 		p("None in this run.\n")
