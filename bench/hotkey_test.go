@@ -123,7 +123,7 @@ func (t *hotTally) waiter(ctx context.Context, b *testing.B, lock waitLock, id, 
 	var ahead, passed []int64
 	called, returned := make([]int64, waiters), make([]int64, waiters)
 	defer func() { t.add(wakes, ahead, passed) }()
-	for held := false; ; held = true {
+	for {
 		start, before := t.now(), t.acquisitions.Load()
 		t.snapshot(called)
 		release, err := lock(ctx, "hot")
@@ -152,8 +152,7 @@ func (t *hotTally) waiter(ctx context.Context, b *testing.B, lock waitLock, id, 
 			ahead = append(ahead, n)
 			passed = append(passed, passes(called, t.snapshot(returned)))
 		}
-		t.counts[id-1].Add(1)
-		if !held {
+		if t.counts[id-1].Add(1) == 1 {
 			t.warm.Add(1)
 		}
 		if prev := t.last.Swap(id); prev != id && prev != 0 {
