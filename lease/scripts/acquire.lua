@@ -87,18 +87,18 @@ if holder and not ghostHolds then
 end
 -- The key is free, or held by a ghost. Refusals come before any write.
 local rec = redis.call('GET', fenceKey)
-local why = refusal(rec)
+local last, ended, cont = parse(rec)
+local why = refusal(rec, last, ended)
 if why then
   return redis.error_reply(why)
 end
 if #ARGV >= GHOSTS then
   endGhosts()
-  rec = redis.call('GET', fenceKey) -- with the ghosts' bars
+  last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
 end
 if handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel) then
   return contended()
 end
-local last, ended, cont = parse(rec)
 if isBarred(ended, cont, owner) then
   return {0, -3}
 end

@@ -17,23 +17,28 @@ local BARS = 16
 local MARK = '[/+!~]'
 local ENDED = '[/+!]'
 
--- parse returns the record's fence (nil: none), ended list and contended
--- list, or nothing for a text lockwatch cannot have written. Lua's
--- tonumber takes hex, exponents and 'inf': it only sees checked digits.
+-- parse returns the record's fence (nil: none), ended list, contended
+-- list and fence digits, or nothing for a text lockwatch cannot have
+-- written. Only the digits and the mark after them are matched by
+-- pattern: the lists are cut by plain search. Lua's tonumber takes hex,
+-- exponents and 'inf': it only sees checked digits (48: a leading '0').
 local function parse(rec)
-  local digits, lists = string.match(rec or '', '^(%d*)(.*)$')
-  if lists ~= '' and not string.find(lists, '^' .. MARK) then
+  rec = rec or ''
+  local e = string.match(rec, '^%d*()') -- where the lists start
+  if e <= #rec and not string.find(rec, '^[/+!~]', e) then
     return nil
   end
-  local c = string.find(lists, '~', 1, true) or #lists + 1
-  local ended, cont = string.sub(lists, 1, c - 1), string.sub(lists, c)
-  if digits == '' then
-    return nil, ended, cont
+  local c = string.find(rec, '~', e, true) or #rec + 1
+  local ended, cont = string.sub(rec, e, c - 1), string.sub(rec, c)
+  if e == 1 then
+    return nil, ended, cont, ''
   end
-  if #digits > 16 or (#digits > 1 and string.sub(digits, 1, 1) == '0') or tonumber(digits) > FENCE_MAX then
+  local digits = string.sub(rec, 1, e - 1)
+  local fence = tonumber(digits)
+  if e > 17 or (e > 2 and string.byte(rec) == 48) or fence > FENCE_MAX then
     return nil
   end
-  return tonumber(digits), ended, cont
+  return fence, ended, cont, digits
 end
 
 -- find returns where owner's token starts in list, and its mark, when
@@ -64,6 +69,11 @@ local function isBarred(ended, cont, owner)
   return find(ended, ENDED, owner) ~= nil or find(cont, '~', owner) ~= nil
 end
 
+-- KEEP matches a list's first BARS - 1 (15) tokens, and captures where
+-- the next starts: one anchored match, no search from each position. A
+-- literal, so that no call builds it.
+local KEEP = '^[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*()'
+
 -- push returns list with the token mark .. owner first, without owner's
 -- own, and at most BARS tokens.
 local function push(list, pat, mark, owner)
@@ -71,14 +81,11 @@ local function push(list, pat, mark, owner)
   if i then
     list = string.sub(list, 1, i - 1) .. string.sub(list, i + 1 + #owner)
   end
-  local s = 1 -- where the BARS-th token starts, if there is one
-  for _ = 1, BARS - 1 do
-    s = string.find(list, MARK, s + 1)
-    if not s then
-      return mark .. owner .. list
-    end
+  local s = string.match(list, KEEP)
+  if s and s <= #list then
+    list = string.sub(list, 1, s - 1)
   end
-  return mark .. owner .. string.sub(list, 1, s - 1)
+  return mark .. owner .. list
 end
 
 -- heldBy answers an owner the lock already holds: {1, fence}, or an
@@ -98,7 +105,7 @@ end
 -- A bar is a precaution, not the answer: where Redis refuses the write
 -- (maxmemory under noeviction), the script answers all the same.
 local function barOwner(key, owner, retention, mark)
-  local fence, ended, cont = parse(redis.call('GET', key))
+  local _, ended, cont, digits = parse(redis.call('GET', key))
   if not ended then
     return mark
   end
@@ -109,7 +116,7 @@ local function barOwner(key, owner, retention, mark)
     ended = push(ended, ENDED, mark, owner)
   end
   local px = math.max(tonumber(retention), redis.call('PTTL', key))
-  redis.pcall('SET', key, (fence and string.format('%d', fence) or '') .. ended .. cont, 'PX', px)
+  redis.pcall('SET', key, digits .. ended .. cont, 'PX', px)
   return mark
 end
 
@@ -124,10 +131,10 @@ local function nowMs()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- refusal says why no fence can be minted on the record text rec (nil:
--- one can): it is not one lockwatch writes, or its fences are exhausted.
-local function refusal(rec)
-  local last, ended = parse(rec)
+-- refusal says why no fence can be minted on the record text rec, parsed
+-- (last, ended; nil: one can): it is not one lockwatch writes, or its
+-- fences are exhausted.
+local function refusal(rec, last, ended)
   if not ended then
     return 'LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40)
   end
@@ -192,7 +199,8 @@ local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention, chann
     return nil
   end
   local rec = redis.call('GET', fenceKey)
-  local why = refusal(rec)
+  local last, ended, cont = parse(rec)
+  local why = refusal(rec, last, ended)
   if why then
     return nil, why
   end
@@ -204,7 +212,7 @@ local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention, chann
     local _, live, ttl = entryOf(entriesKey, owner)
     redis.call('HDEL', entriesKey, owner)
     if live then
-      local fence = mint(fenceKey, retention, parse(rec))
+      local fence = mint(fenceKey, retention, last, ended, cont)
       redis.call('SET', lockKey, owner, 'PX', ttl)
       redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
       return owner
