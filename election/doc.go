@@ -1,0 +1,51 @@
+// Package election elects one leader among the replicas of a service, on
+// fenced leases (package lease): the singleton that runs the scheduler, the
+// reconciler or the outbox relay, which must stay one even when a leader
+// pauses, Redis stalls or a term is taken away.
+//
+// A term is a lease on the election's key, and its fence is the term's
+// number: strictly increasing across terms, restarts and failovers, and the
+// fencing token the leader gives the resource it writes, which refuses a
+// deposed leader's writes. Election timing alone cannot give that: a leader
+// can always pause past its term.
+//
+//	e, err := election.New(locker, client, "scheduler", election.Config{})
+//	err = e.Run(ctx, func(ctx context.Context, t election.Term) error {
+//		return schedule(ctx, t.Token) // until ctx ends: the term's end
+//	})
+//
+// Run campaigns by a waiting Acquire that only ctx ends: candidates queue
+// first come, first served, and the script that frees the key grants it to
+// the oldest waiter and publishes the grant, so a resigning leader's
+// successor starts at once, not after a TTL.
+//
+// The leader's function runs on the term's lease context, which is
+// cancelled, with a *lease.LostError cause, before the key can expire. The
+// function is awaited before the term is resigned (Release: the key is
+// handed on and the term's token barred), so the next term starts only once
+// it returned, unless the key expired or was taken by force
+// (Locker.ForceRelease) first. A function that returns after its term was
+// lost is a late completion (ErrLateCompletion) unless its release finds
+// the key still the term's: then nobody can have led meanwhile. A release
+// that cannot reach Redis proves nothing, so a stalled Redis makes such a
+// completion late too. A function that returns while its term is live, but
+// whose release finds the key gone (taken by force and not yet noticed), is
+// late as well. The fence is what makes a late write harmless.
+//
+// A lost term does not end Run: the candidate campaigns again in-process
+// after Config.Pause; it never needs to exit to be safe. A function that
+// returns by itself ends Run with its error (the program's work is over,
+// and the term is resigned so that the next candidate starts at once); a
+// function that should lead again loops inside. A panic in it resigns the
+// term and goes on. Config.OnStartedLeading is called before each term's
+// function, and Config.OnStoppedLeading once for each term that started,
+// after it was resigned, with the reason; both on Run's goroutine, so they
+// never overlap or swap.
+//
+// Observe says who leads: the term holding the key (Locker.Inspect) and its
+// leader's identity, or ErrNoLeader. The lease keeps no names, so a leader
+// writes "<fence> <identity>" to <namespace>:{<hash>}:n, in the lease's
+// hash slot (Redis Cluster) and under the Locker's ACL key pattern, with
+// GET and SET in a script (SECURITY.md); Observe names a leader only when
+// the record is the held term's.
+package election

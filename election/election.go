@@ -1,0 +1,128 @@
+package election
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+var (
+	// ErrNoLeader: Observe found the election's key free, between two terms or
+	// before the first.
+	ErrNoLeader = errors.New("election: no leader")
+	// ErrResigned: the term ended because the leader's function returned while
+	// its term was live. Run resigns and returns the function's error.
+	ErrResigned = errors.New("election: resigned")
+	// ErrLateCompletion: the leader's function returned after its term's key
+	// may have passed to another candidate (the package doc says how that is
+	// told). Its writes may overlap the next term's: only the resource's fence
+	// stops them.
+	ErrLateCompletion = errors.New("election: late completion")
+)
+
+// Term is one candidate's spell as leader: one lease on the election's key.
+type Term struct {
+	// Fence is the term's number, the lease's fence: strictly greater than
+	// every earlier term's of the key, across restarts and failovers as the
+	// lease's fence is (RELIABILITY.md).
+	Fence int64
+	// Token is the term's fencing token, for the resource the leader writes to
+	// (lease.Lease.Token): it refuses older terms' writes.
+	Token fence.Token
+	// Identity is the leader's Config.Identity.
+	Identity string
+	// Start is when this candidate learnt that it leads.
+	Start time.Time
+}
+
+// Election is one candidate for one key: Run campaigns and leads, Observe
+// tells who leads. Its methods are safe for concurrent use; one Run at a
+// time.
+type Election struct {
+	lk     *lease.Locker // lk.With a Wait that only the context ends
+	client redis.UniversalClient
+	key    string
+	cfg    Config
+	scope  fence.Scope // the key's in cfg.Namespace, to tell it is lk's
+	record string      // the leader record's Redis key
+	// recordTTL is the leader record's expiry; a leader rewrites it every half
+	// of it.
+	recordTTL time.Duration
+
+	running atomic.Bool
+	mu      sync.Mutex
+	leading *termState // the live term, nil between terms
+}
+
+// recordTTL outlives every term but the longest, which rewrite it, and lets
+// an abandoned election's record go within a day.
+const recordTTL = 24 * time.Hour
+
+// New returns a candidate for key, whose terms are leases of lk (any
+// Locker: New derives one that waits for the key as long as Run's context
+// lives, sharing lk's scheduler). client is the one lk was made with: the
+// leader writes its record there, in the lease's hash slot. New neither
+// campaigns nor sends anything.
+func New(lk *lease.Locker, client redis.UniversalClient, key string, cfg Config) (*Election, error) {
+	switch {
+	case lk == nil:
+		return nil, invalidf("nil Locker")
+	case client == nil:
+		return nil, invalidf("nil client")
+	case key == "":
+		return nil, invalidf("empty key")
+	}
+	cfg = cfg.withDefaults()
+	if err := validIdentity(cfg.Identity); err != nil {
+		return nil, err
+	}
+	if err := validNamespace(cfg.Namespace); err != nil {
+		return nil, err
+	}
+	waiting, err := lk.With(lease.Config{Wait: math.MaxInt64})
+	if err != nil {
+		return nil, err
+	}
+	return &Election{
+		lk: waiting, client: client, key: key, cfg: cfg,
+		scope:     fence.ScopeOf(cfg.Namespace, key),
+		record:    recordKey(cfg.Namespace, key),
+		recordTTL: recordTTL,
+	}, nil
+}
+
+// Leading returns the term this candidate leads, while its lease is active
+// and its function runs: what a health check or a scheduler that asks "am I
+// the leader?" reads. Between terms, and from a term's loss on, it reports
+// false.
+func (e *Election) Leading() (Term, bool) {
+	e.mu.Lock()
+	ts := e.leading
+	e.mu.Unlock()
+	if ts == nil || ts.l.Err() != nil {
+		return Term{}, false
+	}
+	return ts.term, true
+}
+
+// validNamespace applies the lease's rule: printable ASCII without spaces
+// or braces, so that the namespace cannot choose the slot.
+func validNamespace(ns string) error {
+	if len(ns) > leasekeys.MaxNamespace {
+		return invalidf("namespace of %d bytes, at most %d", len(ns), leasekeys.MaxNamespace)
+	}
+	for i := range len(ns) {
+		if c := ns[i]; c <= ' ' || c > '~' || c == '{' || c == '}' {
+			return invalidf("namespace %q: byte %d is not printable ASCII without spaces or braces", ns, i)
+		}
+	}
+	return nil
+}
