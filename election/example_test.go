@@ -36,7 +36,9 @@ func Example() {
 		return nil
 	})
 	fmt.Println("run:", err)
-	// Output: leading as replica-1 with a fencing token: true run: <nil>
+	// Output:
+	// leading as replica-1 with a fencing token: true
+	// run: <nil>
 }
 
 func ExampleElection_Observe() {
@@ -56,7 +58,10 @@ func ExampleElection_Observe() {
 	})
 	_, err = e.Observe(ctx)
 	fmt.Println("after:", errors.Is(err, election.ErrNoLeader))
-	// Output: before: true during: replica-2 true <nil> after: true
+	// Output:
+	// before: true
+	// during: replica-2 true <nil>
+	// after: true
 }
 
 func ExampleConfig() {
@@ -78,5 +83,8 @@ func ExampleConfig() {
 		return ctx.Err()
 	})
 	fmt.Println("run:", err)
-	// Output: started leading stopped leading: true run: context canceled
+	// Output:
+	// started leading
+	// stopped leading: true
+	// run: context canceled
 }
