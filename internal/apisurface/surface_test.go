@@ -1,5 +1,5 @@
-// Package apisurface holds the test that keeps lockwatch's public API small
-// and deliberate.
+// Package apisurface holds the test that keeps lockwatch's public API
+// small and deliberate.
 package apisurface
 
 import (
@@ -20,8 +20,8 @@ import (
 // budget is the most exported identifiers the public packages may have
 // together: the everyday path, the fenced stores, the middleware and the
 // operators' views (Snapshot, Inspect, ForceRelease, the live page), not
-// the plumbing between lockwatch's own packages. Each constructor takes one
-// config struct, not functional options.
+// the plumbing between lockwatch's own packages. Each constructor takes
+// one config struct, not functional options.
 const budget = 110
 
 // public are the packages a user imports, relative to the module root.
