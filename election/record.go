@@ -76,7 +76,7 @@ func (e *Election) namespaceError() error {
 	return invalidf("namespace %q is not the Locker's lease.Config.Namespace", e.cfg.Namespace)
 }
 
-// writeRecord writes t's leader record, bounded by ctx.
+// write writes t's leader record, bounded by ctx.
 func (e *Election) write(ctx context.Context, t Term) error {
 	value := strconv.FormatInt(t.Fence, 10) + " " + t.Identity
 	call := writeRecord.Call(1, e.record, t.Fence, value, e.recordTTL.Milliseconds())
