@@ -25,12 +25,12 @@ var report = flag.Bool("report", false, "print every measure, not only what is o
 // library are the packages users import and the internal ones they load,
 // relative to the module root.
 var library = []string{
-	"lease", "fence", "middleware", "telemetry", "telemetry/otelsetup", "debugpage",
+	"lease", "election", "fence", "middleware", "telemetry", "telemetry/otelsetup", "debugpage",
 	"internal/obs", "internal/script", "internal/leasekeys", "internal/groupcommit", "internal/clock",
 }
 
 // scripts are the directories of the library's Lua scripts.
-var scripts = []string{"lease/scripts", "fence/scripts"}
+var scripts = []string{"lease/scripts", "election", "fence/scripts"}
 
 const (
 	maxLines    = 50   // a function, func line to closing brace
