@@ -22,14 +22,13 @@ import (
 // and nothing outside their namespace, and a user missing a permission
 // fails closed.
 
-// subscribed tells whether someone subscribes to the release channel of key
-// in namespace ns.
-func subscribed(t *testing.T, s *redisacl.Server, ns, key string) bool {
+// subscribed tells whether someone subscribes to a grant channel in
+// namespace ns (leasekeys.GrantChannel: a Locker's).
+func subscribed(t *testing.T, s *redisacl.Server, ns string) bool {
 	t.Helper()
-	channel := leasekeys.Of(ns, key).Channel
-	n, err := s.Admin.PubSubNumSub(aclCtx(t), channel).Result()
+	chans, err := s.Admin.PubSubChannels(aclCtx(t), leasekeys.GrantChannel(redisacl.Escape(ns), "*")).Result()
 	require.NoError(t, err)
-	return n[channel] > 0
+	return len(chans) > 0
 }
 
 // subscriptions returns the channels of namespace ns that someone
@@ -146,8 +145,8 @@ func TestLockerACL(t *testing.T) {
 				}
 				got <- err
 			}()
-			require.Eventually(t, func() bool { return subscribed(t, s, ns, key) },
-				5*time.Second, 5*time.Millisecond, "the waiter subscribes to the key's release channel")
+			require.Eventually(t, func() bool { return subscribed(t, s, ns) },
+				5*time.Second, 5*time.Millisecond, "the waiter subscribes to its Locker's grant channel")
 			time.Sleep(20 * time.Millisecond) // past the attempt that follows the subscription
 			released := time.Now()
 			require.NoError(t, holder.Release(ctx))
@@ -311,7 +310,7 @@ func TestOperatorACL(t *testing.T) {
 			}
 			waiter <- err
 		}()
-		require.Eventually(t, func() bool { return subscribed(t, s, ns, "acl-stuck") },
+		require.Eventually(t, func() bool { return subscribed(t, s, ns) },
 			5*time.Second, 5*time.Millisecond, "the waiter subscribes")
 		// The force release's wake-up, seen by a subscriber of the default
 		// user.
@@ -330,7 +329,7 @@ func TestOperatorACL(t *testing.T) {
 
 		msg, err := wakeups.ReceiveMessage(ctx)
 		require.NoError(t, err)
-		assert.True(t, strings.HasSuffix(msg.Channel, ":r"), "published on a release channel: %s", msg.Channel)
+		assert.True(t, strings.HasSuffix(msg.Channel, ":g"), "published on a grant channel: %s", msg.Channel)
 		select {
 		case <-l.Context().Done():
 		case <-time.After(5 * time.Second):
@@ -428,7 +427,7 @@ func TestLockerACLOnCluster(t *testing.T) {
 		got <- err
 	}()
 	node := redisacl.On(t, cl.Nodes()[0])
-	require.Eventually(t, func() bool { return subscribed(t, node, redisacl.LeaseNamespace, "acl-cluster") },
+	require.Eventually(t, func() bool { return subscribed(t, node, redisacl.LeaseNamespace) },
 		5*time.Second, 5*time.Millisecond, "the waiter subscribes")
 	require.NoError(t, holder.Release(ctx))
 	select {

@@ -110,7 +110,7 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 		}
 		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL}
 		if r.queued {
-			wt := a.lk.wake.join(a.ctx, a.keys.Channel, acq.owner)
+			wt := a.lk.wake.join(a.ctx, acq.channel, acq.owner)
 			l, out, err, again := a.await(&queued{acq: acq, base: r.sentAt, wt: wt}, last, ev)
 			if !again {
 				return l, out, err
@@ -147,7 +147,11 @@ func (a *acquisition) try() (acquireArgs, attemptResult) {
 	a.attempts++
 	lockKey := a.keys.Lock
 	ghosts := a.lk.ghosts.of(lockKey)
-	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, queue: a.entryTTL(), ghosts: ghosts}
+	entry := a.entryTTL()
+	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, queue: entry, ghosts: ghosts}
+	if entry > 0 {
+		acq.channel = a.lk.wake.channel(a.set.Namespace)
+	}
 	r := a.lk.attempt(a.actx, a.set, lockKey, acq.call())
 	if r.definite() {
 		a.lk.ghosts.barred(lockKey, ghosts)

@@ -55,16 +55,8 @@ func (a *acquisition) await(q *queued, last *NotAcquiredError, ev *acquireEvent)
 	}
 	defer a.lk.queued.Done()
 	a.set.observeWaitStart(a.actx, ev)
-	var confirmed <-chan struct{}
-	if q.wt != nil {
-		select {
-		case <-q.wt.line.confirmed:
-		default:
-			confirmed = q.wt.line.confirmed
-		}
-	}
 	for n := 0; ; n++ {
-		fence, stop := a.pause(q, n, &confirmed)
+		fence, stop := a.pause(q, n)
 		switch {
 		case fence > 0:
 			return a.granted(q, fence)
@@ -96,14 +88,15 @@ func (a *acquisition) await(q *queued, last *NotAcquiredError, ev *acquireEvent)
 }
 
 // pause waits for q's grant (its fence) until the next refresh is due, the
-// wait ends, or, while the subscription is unconfirmed, its confirmation
-// (a grant before it went to nobody). stop is ErrClosed when the Locker
-// closes, the context's cause when it ends.
-func (a *acquisition) pause(q *queued, n int, confirmed *<-chan struct{}) (fence int64, stop error) {
+// wait ends, or a confirmation of the grant channel's subscription (a
+// grant before it went to nobody) wakes it. stop is ErrClosed when the
+// Locker closes, the context's cause when it ends.
+func (a *acquisition) pause(q *queued, n int) (fence int64, stop error) {
 	every := min(time.Duration(a.entryTTL())*time.Millisecond/3, a.set.BackoffMax)
 	var grants <-chan int64
+	var wake <-chan struct{}
 	if q.wt != nil {
-		grants = q.wt.grant
+		grants, wake = q.wt.grant, q.wt.wake
 	} else {
 		every = min(every, backoff(a.set, n, 0)) // no messages: the refresh is the poll
 	}
@@ -112,8 +105,7 @@ func (a *acquisition) pause(q *queued, n int, confirmed *<-chan struct{}) (fence
 	select {
 	case f := <-grants:
 		return f, nil
-	case <-*confirmed:
-		*confirmed = nil
+	case <-wake:
 	case <-t.C:
 	case <-a.lk.wake.stop:
 		return 0, ErrClosed

@@ -30,7 +30,7 @@ func TestCloseLeavesTheQueue(t *testing.T) {
 		_, err := waiting.Acquire(ctx, "k")
 		got <- err
 	}()
-	waitForWaiters(t, waiting, "k", 1)
+	waitForWaiters(t, waiting, 1)
 	keys := keysOf(holders.set.Namespace, "k")
 	other := srv.Client(t)
 	require.Equal(t, int64(1), other.HLen(ctx, keys.Entries).Val(), "the waiter is queued")

@@ -40,15 +40,15 @@ type Config struct {
 	// key held joins the key's wait queue, and the script that frees the
 	// key grants it to the oldest live entry and publishes the grant, so
 	// the waiter holds the lease without another round trip (Redis
-	// Pub/Sub, one connection per Locker, with a *redis.Client or
-	// *redis.ClusterClient; an ACL that restricts channels must allow the
-	// namespace's). await.go says how an entry lives and how a grant's
-	// validity is counted. The wait is for contention only: a call whose
-	// result is unknown ends it with ErrUnknown. Waiting callers count in
-	// lockwatch_lease_waiting, and the wait's time goes into
-	// lockwatch_lease_wait_duration_seconds by result (acquired,
-	// timed_out, cancelled, unknown, error). Default 0: fail fast with
-	// ErrNotAcquired.
+	// Pub/Sub: one connection per Locker, subscribed to its own grant
+	// channel, with a *redis.Client or *redis.ClusterClient; an ACL that
+	// restricts channels must allow the namespace's). await.go says how
+	// an entry lives and how a grant's validity is counted. The wait is
+	// for contention only: a call whose result is unknown ends it with
+	// ErrUnknown. Waiting callers count in lockwatch_lease_waiting, and
+	// the wait's time goes into lockwatch_lease_wait_duration_seconds by
+	// result (acquired, timed_out, cancelled, unknown, error). Default 0:
+	// fail fast with ErrNotAcquired.
 	Wait time.Duration
 
 	// BackoffMin and BackoffMax bound the polls of a waiter that cannot

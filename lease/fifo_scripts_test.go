@@ -26,30 +26,37 @@ const (
 	fifoEntry = int64(60000) // a waiter's entry TTL, in ms
 )
 
-// fifoKey is one key of a real redis-server, its release channel
-// subscribed.
+// fifoKey is one key of a real redis-server, and the grant channels of
+// two Lockers, subscribed: an owner's attempts name the channel of the
+// Locker it is in (lockers, 0 unless set).
 type fifoKey struct {
-	t    *testing.T
-	ctx  context.Context
-	c    *redis.Client
-	keys leasekeys.Keys
-	sub  *redis.PubSub
+	t       *testing.T
+	ctx     context.Context
+	c       *redis.Client
+	keys    leasekeys.Keys
+	chans   [2]string
+	lockers map[string]int
+	sub     *redis.PubSub
+	on      []string // the channels of the messages published() returned last
 }
 
 func newFIFOKey(t *testing.T) *fifoKey {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	c := redistest.Start(t).Client(t)
-	k := &fifoKey{t: t, ctx: ctx, c: c, keys: leasekeys.Of("fifo", t.Name())}
-	k.sub = c.Subscribe(ctx, k.keys.Channel)
+	k := &fifoKey{t: t, ctx: ctx, c: c, keys: leasekeys.Of("fifo", t.Name()), lockers: map[string]int{}}
+	k.chans = [2]string{leasekeys.GrantChannel("fifo", "locker0"), leasekeys.GrantChannel("fifo", "locker1")}
+	k.sub = c.Subscribe(ctx, k.chans[:]...)
 	t.Cleanup(func() { _ = k.sub.Close() })
-	_, err := k.sub.Receive(ctx)
-	require.NoError(t, err)
+	for range k.chans {
+		_, err := k.sub.Receive(ctx)
+		require.NoError(t, err)
+	}
 	return k
 }
 
 func (k *fifoKey) attempt(owner string, entry int64) acquireArgs {
-	return acquireArgs{keys: k.keys, owner: owner, ttl: fifoTTL, retention: int64(3600000), queue: entry}
+	return acquireArgs{keys: k.keys, owner: owner, ttl: fifoTTL, retention: int64(3600000), queue: entry, channel: k.chans[k.lockers[owner]]}
 }
 
 func (k *fifoKey) run(call script.Call) *redis.Cmd { return script.RunOne(k.ctx, k.c, call) }
@@ -93,10 +100,12 @@ func (k *fifoKey) queue() []string { return k.c.LRange(k.ctx, k.keys.Queue, 0, -
 
 func (k *fifoKey) lock() string { return k.c.Get(k.ctx, k.keys.Lock).Val() }
 
-// published returns what was published on the channel so far.
+// published returns what was published on the grant channels so far
+// (and the channel of each in k.on).
 func (k *fifoKey) published() []string {
 	require.NoError(k.t, k.sub.Ping(k.ctx))
 	var got []string
+	k.on = nil
 	for {
 		msg, err := k.sub.ReceiveTimeout(k.ctx, 10*time.Second)
 		require.NoError(k.t, err)
@@ -105,15 +114,18 @@ func (k *fifoKey) published() []string {
 			return got
 		case *redis.Message:
 			got = append(got, m.Payload)
+			k.on = append(k.on, m.Channel)
 		}
 	}
 }
 
-// granted checks that the one message published is a grant to owner, with
-// a fence above after, and returns the fence.
+// granted checks that the one message published is a grant to owner, on
+// the grant channel of owner's Locker, with a fence above after, and
+// returns the fence.
 func (k *fifoKey) granted(owner string, after int64) int64 {
 	msgs := k.published()
 	require.Len(k.t, msgs, 1, "one grant: %q", msgs)
+	assert.Equal(k.t, k.chans[k.lockers[owner]], k.on[0], "on %s's Locker's channel", owner)
 	who, digits, _ := strings.Cut(msgs[0], " ")
 	fence, err := strconv.ParseInt(digits, 10, 64)
 	require.NoError(k.t, err, "the grant %q", msgs[0])
@@ -203,6 +215,7 @@ func TestFIFORefresh(t *testing.T) {
 	}
 	assert.Greater(t, expiry(after), expiry(before), "the entry's expiry is pushed back")
 	assert.Equal(t, strconv.FormatInt(fifoTTL, 10), strings.Fields(after)[1], "the lease TTL is kept")
+	assert.Equal(t, k.chans[0], strings.Fields(after)[2], "and the grant channel")
 	assert.Equal(t, []any{int64(0), int64(-4)}, k.refresh("x"), "no entry: gone")
 
 	k.c.HSet(k.ctx, k.keys.Entries, "b", "0 60000")
@@ -297,4 +310,31 @@ func TestFIFOGhostLeavesTheQueue(t *testing.T) {
 		assert.Equal(t, byte(leasekeys.Unheld), rec.EndMark(g), "the ghost %s is barred '/'", g)
 	}
 	assert.Equal(t, []any{int64(0), int64(-3)}, k.acquire("c", fifoEntry), "a late copy of the ghost is barred")
+}
+
+// TestFIFOGrantsOnTheWaitersChannel: waiters of two Lockers queue on one
+// key; each grant is published on the granted waiter's Locker's channel
+// alone, and an entry without a channel (a Locker that does not listen)
+// is granted without a message.
+func TestFIFOGrantsOnTheWaitersChannel(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.lockers["c"] = 1
+	k.queued("b", 1)
+	k.queued("c", 2)
+	args := k.attempt("d", fifoEntry)
+	args.channel = ""
+	res, err := k.run(args.call()).Slice()
+	require.NoError(t, err)
+	assert.Equal(t, []any{int64(2), int64(3)}, []any{res[0], res[2]}, "d queues, without a channel")
+	assert.Equal(t, int64(1), k.release("a"))
+	fb := k.granted("b", f)
+	assert.Equal(t, int64(1), k.release("b"))
+	fc := k.granted("c", fb)
+	assert.Equal(t, int64(1), k.release("c"))
+	assert.Empty(t, k.published(), "d's grant is published nowhere")
+	assert.Equal(t, "d", k.lock(), "and d holds the key")
+	res = k.refresh("d")
+	assert.Equal(t, int64(1), res[0], "as its refresh learns")
+	assert.Greater(t, res[1], fc, "with a fresh fence")
 }

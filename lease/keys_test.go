@@ -15,15 +15,15 @@ func redisKeys(namespace, key string) (lock, fence string) {
 	return k.Lock, k.Fence
 }
 
-var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfqer])$`)
+var derivedKey = regexp.MustCompile(`^([!-z|~]+):\{([0-9a-f]{32})\}:([lfqe])$`)
 
 func TestRedisKeysShape(t *testing.T) {
 	k := keysOf("lockwatch", "{user}:42")
 	lock := k.Lock
-	for name, suffix := range map[string]string{k.Lock: ":l", k.Fence: ":f", k.Queue: ":q", k.Entries: ":e", k.Channel: ":r"} {
+	for name, suffix := range map[string]string{k.Lock: ":l", k.Fence: ":f", k.Queue: ":q", k.Entries: ":e"} {
 		assert.Regexp(t, derivedKey, name)
 		assert.True(t, strings.HasSuffix(name, suffix), "%s ends in %s", name, suffix)
-		assert.Equal(t, lock[:len(lock)-1], name[:len(name)-1], "one hash tag for the five names")
+		assert.Equal(t, lock[:len(lock)-1], name[:len(name)-1], "one hash tag for the four names")
 	}
 	assert.NotContains(t, lock, "user", "the caller key never appears in Redis")
 

@@ -39,10 +39,11 @@ var (
 // acquireArgs is one attempt of an Acquire (acquire.lua). ttl, retention
 // and queue are milliseconds, boxed once where they can be.
 type acquireArgs struct {
-	keys           leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
+	keys           leasekeys.Keys // Lock, Fence, Queue, Entries
 	owner          string         // the attempt's own owner token
 	ttl, retention any
 	queue          any      // a held key queues the attempt, its entry live so long; nil or 0: no queue
+	channel        string   // the Locker's grant channel, stored in the entry ("": none)
 	ghosts         []string // the Locker's ghosts of the key (ghosts.go)
 }
 
@@ -55,10 +56,10 @@ func (a acquireArgs) call() script.Call {
 		queue = notQueued
 	}
 	if len(a.ghosts) == 0 {
-		return acquireScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, k.Channel)
+		return acquireScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, a.channel)
 	}
 	args := make([]any, 0, 9+len(a.ghosts))
-	args = append(args, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, k.Channel)
+	args = append(args, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.ttl, a.retention, queue, a.channel)
 	for _, g := range a.ghosts {
 		args = append(args, g)
 	}
@@ -94,7 +95,7 @@ func (a renewArgs) call() script.Call {
 
 // refreshArgs is a queued attempt's refresh of its entry (refresh.lua).
 type refreshArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries
 	owner     string
 	queue     any // the entry's new lifetime in ms, as acquireArgs.queue
 	retention any
@@ -102,32 +103,32 @@ type refreshArgs struct {
 
 func (a refreshArgs) call() script.Call {
 	k := a.keys
-	return refreshScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.queue, a.retention, k.Channel)
+	return refreshScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.queue, a.retention)
 }
 
 // releaseArgs is the end of an attempt (release.lua): a release, a
 // clean-up, or a queued attempt's leave.
 type releaseArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel, not a key, as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries
 	owner     string
 	retention any
 }
 
 func (a releaseArgs) call() script.Call {
 	k := a.keys
-	return releaseScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.retention, k.Channel)
+	return releaseScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.owner, a.retention)
 }
 
 // forceArgs is an administrator's force release (force.lua).
 type forceArgs struct {
-	keys      leasekeys.Keys // Lock, Fence, Queue, Entries; Channel as ARGV
+	keys      leasekeys.Keys // Lock, Fence, Queue, Entries
 	retention any
 	holder    string // the holder's hash, as Inspect gives it
 }
 
 func (a forceArgs) call() script.Call {
 	k := a.keys
-	return forceScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.retention, a.holder, k.Channel)
+	return forceScript.Call(4, k.Lock, k.Fence, k.Queue, k.Entries, a.retention, a.holder)
 }
 
 // inspectArgs is a read of a key (inspect.lua).

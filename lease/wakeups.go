@@ -2,55 +2,61 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 )
 
 // wakeups brings a Locker's queued waiters (Config.Wait) their grants: a
 // release, or any script that finds the key free, hands the key to the
-// first live entry of its wait queue and publishes "<owner> <fence>" on
-// the key's release channel (leasekeys.Keys), and the waiter whose attempt
-// has that owner token holds the lease without another round trip.
+// first live entry of its wait queue and publishes "<owner> <fence>" on the
+// grant channel the entry names, its waiter's Locker's, and the waiter
+// whose attempt has that owner token holds the lease without another round
+// trip. No other Locker hears of the grant.
 //
-// One Pub/Sub connection per Locker (shared with the Lockers derived from
-// it), opened with the first wait, subscribes to the channels its waiters
-// wait on; a goroutine sends SUBSCRIBE and UNSUBSCRIBE in the order
-// decided, so subscribing never holds up a waiter. Grants need a
-// *redis.Client or *redis.ClusterClient and, under a channel-restricting
-// ACL, &<namespace>:*. A message can be missed (a reconnect, a failover, a
-// grant before the subscription): the waiter's refresh of its entry
-// (queue.go) learns the grant all the same.
+// A Locker (with the Lockers derived from it) has one grant channel per
+// namespace it waits in (leasekeys.GrantChannel), subscribed on one Pub/Sub
+// connection at its first wait there and kept until Close; a goroutine
+// sends the SUBSCRIBEs, so subscribing never holds up a waiter. Grants need
+// a *redis.Client or *redis.ClusterClient and, under a channel-restricting
+// ACL, &<namespace>:{*. A message can be missed (a grant before the
+// subscription, or while go-redis reconnects): each confirmation of a
+// subscription, the first or one go-redis's resubscribe after a reconnect
+// brings, wakes its waiters to refresh their entries (await.go) at once,
+// which learns such a grant.
 type wakeups struct {
 	client redis.UniversalClient // nil: grants are not listened for
+	id     string                // the Locker's, in its grant channels
 
 	mu      sync.Mutex
 	ps      *redis.PubSub // nil until the first wait
-	lines   map[string]*waitLine
-	pending []subscription // for the writer, in the order decided
-	kick    chan struct{}  // tells the writer of pending (buffered)
+	subs    map[string]*grantSub
+	pending []string      // channels for the writer to subscribe to, in order
+	kick    chan struct{} // tells the writer of pending (buffered)
 	closed  bool
 	stop    chan struct{}  // closed by close: every waiter stops waiting
 	done    sync.WaitGroup // the reader and the writer
 }
 
-// subscription is a SUBSCRIBE (or, with off, an UNSUBSCRIBE) to send.
-type subscription struct {
-	channel string
-	off     bool
-}
+// earlyGrants is how many grants a subscription keeps for owners not
+// listening: an attempt joins once its enqueue is answered, and its grant
+// may come first. Only the Locker's own attempts are granted on its
+// channel, so at most one grant per attempt of the Locker waiting at once
+// lands there: 256 keeps every one of 256 waiters in one Locker. An older
+// one is the refresh's to learn.
+const earlyGrants = 256
 
-// waitLine is one release channel's waiters, by owner token.
-type waitLine struct {
+// grantSub is one grant channel's waiters, by owner token.
+type grantSub struct {
 	waiters   map[string]*waiter
-	confirmed chan struct{} // closed once Redis confirmed the subscription
-	// early are the last grants to owners not listening, the Locker's own
-	// among them: an attempt joins once its enqueue is answered, and its
-	// grant may come first. An older one is the refresh's to learn.
-	early [16]earlyGrant
-	next  int // where the next early grant goes
+	confirmed bool                    // Redis confirmed the subscription once
+	early     [earlyGrants]earlyGrant // the last grants to owners not listening
+	next      int                     // where the next early grant goes
 }
 
 // earlyGrant is the key handed to an owner token, with its fence.
@@ -61,28 +67,37 @@ type earlyGrant struct {
 
 // waiter is one queued attempt of a waiting Acquire.
 type waiter struct {
-	channel, owner string
-	grant          chan int64 // the fence granted; buffered, never blocks the reader
-	line           *waitLine
+	owner string
+	grant chan int64    // the fence granted; buffered, never blocks the reader
+	wake  chan struct{} // refresh at once: the subscription was confirmed (buffered)
+	sub   *grantSub
 }
 
 func newWakeups(client redis.UniversalClient) *wakeups {
-	w := &wakeups{lines: map[string]*waitLine{}, stop: make(chan struct{})}
+	w := &wakeups{subs: map[string]*grantSub{}, stop: make(chan struct{})}
 	switch client.(type) {
 	case *redis.Client, *redis.ClusterClient:
-		w.client = client
+		w.client, w.id = client, rand.Text()
 	}
 	return w
 }
 
-// join listens for the grant of owner on channel, subscribing to it if it
-// is the channel's first waiter (await waits for the subscription's
-// confirmation). It returns nil after close, and when grants are not
+// channel is the Locker's grant channel in namespace, "" when grants are
+// not listened for (an entry without a channel gets no message).
+func (w *wakeups) channel(namespace string) string {
+	if w.client == nil {
+		return ""
+	}
+	return leasekeys.GrantChannel(namespace, w.id)
+}
+
+// join listens for the grant of owner on channel, subscribing to it at its
+// first waiter. It returns nil after close, and when grants are not
 // listened for.
 func (w *wakeups) join(ctx context.Context, channel, owner string) *waiter {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || w.client == nil {
+	if w.closed || w.client == nil || channel == "" {
 		return nil
 	}
 	if w.ps == nil {
@@ -92,17 +107,21 @@ func (w *wakeups) join(ctx context.Context, channel, owner string) *waiter {
 		go w.read(w.ps.ChannelWithSubscriptions())
 		go w.write(w.ps)
 	}
-	line := w.lines[channel]
-	if line == nil {
-		line = &waitLine{waiters: map[string]*waiter{}, confirmed: make(chan struct{})}
-		w.lines[channel] = line
-		w.send(subscription{channel: channel})
+	sub := w.subs[channel]
+	if sub == nil {
+		sub = &grantSub{waiters: map[string]*waiter{}}
+		w.subs[channel] = sub
+		w.pending = append(w.pending, channel)
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
 	}
-	wt := &waiter{channel: channel, owner: owner, grant: make(chan int64, 1), line: line}
-	line.waiters[owner] = wt
-	for i, g := range line.early {
+	wt := &waiter{owner: owner, grant: make(chan int64, 1), wake: make(chan struct{}, 1), sub: sub}
+	sub.waiters[owner] = wt
+	for i, g := range sub.early {
 		if g.owner == owner {
-			line.early[i] = earlyGrant{}
+			sub.early[i] = earlyGrant{}
 			select {
 			case wt.grant <- g.fence:
 			default: // a copy of the message
@@ -112,33 +131,16 @@ func (w *wakeups) join(ctx context.Context, channel, owner string) *waiter {
 	return wt
 }
 
-// leave stops listening for wt's grant, unsubscribing from its channel
-// when it was the last.
+// leave stops listening for wt's grant; the subscription stays.
 func (w *wakeups) leave(wt *waiter) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	line := w.lines[wt.channel]
-	if line == nil || w.closed {
-		return
-	}
-	delete(line.waiters, wt.owner)
-	if len(line.waiters) == 0 {
-		delete(w.lines, wt.channel)
-		w.send(subscription{channel: wt.channel, off: true})
-	}
+	delete(wt.sub.waiters, wt.owner)
 }
 
-// send queues s for the writer; mu is held.
-func (w *wakeups) send(s subscription) {
-	w.pending = append(w.pending, s)
-	select {
-	case w.kick <- struct{}{}:
-	default:
-	}
-}
-
-// write sends the pending subscriptions in order until close. An error
-// leaves the waiters of that channel to their backoff.
+// write subscribes to the pending channels in order until close. A
+// SUBSCRIBE that fails is sent again by go-redis once it reconnects (the
+// channel is among the connection's); meanwhile the waiters refresh.
 func (w *wakeups) write(ps *redis.PubSub) {
 	defer w.done.Done()
 	ctx := context.Background()
@@ -150,12 +152,8 @@ func (w *wakeups) write(ps *redis.PubSub) {
 		if closed {
 			return
 		}
-		for _, s := range batch {
-			if s.off {
-				_ = ps.Unsubscribe(ctx, s.channel)
-			} else {
-				_ = ps.Subscribe(ctx, s.channel)
-			}
+		for _, channel := range batch {
+			_ = ps.Subscribe(ctx, channel)
 		}
 	}
 }
@@ -175,20 +173,25 @@ func (w *wakeups) read(msgs <-chan any) {
 	}
 }
 
+// confirm wakes the waiters of channel, whose subscription Redis confirmed:
+// a grant published before it (the first, or the resubscribe after a
+// reconnect) reached nobody, and their refresh learns it.
 func (w *wakeups) confirm(channel string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if line := w.lines[channel]; line != nil {
-		select {
-		case <-line.confirmed: // a resubscription after a reconnect
-		default:
-			close(line.confirmed)
+	if sub := w.subs[channel]; sub != nil {
+		sub.confirmed = true
+		for _, wt := range sub.waiters {
+			select {
+			case wt.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
 
-// deliver hands a grant, "<owner> <fence>", to the waiter of that owner,
-// if it is this Locker's. Other payloads are not grants.
+// deliver hands a grant, "<owner> <fence>", to the waiter of that owner, or
+// keeps it for an owner yet to join. Other payloads are not grants.
 func (w *wakeups) deliver(channel, payload string) {
 	owner, digits, ok := strings.Cut(payload, " ")
 	fence, err := strconv.ParseInt(digits, 10, 64)
@@ -197,17 +200,19 @@ func (w *wakeups) deliver(channel, payload string) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if line := w.lines[channel]; line != nil {
-		if wt := line.waiters[owner]; wt != nil {
-			select {
-			case wt.grant <- fence:
-			default: // one grant per owner token: a copy of the message
-			}
-		} else {
-			line.early[line.next] = earlyGrant{owner: owner, fence: fence}
-			line.next = (line.next + 1) % len(line.early)
-		}
+	sub := w.subs[channel]
+	if sub == nil {
+		return
 	}
+	if wt := sub.waiters[owner]; wt != nil {
+		select {
+		case wt.grant <- fence:
+		default: // one grant per owner token: a copy of the message
+		}
+		return
+	}
+	sub.early[sub.next] = earlyGrant{owner: owner, fence: fence}
+	sub.next = (sub.next + 1) % len(sub.early)
 }
 
 // stopWaiters stops every waiter: each finds its Locker closed and leaves
@@ -223,8 +228,8 @@ func (w *wakeups) stopWaiters() {
 
 // close stops every waiter, ends the connection and waits for the reader
 // and the writer. go-redis's Close waits for a subscription being sent,
-// including its dial: against an unreachable Redis, up to the client's
-// dial timeout.
+// including its dial: against an unreachable Redis, up to the client's dial
+// timeout.
 func (w *wakeups) close() {
 	w.stopWaiters()
 	w.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
@@ -38,6 +39,8 @@ func TestWakeups(t *testing.T) {
 			t.Run("OneReleaseWakesOneWaiter", func(t *testing.T) { testOneReleaseWakesOneWaiter(t, b.client(t)) })
 			t.Run("AMissedReleaseFallsBackToTheBackoff", func(t *testing.T) { testAMissedRelease(t, b.client(t)) })
 			t.Run("ServedInArrivalOrder", func(t *testing.T) { testServedInArrivalOrder(t, b.client(t)) })
+			t.Run("AGrantReachesOnlyItsLocker", func(t *testing.T) { testAGrantReachesOnlyItsLocker(t, b.client(t)) })
+			t.Run("AResubscribeWakesTheWaiters", func(t *testing.T) { testAResubscribeWakesTheWaiters(t, b.client(t)) })
 		})
 	}
 }
@@ -58,8 +61,8 @@ func testAReleaseWakesTheWaiter(t *testing.T, c redis.UniversalClient) {
 			assert.NoError(t, err)
 			got <- l
 		}()
-		waitForWaiters(t, lk, "hot", 1)
-		time.Sleep(20 * time.Millisecond) // past the retry that follows the subscription
+		waitForWaiters(t, lk, 1)
+		time.Sleep(20 * time.Millisecond) // past the refresh that follows the subscription
 		released := time.Now()
 		require.NoError(t, holder.Release(ctx))
 		l := <-got
@@ -70,7 +73,8 @@ func testAReleaseWakesTheWaiter(t *testing.T, c redis.UniversalClient) {
 	}
 	lk.wake.mu.Lock()
 	defer lk.wake.mu.Unlock()
-	assert.Empty(t, lk.wake.lines, "the last waiter unsubscribed")
+	require.Len(t, lk.wake.subs, 1, "one grant channel, kept")
+	assert.Empty(t, lk.wake.subs[lk.wake.channel(lk.set.Namespace)].waiters, "every waiter left")
 }
 
 // testOneReleaseWakesOneWaiter: 8 waiters of one key in one Locker take it
@@ -100,7 +104,7 @@ func testOneReleaseWakesOneWaiter(t *testing.T, c redis.UniversalClient) {
 			assert.NoError(t, l.Release(ctx))
 		})
 	}
-	waitForWaiters(t, lk, "hot", n)
+	waitForWaiters(t, lk, n)
 	time.Sleep(20 * time.Millisecond)
 	before := attemptsSent.Load()
 	start := time.Now()
@@ -168,7 +172,7 @@ func testAMissedRelease(t *testing.T, c redis.UniversalClient) {
 		}
 		got <- err
 	}()
-	waitForWaiters(t, lk, "hot", 1)
+	waitForWaiters(t, lk, 1)
 	lockKey, _ := redisKeys(lk.set.Namespace, "hot")
 	deleted := time.Now()
 	require.NoError(t, c.Del(ctx, lockKey).Err())
@@ -185,15 +189,7 @@ func TestAReleaseNobodyWaitsForPublishesNothing(t *testing.T) {
 	c := srv.Client(t)
 	ctx := testCtx(t)
 	lk := newLocker(t, c, Config{})
-	publishes := func() int64 {
-		for line := range strings.SplitSeq(c.Info(ctx, "commandstats").Val(), "\n") {
-			if rest, ok := strings.CutPrefix(line, "cmdstat_publish:calls="); ok {
-				n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
-				return n
-			}
-		}
-		return 0
-	}
+	publishes := func() int64 { return commandCalls(t, c, "publish") }
 	for range 20 {
 		l, err := lk.Acquire(ctx, "quiet")
 		require.NoError(t, err)
@@ -257,22 +253,24 @@ func TestAGrantGoesToItsOwner(t *testing.T) {
 	w := newWakeups(redistest.Start(t).Client(t))
 	defer w.close()
 	ctx := testCtx(t)
-	a := w.join(ctx, "ns:{x}:r", "owner-a")
-	b := w.join(ctx, "ns:{x}:r", "owner-b")
-	w.deliver("ns:{x}:r", "owner-b 17")
+	ch := w.channel("ns")
+	a := w.join(ctx, ch, "owner-a")
+	b := w.join(ctx, ch, "owner-b")
+	w.deliver(ch, "owner-b 17")
 	require.Empty(t, a.grant)
 	require.Len(t, b.grant, 1)
 	assert.Equal(t, int64(17), <-b.grant)
-	w.deliver("ns:{x}:r", "owner-b 17") // a copy of the message
-	w.deliver("ns:{x}:r", "owner-b 17")
+	w.deliver(ch, "owner-b 17") // a copy of the message
+	w.deliver(ch, "owner-b 17")
 	assert.Len(t, b.grant, 1, "a copy never blocks the reader")
 
-	w.deliver("ns:{x}:r", "owner-c 18")
+	w.deliver(ch, "owner-c 18")
+	w.deliver("ns:{other}:g", "owner-a 19") // not a channel of w's
 	for _, bad := range []string{"", "owner-a", "owner-a x", "owner-a 0", "owner-a -3"} {
-		w.deliver("ns:{x}:r", bad)
+		w.deliver(ch, bad)
 	}
 	assert.Empty(t, a.grant, "not grants")
-	c := w.join(ctx, "ns:{x}:r", "owner-c")
+	c := w.join(ctx, ch, "owner-c")
 	require.Len(t, c.grant, 1, "a grant that came before its owner joined")
 	assert.Equal(t, int64(18), <-c.grant)
 
@@ -281,7 +279,7 @@ func TestAGrantGoesToItsOwner(t *testing.T) {
 	w.leave(c)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	assert.Empty(t, w.lines)
+	assert.Empty(t, w.subs[ch].waiters)
 }
 
 // TestWakeupsNeedAClientOrClusterClient: with another client (a Ring),
@@ -314,7 +312,7 @@ func TestCloseEndsAWaitAtOnce(t *testing.T) {
 		_, err := waiting.Acquire(ctx, "k")
 		got <- err
 	}()
-	waitForWaiters(t, lk, "k", 1)
+	waitForWaiters(t, lk, 1)
 	time.Sleep(20 * time.Millisecond)
 	closed := time.Now()
 	require.NoError(t, lk.Close())
@@ -323,23 +321,134 @@ func TestCloseEndsAWaitAtOnce(t *testing.T) {
 	_ = holder
 }
 
-// waitForWaiters waits until n Acquires wait for key with a confirmed
-// subscription.
-func waitForWaiters(t *testing.T, lk *Locker, key string, n int) {
+// waitForWaiters waits until n Acquires of lk wait on its grant channel,
+// its subscription confirmed.
+func waitForWaiters(t *testing.T, lk *Locker, n int) {
 	t.Helper()
-	channel := keysOf(lk.set.Namespace, key).Channel
+	channel := lk.wake.channel(lk.set.Namespace)
 	require.Eventually(t, func() bool {
 		lk.wake.mu.Lock()
 		defer lk.wake.mu.Unlock()
-		line := lk.wake.lines[channel]
-		if line == nil || len(line.waiters) != n {
-			return false
-		}
-		select {
-		case <-line.confirmed:
-			return true
-		default:
-			return false
-		}
+		sub := lk.wake.subs[channel]
+		return sub != nil && sub.confirmed && len(sub.waiters) == n
 	}, 5*time.Second, time.Millisecond)
+}
+
+// commandCalls is how many times the server c talks to ran command name
+// (INFO commandstats): it counts what no go-redis hook sees, the Pub/Sub
+// connection's SUBSCRIBEs and the scripts' PUBLISHes.
+func commandCalls(t *testing.T, c *redis.Client, name string) int64 {
+	t.Helper()
+	for line := range strings.SplitSeq(c.Info(testCtx(t), "commandstats").Val(), "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+name+":calls="); ok {
+			n, err := strconv.ParseInt(rest[:strings.IndexByte(rest, ',')], 10, 64)
+			require.NoError(t, err, line)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestALockerSubscribesOnce: a Locker's waits share one subscription, to
+// its grant channel, made at its first wait and kept: four waits, each
+// queued and granted, send one SUBSCRIBE and no UNSUBSCRIBE.
+func TestALockerSubscribesOnce(t *testing.T) {
+	c := redistest.Start(t).Client(t)
+	ctx := testCtx(t)
+	holders := newLocker(t, c, Config{})
+	waiting := newLocker(t, c, Config{Namespace: holders.set.Namespace, Wait: 20 * time.Second})
+	for range 4 {
+		holder, err := holders.Acquire(ctx, "k")
+		require.NoError(t, err)
+		got := make(chan *Lease, 1)
+		go func() {
+			l, err := waiting.Acquire(ctx, "k")
+			assert.NoError(t, err)
+			got <- l
+		}()
+		waitForWaiters(t, waiting, 1)
+		require.NoError(t, holder.Release(ctx))
+		l := <-got
+		require.NotNil(t, l)
+		require.NoError(t, l.Release(ctx))
+	}
+	assert.EqualValues(t, 1, commandCalls(t, c, "subscribe"), "the first wait subscribes, the others do not")
+	assert.Zero(t, commandCalls(t, c, "unsubscribe"))
+	assert.EqualValues(t, 4, commandCalls(t, c, "publish"), "one grant per wait")
+}
+
+// testAGrantReachesOnlyItsLocker: two Lockers (as in processes of their
+// own) wait, each on a key of its own. Each release publishes one message,
+// on the grant channel of the granted waiter's Locker: a subscriber to
+// every grant channel of the namespace sees A's grant on A's channel, then
+// B's on B's, and B's subscription never got a message for anyone else
+// (none is kept for a waiter yet to join).
+func testAGrantReachesOnlyItsLocker(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	holders := newLocker(t, c, Config{})
+	ns := holders.set.Namespace
+	a := newLocker(t, c, Config{Namespace: ns, Wait: 20 * time.Second})
+	b := newLocker(t, c, Config{Namespace: ns, Wait: 20 * time.Second})
+	spy := c.PSubscribe(ctx, leasekeys.GrantChannel(ns, "*"))
+	t.Cleanup(func() { _ = spy.Close() })
+	_, err := spy.Receive(ctx)
+	require.NoError(t, err)
+	leases, held := map[string]chan *Lease{}, map[string]*Lease{}
+	for key, lk := range map[string]*Locker{"a": a, "b": b} {
+		holder, err := holders.Acquire(ctx, key)
+		require.NoError(t, err)
+		held[key] = holder
+		got := make(chan *Lease, 1)
+		leases[key] = got
+		go func() {
+			l, err := lk.Acquire(ctx, key)
+			assert.NoError(t, err)
+			got <- l
+		}()
+		waitForWaiters(t, lk, 1)
+	}
+	require.NotEqual(t, a.wake.channel(ns), b.wake.channel(ns))
+	for _, key := range []string{"a", "b"} {
+		lk := map[string]*Locker{"a": a, "b": b}[key]
+		require.NoError(t, held[key].Release(ctx))
+		l := <-leases[key]
+		require.NotNil(t, l)
+		msg, err := spy.ReceiveMessage(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, lk.wake.channel(ns), msg.Channel, "%s's grant on its Locker's channel", key)
+		require.NoError(t, l.Release(ctx))
+	}
+	b.wake.mu.Lock()
+	defer b.wake.mu.Unlock()
+	assert.Equal(t, [earlyGrants]earlyGrant{}, b.wake.subs[b.wake.channel(ns)].early, "B got no grant but its own")
+}
+
+// testAResubscribeWakesTheWaiters: when the grant connection reconnects
+// (killed here), go-redis subscribes again, and its confirmation wakes the
+// waiters to refresh at once: a grant published while it was down reached
+// nobody.
+func testAResubscribeWakesTheWaiters(t *testing.T, c redis.UniversalClient) {
+	ctx := testCtx(t)
+	w := newWakeups(c)
+	defer w.close()
+	wt := w.join(ctx, w.channel("ns"), "owner")
+	require.NotNil(t, wt)
+	select {
+	case <-wt.wake: // the first confirmation
+	case <-time.After(10 * time.Second):
+		t.Fatal("no confirmation of the subscription")
+	}
+	kill := func(ctx context.Context, node *redis.Client) error {
+		return node.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err()
+	}
+	if cl, ok := c.(*redis.ClusterClient); ok {
+		require.NoError(t, cl.ForEachShard(ctx, kill))
+	} else {
+		require.NoError(t, kill(ctx, c.(*redis.Client)))
+	}
+	select {
+	case <-wt.wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resubscribe did not wake the waiter")
+	}
 }

@@ -20,8 +20,8 @@ import (
 
 // The runs the conformance test replays: SPIN's random simulations of the
 // SIM scenario (lease.pml), seeds 1 to seeds, each cut at spinSteps of the
-// simulation (the Lockers have made all their attempts by then). The
-// replay takes about a millisecond a step.
+// simulation (the Lockers have made all their attempts by then). The replay
+// takes about a millisecond a step.
 const (
 	seeds     = 16
 	spinSteps = 200000
@@ -29,14 +29,13 @@ const (
 	minCopies = 100  // of them run by a late copy, at least
 )
 
-// FIFO's runs: record.lua's 16 bars, and Lockers of 60 attempts each,
-// not one (told gone, a waiter's next attempt joins the tail; a leave
-// without a reply makes a ghost), with room in the queue for their
-// entries. The clock is longer than FIFO's (an entry lives 4 ticks, a
-// lock 3, the cancel point at 2): entries outlive the lock, so a
-// ghost's entry is often still queued when its Locker's next attempt
-// sends it. About 7,000 steps, 580 of them grants, 30 acquires with a
-// queued ghost.
+// FIFO's runs: record.lua's 16 bars, and Lockers of 60 attempts each, not
+// one (told gone, a waiter's next attempt joins the tail; a leave without a
+// reply makes a ghost), with room in the queue for their entries. The clock
+// is longer than FIFO's (an entry lives 4 ticks, a lock 3, the cancel point
+// at 2): entries outlive the lock, so a ghost's entry is often still queued
+// when its Locker's next attempt sends it. About 7,000 steps, 580 of them
+// grants, 30 acquires with a queued ghost.
 var fifoRuns = run{
 	defines:  []string{"-DSCENARIO=FIFO", "-DATT0=60", "-DATT1=60", "-DQN=8", "-DBARS=16", "-DQTTL=4", "-DTTL=3", "-DCA=2"},
 	seeds:    30,
@@ -46,8 +45,8 @@ var fifoRuns = run{
 
 var simRuns = run{defines: []string{"-DSCENARIO=SIM"}, seeds: seeds, steps: spinSteps, minSteps: minSteps}
 
-// run is how the replay's simulations are made: spin's defines, seeds 1
-// to seeds, each cut at steps of the simulation.
+// run is how the replay's simulations are made: spin's defines, seeds 1 to
+// seeds, each cut at steps of the simulation.
 type run struct {
 	defines  []string
 	seeds    int
@@ -58,10 +57,10 @@ type run struct {
 // TestTheScriptsDoWhatTheModelSays replays random runs of the model against
 // the real scripts on a real redis-server: every step the model's server
 // took (acquire, renewal, release, clean-up, force, inspect, the resource's
-// write; expiries and evictions as DELs, restarts and failovers as the
-// keys the model says survive) runs the real script with the model's
-// arguments (tokens and fences mapped to real ones), and its reply and the
-// stored record (lock, fence, both bar lists with their marks) must be the
+// write; expiries and evictions as DELs, restarts and failovers as the keys
+// the model says survive) runs the real script with the model's arguments
+// (tokens and fences mapped to real ones), and its reply and the stored
+// record (lock, fence, both bar lists with their marks) must be the
 // model's, and it publishes nothing but the model's grants. Duplicated and
 // late deliveries are the model's copies: their steps are counted.
 func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
@@ -75,14 +74,18 @@ func TestTheScriptsDoWhatTheModelSays(t *testing.T) {
 // TestTheQueueScriptsDoWhatTheModelSays replays random runs of the FIFO
 // scenario in the same way: the acquires queue (their entry TTL set), and
 // the replay compares, beside the key, the wait queue's tokens in order and
-// whether each entry is live, the grants published ("<owner> <fence>",
-// each fence placed among the others), and the refreshes' answers. The
-// model's entries expire on its clock: the replay sets their expiry to
-// the past then (@qexpire), as it deletes a lock that expires.
+// whether each entry is live, the grants published ("<owner> <fence>", each
+// fence placed among the others, each on the grant channel of the granted
+// attempt's Locker and on no other), and the refreshes' answers. The
+// model's entries expire on its clock: the replay sets their expiry to the
+// past then (@qexpire), as it deletes a lock that expires.
 func TestTheQueueScriptsDoWhatTheModelSays(t *testing.T) {
 	total := replayRuns(t, fifoRuns, true)
 	require.GreaterOrEqual(t, total["grant"], 100, "too few hand-offs in the runs")
 	require.Positive(t, total["queued ghost"], "no acquire sent a ghost whose entry was queued")
+	for c := range replayLockers {
+		require.Positive(t, total[fmt.Sprintf("grant to Locker %d", c)], "no grant to Locker %d's waiters", c)
+	}
 	for _, kind := range []string{"acquire", "release", "refresh", "grant", "qexpire", "expire"} {
 		require.Positive(t, total[kind], "no %s step in any run", kind)
 	}
@@ -147,8 +150,8 @@ func simulate(t *testing.T, spin, dir string, rn run, seed int) []step {
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if strings.Contains(line, "-------------") {
-			// spin's own report, where the step limit cut the last
-			// step's line: the run ends there
+			// spin's own report, where the step limit cut the last step's line: the
+			// run ends there
 			break
 		}
 		if !strings.HasPrefix(line, "@") {

@@ -989,7 +989,8 @@ inline repair_unblocks(fn) {
  * key held, and waits for the key to be handed to it: a release (or a
  * leave, a force, or any script that finds the lock expired) gives the key
  * to the queue's first live entry, minting its fence as acquire.lua does,
- * and publishes the grant (owner, fence). An entry expires QTTL ticks
+ * and publishes the grant (owner, fence) to the waiter's Locker alone
+ * (the grant channel its enqueue stored). An entry expires QTTL ticks
  * after the script that set or refreshed it; the waiter refreshes it,
  * and a refresh answers waiting, granted (with the fence) or gone. The
  * waiter counts its validity from the send of its last script answered
@@ -1262,7 +1263,8 @@ inline mint(t) {
 }
 
 /* acquire.lua: KEYS lock, fence, queue, entries; ARGV owner, ttl,
- * retention, entry TTL (0: no queue), channel, ghosts... */
+ * retention, entry TTL (0: no queue), the Locker's grant channel,
+ * ghosts... */
 inline acquire_lua() {
 	h = 0;
 	x = 0;
@@ -1338,7 +1340,7 @@ inline acquire_reply() {
 		fi
 	:: else -> skip
 	fi;
-	printf("@acquire cp=%d t=%d w=%d g=%d,%d, r=%d f=%d", ccp, ctok, cwait, cg[0], cg[1], rep, repf);
+	printf("@acquire cp=%d c=%d t=%d w=%d g=%d,%d, r=%d f=%d", ccp, ccl, ctok, cwait, cg[0], cg[1], rep, repf);
 	print_state()
 }
 
@@ -1387,7 +1389,9 @@ inline qfind(t) {
 }
 
 /* grant(k): the key goes to entry k, with a fence minted as acquire.lua
- * mints it, and the grant is published on the key's channel. */
+ * mints it, and the grant is published on the grant channel the entry
+ * names, its waiter's Locker's (c=, the Locker that reads it): no other
+ * Locker hears of it. */
 inline grant(k) {
 	h = qt[k];
 	qremove(k);
@@ -1406,7 +1410,7 @@ inline grant(k) {
 	wl[h] = 0;
 	gtok[OWNER(h)] = h;
 	gfen[OWNER(h)] = f;
-	printf("@grant t=%d f=%d\n", h, f);
+	printf("@grant t=%d f=%d c=%d\n", h, f, OWNER(h));
 	h = 0
 }
 
@@ -1598,8 +1602,7 @@ inline renew_lua() {
 	print_state()
 }
 
-/* release.lua: KEYS lock, fence, queue, entries; ARGV owner, retention,
- * channel. */
+/* release.lua: KEYS lock, fence, queue, entries; ARGV owner, retention. */
 inline release_lua() {
 	if
 #ifdef LEAVE_KEEPS_GRANT
@@ -1657,8 +1660,7 @@ inline release_lua() {
 	print_state()
 }
 
-/* force.lua: KEYS lock, fence, queue, entries; ARGV retention, holder,
- * channel. */
+/* force.lua: KEYS lock, fence, queue, entries; ARGV retention, holder. */
 inline force_lua() {
 	x = P.lock;
 	rep = 2;

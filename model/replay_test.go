@@ -31,10 +31,11 @@ const (
 type replay struct {
 	ctx    context.Context
 	c      *redis.Client
-	sub    *redis.PubSub // the key's release channel
+	sub    *redis.PubSub // the Lockers' grant channels
 	s      scripts
 	keys   leasekeys.Keys // the lease's, as lockwatch names them
 	res    string         // the resource's fenced key (write.lua)
+	chans  []string       // Locker c's grant channel, as lockwatch names them
 	owners map[int]string
 	tokens map[string]int
 	fences map[int]int64 // model fence → the one Redis minted
@@ -50,13 +51,22 @@ func newReplay(ctx context.Context, c *redis.Client, s scripts, prefix string) (
 		keys: leasekeys.Of(prefix, "k"), res: prefix + ":res",
 		owners: map[int]string{}, tokens: map[string]int{}, fences: map[int]int64{}, count: map[string]int{},
 	}
-	r.sub = c.Subscribe(ctx, r.keys.Channel)
-	if _, err := r.sub.Receive(ctx); err != nil { // the subscription's confirmation
-		_ = r.sub.Close()
-		return nil, err
+	for c := range replayLockers {
+		r.chans = append(r.chans, leasekeys.GrantChannel(prefix, fmt.Sprintf("locker%d", c)))
+	}
+	r.sub = c.Subscribe(ctx, r.chans...)
+	for range r.chans {
+		if _, err := r.sub.Receive(ctx); err != nil { // the subscriptions' confirmations
+			_ = r.sub.Close()
+			return nil, err
+		}
 	}
 	return r, nil
 }
+
+// replayLockers is SIM's and FIFO's NC: the Lockers of a run, each with a
+// grant channel of its own.
+const replayLockers = 3
 
 func (r *replay) close() error { return r.sub.Close() }
 
@@ -130,7 +140,10 @@ func (r *replay) acquire(st step) error {
 	if st.arg["w"] == 1 { // the attempt queues
 		entry = entryMs
 	}
-	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, entry, r.keys.Channel}
+	if st.arg["c"] >= len(r.chans) {
+		return fmt.Errorf("acquire: Locker %d, the replay has %d", st.arg["c"], len(r.chans))
+	}
+	argv := []any{r.owner(st.arg["t"]), ttlMs, retentionMs, entry, r.chans[st.arg["c"]]}
 	r.countQueuedGhosts(st)
 	for _, g := range st.ghosts {
 		argv = append(argv, r.owner(g))
@@ -191,9 +204,7 @@ func (r *replay) renew(st step) error {
 // refresh replays refresh.lua: the model's waiting (1), granted (2, with
 // the fence) and gone (3).
 func (r *replay) refresh(st step) error {
-	k := r.keys
-	res, err := r.s.refresh.Run(r.ctx, r.c, r.lockKeys(),
-		r.owner(st.arg["t"]), entryMs, retentionMs, k.Channel).Slice()
+	res, err := r.s.refresh.Run(r.ctx, r.c, r.lockKeys(), r.owner(st.arg["t"]), entryMs, retentionMs).Slice()
 	if err != nil {
 		return fmt.Errorf("refresh: %w", err)
 	}
@@ -235,7 +246,7 @@ func (r *replay) expireEntry(t int) error {
 }
 
 func (r *replay) release(st step) error {
-	n, err := r.s.release.Run(r.ctx, r.c, r.lockKeys(), r.owner(st.arg["t"]), retentionMs, r.keys.Channel).Int64()
+	n, err := r.s.release.Run(r.ctx, r.c, r.lockKeys(), r.owner(st.arg["t"]), retentionMs).Int64()
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
 	}
@@ -246,7 +257,7 @@ func (r *replay) release(st step) error {
 }
 
 func (r *replay) force(st step) error {
-	res, err := r.s.force.Run(r.ctx, r.c, r.lockKeys(), retentionMs, sha(r.owner(st.arg["h"]))[:12], r.keys.Channel).Slice()
+	res, err := r.s.force.Run(r.ctx, r.c, r.lockKeys(), retentionMs, sha(r.owner(st.arg["h"]))[:12]).Slice()
 	if err != nil {
 		return fmt.Errorf("force: %w", err)
 	}
@@ -347,15 +358,15 @@ func (r *replay) realFence(f int) (int64, error) {
 	return real, nil
 }
 
-// published checks that the step published on the release channel the
-// grants the model printed for it ("<owner> <fence>", in order), and
-// nothing else: a PING on the subscription comes back after every
-// message sent before it.
+// published checks that the step published the grants the model printed
+// for it ("<owner> <fence>", in order), each on the grant channel of the
+// Locker whose attempt it grants, and nothing else: a PING on the
+// subscription comes back after every message sent before it.
 func (r *replay) published() error {
 	if err := r.sub.Ping(r.ctx); err != nil {
 		return fmt.Errorf("ping the subscription: %w", err)
 	}
-	var grants []string
+	var grants []*redis.Message
 	for {
 		msg, err := r.sub.ReceiveTimeout(r.ctx, 10*time.Second)
 		if err != nil {
@@ -365,7 +376,7 @@ func (r *replay) published() error {
 			break
 		}
 		if m, ok := msg.(*redis.Message); ok {
-			grants = append(grants, m.Payload)
+			grants = append(grants, m)
 		}
 	}
 	return r.granted(grants)
@@ -373,18 +384,26 @@ func (r *replay) published() error {
 
 // granted compares the grant messages Redis published with the model's
 // grants, and maps the fences they carry.
-func (r *replay) granted(msgs []string) error {
+func (r *replay) granted(msgs []*redis.Message) error {
 	want := r.grants
 	r.grants = nil
 	if len(msgs) != len(want) {
-		return fmt.Errorf("grants: the model granted %d, Redis published %q", len(want), msgs)
+		var got []string
+		for _, m := range msgs {
+			got = append(got, m.Channel+" "+m.Payload)
+		}
+		return fmt.Errorf("grants: the model granted %d, Redis published %q", len(want), got)
 	}
 	for i, g := range want {
-		owner, digits, _ := strings.Cut(msgs[i], " ")
+		owner, digits, _ := strings.Cut(msgs[i].Payload, " ")
 		f, err := strconv.ParseInt(digits, 10, 64)
 		if err != nil || owner != r.owner(g.arg["t"]) {
-			return fmt.Errorf("grant: want %s to %d, Redis published %q", g.line, g.arg["t"], msgs[i])
+			return fmt.Errorf("grant: want %s to %d, Redis published %q", g.line, g.arg["t"], msgs[i].Payload)
 		}
+		if c := g.arg["c"]; c >= len(r.chans) || msgs[i].Channel != r.chans[c] {
+			return fmt.Errorf("grant: want %s on Locker %d's channel, Redis published it on %q", g.line, c, msgs[i].Channel)
+		}
+		r.count[fmt.Sprintf("grant to Locker %d", g.arg["c"])]++
 		if err := r.minted(g.arg["f"], f); err != nil {
 			return fmt.Errorf("grant: %w", err)
 		}

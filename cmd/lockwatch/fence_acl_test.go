@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/testenv/redisacl"
 )
 
@@ -102,7 +103,7 @@ func TestFenceUnderTheFenceOperatorACL(t *testing.T) {
 	lockKey := redisacl.LeaseNamespace + ":{0123456789abcdef0123456789abcdef}:l"
 	redisacl.RequireRefused(t, c.Del(ctx, lockKey).Err(), "DEL of a lock")
 	redisacl.RequireRefused(t, c.Eval(ctx, "return redis.call('SET', KEYS[1], 'x')", []string{lockKey}).Err(), "a script setting a lock")
-	redisacl.RequireRefused(t, c.Publish(ctx, redisacl.LeaseNamespace+":{0123456789abcdef0123456789abcdef}:r", "").Err(), "PUBLISH on a release channel")
+	redisacl.RequireRefused(t, c.Publish(ctx, leasekeys.GrantChannel(redisacl.LeaseNamespace, "locker"), "").Err(), "PUBLISH on a grant channel")
 	redisacl.RequireRefused(t, c.HGet(ctx, "billing:fence:ledger:{0123456789abcdef0123456789abcdef}", "fence").Err(), "a mark in another namespace")
 }
 

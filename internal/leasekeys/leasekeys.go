@@ -1,7 +1,7 @@
 // Package leasekeys is a lease's layout in Redis, named once for the Go
-// code and the Lua scripts: the names of its keys and its release channel
-// (Of), and the format of its fence record (Record, the reference for
-// lease/scripts/record.lua).
+// code and the Lua scripts: the names of its keys (Of), a Locker's grant
+// channel (GrantChannel), and the format of its fence record (Record, the
+// reference for lease/scripts/record.lua).
 //
 // A caller key is request input and untrusted: it may be long, binary, or
 // contain the braces that choose a Redis Cluster slot. So the key never
@@ -12,9 +12,8 @@
 //	<namespace>:{<h>}:q   the wait queue: the waiters' owner tokens, oldest
 //	                      first (a list)
 //	<namespace>:{<h>}:e   the queue's entries: owner token -> "<expiry ms on
-//	                      the server's TIME> <lease TTL ms>" (a hash)
-//	<namespace>:{<h>}:r   the release channel a hand-off publishes its
-//	                      grant on: "<owner> <fence>"
+//	                      the server's TIME> <lease TTL ms> <grant channel>"
+//	                      (a hash)
 //
 // where h is the first 128 bits of SHA-256(namespace, 0x00, key) in hex.
 // The hash tag {h} puts the keys in one slot (the scripts touch them
@@ -35,14 +34,13 @@ import (
 // validates it): Derive's buffers are sized for it.
 const MaxNamespace = 64
 
-// Keys are the Redis names of one lease. The scripts get them as KEYS
-// (the channel, not a key, as ARGV): no script derives one from another.
+// Keys are the Redis names of one lease. The scripts get them as KEYS:
+// no script derives one from another.
 type Keys struct {
 	Lock    string // the owner token, expiring after the TTL
 	Fence   string // the fence record (Record)
 	Queue   string // the wait queue, owner tokens oldest first (a list)
 	Entries string // the queue's entries by owner token (a hash)
-	Channel string // where a hand-off publishes its grant
 }
 
 // Of returns the names of key's lease in namespace, all in one allocation.
@@ -50,20 +48,30 @@ func Of(namespace, key string) Keys {
 	var small [256]byte // keys up to this size are hashed without an allocation
 	in := append(append(append(small[:0], namespace...), 0), key...)
 	sum := sha256.Sum256(in)
-	// One string holds the five names: "<ns>:{h}:l<ns>:{h}:f...<ns>:{h}:r".
-	var buf [5 * (MaxNamespace + 2 + 32 + 3)]byte
+	// One string holds the four names: "<ns>:{h}:l<ns>:{h}:f...<ns>:{h}:e".
+	var buf [4 * (MaxNamespace + 2 + 32 + 3)]byte
 	b := append(append(buf[:0], namespace...), ":{"...)
 	b = hex.AppendEncode(b, sum[:16])
 	b = append(b, "}:l"...)
 	n := len(b)
-	for _, suffix := range []byte{'f', 'q', 'e', 'r'} {
+	for _, suffix := range []byte{'f', 'q', 'e'} {
 		b = append(append(b, b[:n-1]...), suffix)
 	}
 	all := string(b)
 	return Keys{
 		Lock: all[:n], Fence: all[n : 2*n], Queue: all[2*n : 3*n],
-		Entries: all[3*n : 4*n], Channel: all[4*n:],
+		Entries: all[3*n:],
 	}
+}
+
+// GrantChannel is the channel a hand-off publishes the grants of a
+// Locker's waiters on, "<namespace>:{<id>}:g", id the Locker's own: the
+// enqueuing script stores it in the waiter's entry, and only that Locker
+// subscribes to it. The braces put it under the lease's ACL channel
+// pattern <namespace>:{*, and spread the Lockers' channels over a
+// cluster's slots (their subscriptions over its nodes).
+func GrantChannel(namespace, id string) string {
+	return namespace + ":{" + id + "}:g"
 }
 
 // HashTag returns the hash of a derived key (the part between the braces):

@@ -10,12 +10,12 @@ import (
 func TestOf(t *testing.T) {
 	k := Of("lockwatch", "{user}:42")
 	names := map[string]string{
-		k.Lock: ":l", k.Fence: ":f", k.Queue: ":q", k.Entries: ":e", k.Channel: ":r",
+		k.Lock: ":l", k.Fence: ":f", k.Queue: ":q", k.Entries: ":e",
 	}
-	assert.Len(t, names, 5, "five names, each its own")
+	assert.Len(t, names, 4, "four names, each its own")
 	prefix := k.Lock[:len(k.Lock)-1]
 	for name, suffix := range names {
-		assert.Equal(t, prefix+suffix[1:], name, "one hash tag for the five names")
+		assert.Equal(t, prefix+suffix[1:], name, "one hash tag for the four names")
 		assert.True(t, strings.HasSuffix(name, suffix))
 	}
 	assert.Equal(t, "lockwatch:{", prefix[:len("lockwatch:{")])
@@ -23,6 +23,13 @@ func TestOf(t *testing.T) {
 	assert.NotContains(t, k.Queue, "user", "the caller key never appears in Redis")
 
 	long := strings.Repeat("n", MaxNamespace)
-	assert.Equal(t, long+":{", Of(long, strings.Repeat("k", 4096)).Channel[:MaxNamespace+2])
+	assert.Equal(t, long+":{", Of(long, strings.Repeat("k", 4096)).Entries[:MaxNamespace+2])
 	assert.LessOrEqual(t, testing.AllocsPerRun(100, func() { _ = Of(long, "k") }), 1.0, "one allocation")
+}
+
+func TestGrantChannel(t *testing.T) {
+	ch := GrantChannel("lockwatch", "abc")
+	assert.Equal(t, "lockwatch:{abc}:g", ch)
+	assert.True(t, strings.HasPrefix(ch, "lockwatch:{"), "under the lease's ACL channel pattern")
+	assert.Equal(t, "abc", ch[strings.IndexByte(ch, '{')+1:strings.IndexByte(ch, '}')], "its own hash tag")
 }

@@ -8,7 +8,7 @@ local owner = ARGV[1]     -- this attempt's owner token (every attempt has one)
 local ttl = ARGV[2]       -- in milliseconds
 local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
 local entryTTL = tonumber(ARGV[4]) -- > 0: a held key queues owner, live so long (ms)
-local channel = ARGV[5]   -- the release channel, where a hand-off publishes
+local channel = ARGV[5]   -- the Locker's grant channel ('': none), for the entry
 local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 --
 -- The ghosts are the owner tokens of the Locker's earlier attempts whose
@@ -31,7 +31,7 @@ local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 --               comes after the holder left cannot take the key.
 --   {2, pttl, place}  with entryTTL > 0, held by another: owner is queued
 --               at place (0: already queued) and barred '~'; the grant
---               comes as "<owner> <fence>" on the channel, or from
+--               comes as "<owner> <fence>" on channel, or from
 --               refresh.lua.
 --   {0, -3}     owner is barred: a late copy of an answered attempt.
 --   error "LOCKWATCH refused: ..."  nothing written: the server cannot
@@ -69,7 +69,7 @@ local function contended()
     if ended and isBarred(ended, cont, owner) then
       return {0, -3}
     end
-    local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl)
+    local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
     barOwner(fenceKey, owner, retention, '~')
     return {2, pttl, place}
   end
@@ -96,7 +96,7 @@ if #ARGV >= GHOSTS then
   endGhosts()
   last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
 end
-if handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel) then
+if handoff(lockKey, fenceKey, queueKey, entriesKey, retention) then
   return contended()
 end
 if isBarred(ended, cont, owner) then

@@ -7,7 +7,6 @@ local entriesKey = KEYS[4]
 local retention = ARGV[1] -- how long an idle key remembers its fence, in ms
 local holder = ARGV[2]    -- the first 12 hex digits of the SHA-1 of the
 --                           holder's owner token, as inspect.lua gives it
-local channel = ARGV[3]   -- the release channel, as release.lua's
 --
 -- Only that holder: a copy of this script (a go-redis re-send) that comes
 -- after a waiter took the key, or a force after the stuck holder released
@@ -38,7 +37,7 @@ if held then
   if ok then
     redis.call('DEL', lockKey)
     barOwner(fenceKey, held, retention, '!')
-    handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+    handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
     return {1, hash, fence}
   end
 end

@@ -160,13 +160,14 @@ local function mint(key, retention, last, ended, cont)
 end
 
 -- The wait queue: a list of owner tokens, oldest first, and a hash of
--- their entries, "<expiry> <lease ttl>" in ms on the server's TIME. An
--- entry is live while its expiry is ahead; both keys expire with the
--- longest entry, and a token is in both or in neither.
+-- their entries, "<expiry> <lease ttl> <channel>": ms on the server's
+-- TIME, and the grant channel of the waiter's Locker ('': none). An entry
+-- is live while its expiry is ahead; both keys expire with the longest
+-- entry, and a token is in both or in neither.
 local function entryOf(entriesKey, owner)
   local entry = redis.call('HGET', entriesKey, owner)
-  local expiry, ttl = string.match(entry or '', '^(%d+) (%d+)$')
-  return entry, expiry and tonumber(expiry) > nowMs(), ttl
+  local expiry, ttl, channel = string.match(entry or '', '^(%d+) (%d+) ?(.*)$')
+  return entry, expiry and tonumber(expiry) > nowMs(), ttl, channel
 end
 
 local function keepEntries(queueKey, entriesKey, entryTTL)
@@ -177,11 +178,13 @@ local function keepEntries(queueKey, entriesKey, entryTTL)
 end
 
 -- enqueue puts owner at the queue's tail, live for entryTTL ms, its lease
--- to last ttl ms once granted, and returns its place (1: the head; 0: it
--- was queued already, and its entry is pushed back).
-local function enqueue(queueKey, entriesKey, owner, entryTTL, ttl)
+-- to last ttl ms once granted and its grant published on channel, and
+-- returns its place (1: the head; 0: it was queued already, and its entry
+-- is pushed back).
+local function enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
   local place = 0
-  if redis.call('HSET', entriesKey, owner, string.format('%d %s', nowMs() + entryTTL, ttl)) == 1 then
+  local entry = string.format('%d %s %s', nowMs() + entryTTL, ttl, channel)
+  if redis.call('HSET', entriesKey, owner, entry) == 1 then
     place = redis.call('RPUSH', queueKey, owner)
   end
   keepEntries(queueKey, entriesKey, entryTTL)
@@ -191,10 +194,12 @@ end
 -- handoff gives a free key to the queue's first live entry: the expired
 -- ones before it are dropped, and the live one gets the lock for its
 -- lease TTL, a fence minted as acquire.lua mints, and the grant message
--- "<owner> <fence>" on channel. It returns the owner granted; nil when
--- no entry is live (the key stays free); nil and the refusal when no
--- fence can be minted (nothing written).
-local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+-- "<owner> <fence>" on its entry's channel (its Locker's alone). It
+-- returns the owner granted; nil when no entry is live (the key stays
+-- free); nil and the refusal when no fence can be minted (nothing
+-- written). The publish may fail (an ACL without the channel): the
+-- waiter then learns of the grant at its next refresh.
+local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
   if redis.call('EXISTS', queueKey) == 0 then
     return nil
   end
@@ -209,12 +214,14 @@ local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention, chann
     if not owner then
       return nil
     end
-    local _, live, ttl = entryOf(entriesKey, owner)
+    local _, live, ttl, channel = entryOf(entriesKey, owner)
     redis.call('HDEL', entriesKey, owner)
     if live then
       local fence = mint(fenceKey, retention, last, ended, cont)
       redis.call('SET', lockKey, owner, 'PX', ttl)
-      redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
+      if channel ~= '' then
+        redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
+      end
       return owner
     end
   end

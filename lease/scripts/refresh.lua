@@ -7,9 +7,9 @@ local entriesKey = KEYS[4]
 local owner = ARGV[1]     -- the waiting attempt's owner token
 local entryTTL = tonumber(ARGV[2]) -- the entry's new lifetime, in ms
 local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
-local channel = ARGV[4]   -- the release channel, where a hand-off publishes
 --
 -- A free key (its lock expired) is handed on first, as release.lua does.
+-- The entry keeps its grant channel.
 -- Returns
 --   {1, fence}  granted: the lock holds owner, under fence (the grant's
 --               message may still be on its way, or lost).
@@ -22,7 +22,7 @@ local channel = ARGV[4]   -- the release channel, where a hand-off publishes
 local holder = redis.call('GET', lockKey)
 if not holder then
   local why
-  holder, why = handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+  holder, why = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
   if why then
     return redis.error_reply(why)
   end
@@ -30,9 +30,9 @@ end
 if holder == owner then
   return heldBy(fenceKey)
 end
-local entry, live, ttl = entryOf(entriesKey, owner)
+local entry, live, ttl, channel = entryOf(entriesKey, owner)
 if live then
-  redis.call('HSET', entriesKey, owner, string.format('%d %s', nowMs() + entryTTL, ttl))
+  redis.call('HSET', entriesKey, owner, string.format('%d %s %s', nowMs() + entryTTL, ttl, channel))
   keepEntries(queueKey, entriesKey, entryTTL)
   return {2, redis.call('PTTL', lockKey)}
 end

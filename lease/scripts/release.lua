@@ -6,7 +6,6 @@ local queueKey = KEYS[3]  -- the wait queue and its entries (record.lua)
 local entriesKey = KEYS[4]
 local owner = ARGV[1]     -- the attempt's owner token
 local retention = ARGV[2] -- how long an idle key remembers its fence, in ms
-local channel = ARGV[3]   -- the release channel, where a hand-off publishes
 --
 -- Returns 1 when this attempt's release deleted the lock: this copy, or
 -- an earlier copy of the command (go-redis re-sends a command whose reply
@@ -23,9 +22,8 @@ local channel = ARGV[3]   -- the release channel, where a hand-off publishes
 --
 -- A waiter that gives up sends it too (its leave): its queue entry goes,
 -- and a key granted to it already is released. A key left free, by this
--- release or an expiry, is handed to the queue's first live entry. The
--- grant's publish may fail (an ACL without the channel): the waiter then
--- learns of the grant at its next refresh.
+-- release or an expiry, is handed to the queue's first live entry, whose
+-- grant goes to the channel its entry names (record.lua's handoff).
 local holder = redis.call('GET', lockKey)
 local released = 0
 if holder == owner then
@@ -40,7 +38,7 @@ if redis.call('EXISTS', queueKey) == 1 then
     redis.call('LREM', queueKey, 1, owner)
   end
   if not holder or holder == owner then
-    handoff(lockKey, fenceKey, queueKey, entriesKey, retention, channel)
+    handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
   end
 end
 return released

@@ -30,8 +30,8 @@ const Password = "CHANGE-ME"
 // queue and grants, Config.ReplicationAcks's WAIT, Check.
 //
 // The pattern <ns>:{* matches a lease's keys (<ns>:{<hash>}:l, :f, :q, :e,
-// internal/leasekeys) and, as a channel pattern, its release channels
-// (<ns>:{<hash>}:r), and nothing else lockwatch writes: not a fenced
+// internal/leasekeys) and, as a channel pattern, the Lockers' grant
+// channels (<ns>:{<id>}:g), and nothing else lockwatch writes: not a fenced
 // store's marks, whose default namespace lockwatch:fence a pattern <ns>:*
 // would match. The commands are
 // those go-redis sends (PING: lockwatch run at start and go-redis's health
@@ -46,7 +46,7 @@ func Locker(ns string) []string {
 
 // Operator returns the rules of the user of lockwatch inspect and lockwatch
 // release --force (Locker.Inspect, Locker.ForceRelease) in namespace ns:
-// inspect.lua and force.lua, the release channels (a force release grants
+// inspect.lua and force.lua, the grant channels (a force release grants
 // the key to a waiter), the hand-off to the wait queue's head (LPOP, HGET, HDEL, and
 // TIME for the fence it mints), WAIT (a Locker with
 // Config.ReplicationAcks), and PING (the command's first call). It is no
