@@ -44,8 +44,26 @@
 //
 // Observe says who leads: the term holding the key (Locker.Inspect) and its
 // leader's identity, or ErrNoLeader. The lease keeps no names, so a leader
-// writes "<fence> <identity>" to <namespace>:{<hash>}:n, in the lease's
-// hash slot (Redis Cluster) and under the Locker's ACL key pattern, with
-// GET and SET in a script (SECURITY.md); Observe names a leader only when
-// the record is the held term's.
+// writes "<fence> <until> <identity>" to <namespace>:{<hash>}:n, in the
+// lease's hash slot (Redis Cluster) and under the Locker's ACL key pattern,
+// with GET, SET and TIME in a script (SECURITY.md); Observe names a leader
+// only when the record is the held term's.
+//
+// # Signals
+//
+// Config.Telemetry receives the lockwatch_election_* series (package
+// telemetry lists them), labelled with Config.Name: a leader gauge per
+// candidate, term changes, the newest term, terms' lengths, the time
+// without a leader, losses by reason and late completions; one
+// election.term span per term, which fn's context carries; and a Warn log
+// on a loss and on a late completion. The terms' leases record there too,
+// under the election's name as their lock name, so the renewal latency and
+// failures that eat a term's TTL are the election's.
+//
+// The time without a leader is measured by each new leader on the Redis
+// clock, from the previous term's until in the record: the time the term is
+// known valid to, which its leader rewrites every third of the term's
+// validity and sets to the term's end when it ends. A leader that vanished
+// without ending its term is measured from its last rewrite, which the
+// lease's later renewals may have outlived by up to a third of its TTL.
 package election

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -51,8 +52,9 @@ type Election struct {
 	client redis.UniversalClient
 	key    string
 	cfg    Config
-	scope  fence.Scope // the key's in cfg.Namespace, to tell it is lk's
-	record string      // the leader record's Redis key
+	rec    *obs.Recorder // cfg.Telemetry's
+	scope  fence.Scope   // the key's in cfg.Namespace, to tell it is lk's
+	record string        // the leader record's Redis key
 	// recordTTL is the leader record's expiry; a leader rewrites it every half
 	// of it.
 	recordTTL time.Duration
@@ -80,14 +82,14 @@ func New(lk *lease.Locker, client redis.UniversalClient, key string, cfg Config)
 	case key == "":
 		return nil, invalidf("empty key")
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.withDefaults(key)
 	if err := validIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
 	if err := validNamespace(cfg.Namespace); err != nil {
 		return nil, err
 	}
-	waiting, err := lk.With(lease.Config{Wait: math.MaxInt64})
+	waiting, err := lk.With(lease.Config{Wait: math.MaxInt64, Name: cfg.Name, Telemetry: cfg.Telemetry})
 	if err != nil {
 		return nil, err
 	}
@@ -96,6 +98,7 @@ func New(lk *lease.Locker, client redis.UniversalClient, key string, cfg Config)
 		scope:     fence.ScopeOf(cfg.Namespace, key),
 		record:    recordKey(cfg.Namespace, key),
 		recordTTL: recordTTL,
+		rec:       (*obs.Telemetry)(cfg.Telemetry).Recorder(),
 	}, nil
 }
 

@@ -290,7 +290,7 @@ func TestObserve(t *testing.T) {
 	keys, err := c.Keys(ctx, h.ns+":{*}:n").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
-	require.NoError(t, c.Set(ctx, keys[0], "1 mallory", 0).Err())
+	require.NoError(t, c.Set(ctx, keys[0], "1 0 mallory", 0).Err())
 	got, err = watcher.Observe(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, election.Leader{Term: term}, got)

@@ -2,6 +2,8 @@ package election
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,12 +17,14 @@ import (
 )
 
 func TestConfigDefaults(t *testing.T) {
-	c := Config{}.withDefaults()
+	c := Config{}.withDefaults("k")
 	assert.Equal(t, time.Second, c.Pause)
 	assert.Equal(t, "lockwatch", c.Namespace)
 	assert.NotEmpty(t, c.Identity)
-	assert.Zero(t, Config{Pause: -1}.withDefaults().Pause, "negative: no pause")
-	assert.Equal(t, time.Minute, Config{Pause: time.Minute}.withDefaults().Pause)
+	assert.Equal(t, "k", c.Name, "the key names the election")
+	assert.NotNil(t, c.Telemetry)
+	assert.Zero(t, Config{Pause: -1}.withDefaults("k").Pause, "negative: no pause")
+	assert.Equal(t, time.Minute, Config{Pause: time.Minute}.withDefaults("k").Pause)
 }
 
 // newElection returns an Election on a private server, its record expiring
@@ -40,18 +44,49 @@ func newElection(t *testing.T, ttl time.Duration) (*Election, *redis.Client) {
 func TestRecordKeepsTheLaterTerm(t *testing.T) {
 	e, c := newElection(t, time.Minute)
 	ctx := context.Background()
-	require.NoError(t, e.write(ctx, Term{Fence: 20, Identity: "new"}))
-	require.NoError(t, e.write(ctx, Term{Fence: 10, Identity: "old"}))
-	v, err := c.Get(ctx, e.record).Result()
-	require.NoError(t, err)
-	assert.Equal(t, "20 new", v)
-	require.NoError(t, e.write(ctx, Term{Fence: 30, Identity: "newer"}))
-	v, err = c.Get(ctx, e.record).Result()
-	require.NoError(t, err)
-	assert.Equal(t, "30 newer", v)
+	write := func(fence int64, id string) {
+		_, err := e.write(ctx, Term{Fence: fence, Identity: id}, time.Second)
+		require.NoError(t, err)
+	}
+	write(20, "new")
+	write(10, "old")
+	assert.Regexp(t, `^20 \d+ new$`, c.Get(ctx, e.record).Val())
+	write(30, "newer")
+	assert.Regexp(t, `^30 \d+ newer$`, c.Get(ctx, e.record).Val())
 	ttl, err := c.PTTL(ctx, e.record).Result()
 	require.NoError(t, err)
 	assert.InDelta(t, time.Minute, ttl, float64(time.Second), "the record expires")
+}
+
+// The record's until is the server's time plus the validity written; the
+// next term's first write tells the time since it, on the server's clock,
+// and a term's own writes, or a first one, tell none.
+func TestRecordTellsTheTimeWithoutALeader(t *testing.T) {
+	e, c := newElection(t, time.Minute)
+	ctx := context.Background()
+	gap, err := e.write(ctx, Term{Fence: 5, Identity: "a"}, time.Second)
+	require.NoError(t, err)
+	assert.Negative(t, gap, "no earlier term")
+	before := c.Time(ctx).Val()
+	_, err = e.write(ctx, Term{Fence: 5, Identity: "a"}, 3*time.Second)
+	require.NoError(t, err)
+	after := c.Time(ctx).Val()
+	_, rest, _ := strings.Cut(c.Get(ctx, e.record).Val(), " ")
+	till, _, _ := strings.Cut(rest, " ")
+	ms, err := strconv.ParseInt(till, 10, 64)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, ms, before.Add(3*time.Second).UnixMilli())
+	assert.LessOrEqual(t, ms, after.Add(3*time.Second).UnixMilli())
+
+	gap, err = e.write(ctx, Term{Fence: 6, Identity: "b"}, time.Second)
+	require.NoError(t, err)
+	assert.Zero(t, gap, "the next term started within the last one's validity")
+	ended := c.Time(ctx).Val().Add(-5 * time.Second).UnixMilli()
+	require.NoError(t, c.Set(ctx, e.record, strconv.FormatInt(6, 10)+" "+strconv.FormatInt(ended, 10)+" b", 0).Err())
+	gap, err = e.write(ctx, Term{Fence: 7, Identity: "c"}, time.Second)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, gap, 5*time.Second)
+	assert.Less(t, gap, time.Minute)
 }
 
 // A term that outlives the record's expiry keeps its name: the leader

@@ -6,13 +6,19 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// termState is a live term: its lease and what Leading reports.
+// termState is a live term: its lease and what Leading reports, and how
+// its record's rewrites stop and its end is reported.
 type termState struct {
-	l    *lease.Lease
-	term Term
+	l          *lease.Lease
+	term       Term
+	stopRecord func()
+	ended      func(lost error, late bool)
 }
 
 // Run campaigns for the key and, whenever this candidate wins, runs fn with
@@ -42,6 +48,7 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, t Term)
 		return invalidf("Run called while another Run of the election runs")
 	}
 	defer e.running.Store(false)
+	e.rec.Campaigning(ctx, obs.Candidate{Election: e.cfg.Name, Identity: e.cfg.Identity})
 	for {
 		l, err := e.campaign(ctx)
 		if err != nil {
@@ -89,15 +96,21 @@ func (e *Election) lead(ctx context.Context, l *lease.Lease, fn func(context.Con
 		return true, e.namespaceError()
 	}
 	t := Term{Fence: l.Fence(), Token: l.Token(), Identity: e.cfg.Identity, Start: time.Now()}
-	stopRecord := e.keepRecord(l.Context(), t, l.Remaining())
-	e.setLeading(&termState{l: l, term: t})
+	endBound := l.Remaining()/3 + minRewrite // the record's end mark's
+	gap, stopRecord := e.keepRecord(l, t)
+	obsCtx, span := e.rec.StartTerm(ctx, obs.TermStart{Election: e.cfg.Name, Identity: t.Identity, Fence: t.Fence, Leaderless: gap})
+	ended := func(lost error, late bool) { e.endTerm(obsCtx, span, t, lost, late) }
+	ts := &termState{l: l, term: t, stopRecord: stopRecord, ended: ended}
+	e.setLeading(ts)
 	if e.cfg.OnStartedLeading != nil {
 		e.cfg.OnStartedLeading(t)
 	}
-	fnErr := e.runFn(l, t, fn, stopRecord)
+	fnErr := e.runFn(trace.ContextWithSpan(l.Context(), span), ts, fn)
 	lost := l.Err() // the loss, or nil: the term was live when fn returned
 	released := l.Release(ctx)
 	late := released != nil && (lost != nil || errors.Is(released, lease.ErrNotHeld))
+	ended(lost, late)
+	e.endRecord(ctx, t, endBound)
 	var reason, result error
 	switch {
 	case lost != nil:
@@ -116,20 +129,34 @@ func (e *Election) lead(ctx context.Context, l *lease.Lease, fn func(context.Con
 	return lost == nil || ctx.Err() != nil, result
 }
 
-// runFn runs fn on the term's context. Leading reports the term until fn
-// returns; a panic in fn resigns the term and goes on.
-func (e *Election) runFn(l *lease.Lease, t Term, fn func(context.Context, Term) error, stopRecord func()) (err error) {
+// runFn runs fn on ctx, the term's context. Leading reports the term until
+// fn returns; a panic in fn resigns the term, ends it (ended) and goes on.
+func (e *Election) runFn(ctx context.Context, ts *termState, fn func(context.Context, Term) error) (err error) {
 	panicking := true
 	defer func() {
-		stopRecord()
+		ts.stopRecord()
 		e.setLeading(nil)
 		if panicking {
-			_ = l.Release(context.Background())
+			lost := ts.l.Err()
+			released := ts.l.Release(context.Background())
+			ts.ended(lost, released != nil && (lost != nil || errors.Is(released, lease.ErrNotHeld)))
 		}
 	}()
-	err = fn(l.Context(), t)
+	err = fn(ctx, ts.term)
 	panicking = false
 	return err
+}
+
+// endTerm reports a term's end: lost is its loss (nil: resigned), late
+// whether fn returned after the key may have passed on.
+func (e *Election) endTerm(ctx context.Context, span trace.Span, t Term, lost error, late bool) {
+	ev := obs.TermEnd{Election: e.cfg.Name, Identity: t.Identity, Fence: t.Fence, Held: time.Since(t.Start),
+		Change: obs.TermResigned, Late: late}
+	var le *lease.LostError
+	if errors.As(lost, &le) {
+		ev.Change, ev.Loss, ev.Err = obs.TermLost, le.Reason, lost
+	}
+	e.rec.EndTerm(ctx, span, ev)
 }
 
 func (e *Election) setLeading(ts *termState) {

@@ -80,6 +80,30 @@
 //     lockwatch release --force): released, not_held, unknown. lock_name is
 //     the forcing Locker's.
 //
+// Package election records these, election being election.Config.Name (the
+// lock_name of its terms' leases too, whose renewal latency, failures and
+// losses above are the election's):
+//
+//   - lockwatch_election_leader{election, candidate}: gauge, 1 while the
+//     candidate leads (from its term's start until its function returned
+//     and the term was released), else 0 from its campaign's start. The
+//     sum over an election's candidates is how many think they lead.
+//   - lockwatch_election_term_changes_total{election, reason}: started,
+//     resigned, lost: every term counts once as it starts and once as it
+//     ends.
+//   - lockwatch_election_term{election}: gauge of the newest term (its
+//     fence) a candidate of the process led.
+//   - lockwatch_election_leadership_duration_seconds{election}: histogram
+//     of the terms' lengths.
+//   - lockwatch_election_leaderless_duration_seconds{election}: histogram
+//     of the time without a leader before each term, as its new leader
+//     measured it on the Redis clock from the previous term's end as the
+//     leader record tells it (election's package doc).
+//   - lockwatch_election_losses_total{election, reason}: terms lost, by
+//     lease.LossReason.
+//   - lockwatch_election_late_completions_total{election}: leaders'
+//     functions that returned after their term's key may have passed on.
+//
 // Attribute keys on metrics are short (lock.name, result, reason, resource)
 // rather than namespaced: they are scoped by their instrument's lockwatch.*
 // name, and they become the Prometheus labels that queries and alert rules
@@ -93,8 +117,11 @@
 //
 // Metric attributes come from closed sets (result, reason) plus the lock
 // name, which callers bound (a route or method, never a per-request key),
-// and the resource name of fence checks. The key, owner token and fence go
-// on spans only, and the key only as its hash (lockwatch.key.hash) unless
+// the resource name of fence checks, and the election name. The candidate
+// label is on the leader gauge only: each process exports one series per
+// election it campaigns in, so it churns as processes do, like the instance
+// or pod label of their scrape target. The key, owner token and fence go on
+// spans only, and the key only as its hash (lockwatch.key.hash) unless
 // Config.RawKeys is set (lockwatch.key), because keys are often customer or
 // tenant identifiers. Attribute sets are built once per lock name and value
 // and cached, so recording allocates nothing for attributes.
@@ -116,19 +143,22 @@
 // Spans: lease.acquire (a child of the caller's span, status Error only for
 // unknown or failed acquires; contention is an answer, not an error),
 // fence.check, and the events lease.renewal_failed, lease.lost,
-// lease.commit and lease.late_completion on the request's span. A renewal
-// that succeeds adds no event: a lease held for hours would otherwise fill
-// its span.
+// lease.commit and lease.late_completion on the request's span, and
+// election.term, one per term, from its start to its release, a child of
+// the context given to election's Run: its leader's function's context
+// carries it. A renewal that succeeds adds no event: a lease held for hours
+// would otherwise fill its span.
 //
 // # Logs
 //
-// Losses, unknown or failed acquires, their clean-up, renewal failures, late
-// completions, fence rejections, refused tokens and fence repairs are logged
-// at Warn with trace_id and span_id. The default logger is slog.Default():
-// these are the events an operator must not miss, and a Warn per event is
-// cheap next to the Redis round trip behind it. Under a Redis outage that is
-// two lines per lease (the failed renewal, the loss); give Config.Logger a
-// rate-limiting or discarding handler (slog.DiscardHandler) if that is too
-// many. Close loses the leases still held with reason closed: alerts on
-// losses should exclude that reason.
+// Losses (of leases and of election terms), unknown or failed acquires,
+// their clean-up, renewal failures, late completions, fence rejections,
+// refused tokens and fence repairs are logged at Warn with trace_id and
+// span_id. The default logger is slog.Default(): these are the events an
+// operator must not miss, and a Warn per event is cheap next to the Redis
+// round trip behind it. Under a Redis outage that is two lines per lease
+// (the failed renewal, the loss); give Config.Logger a rate-limiting or
+// discarding handler (slog.DiscardHandler) if that is too many. Close loses
+// the leases still held with reason closed: alerts on losses should exclude
+// that reason.
 package telemetry

@@ -41,6 +41,11 @@ var (
 	waitBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 	// Hold time: a request (milliseconds) to a batch job (an hour).
 	holdBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
+	// A term: a flap (under a second) to a leader that runs for days.
+	termBuckets = []float64{0.1, 1, 10, 60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 24 * 3600}
+	// Time without a leader: a hand-off (a round trip) to a TTL's expiry
+	// (seconds) to no candidate at all (minutes).
+	leaderlessBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 )
 
 // Metrics lists every instrument lockwatch records.
@@ -85,6 +90,20 @@ var Metrics = []Metric{
 		[]string{LabelLockName, AttrResult}, waitBuckets},
 	{LeaseForceReleases, PromLeaseForceReleases, Counter, "{release}", "Keys an administrator took back from their holder (lockwatch release --force), by result: released, not_held (the key was free, or held by another holder than the one named: nothing changed), unknown. The holder loses its lease at its next renewal (force_released).",
 		[]string{LabelLockName, AttrResult}, nil},
+	{ElectionLeader, PromElectionLeader, UpDownCounter, "{leader}", "1 while the candidate leads the election, else 0: one series per candidate that campaigns in the process. The sum over an election's candidates is how many think they lead.",
+		[]string{AttrElection, AttrCandidate}, nil},
+	{ElectionTermChanges, PromElectionTermChanges, Counter, "{change}", "Terms by change: started, and their ends, resigned (the leader released a live term) or lost.",
+		[]string{AttrElection, AttrReason}, nil},
+	{ElectionTerm, PromElectionTerm, UpDownCounter, "{fence}", "The newest term (its fence) any candidate of the process led; the largest over the processes is the election's newest.",
+		[]string{AttrElection}, nil},
+	{ElectionLeadershipDuration, PromElectionLeadershipDuration, Histogram, "s", "Terms' length, from the leader learning it leads to the term's release.",
+		[]string{AttrElection}, termBuckets},
+	{ElectionLeaderlessDuration, PromElectionLeaderlessDuration, Histogram, "s", "Time without a leader before a term, as its new leader measures it on the Redis clock: from the previous term's end (its resignation or loss, as that leader recorded it, else the validity it last recorded) to this term's start.",
+		[]string{AttrElection}, leaderlessBuckets},
+	{ElectionLosses, PromElectionLosses, Counter, "{loss}", "Terms lost, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
+		[]string{AttrElection, AttrReason}, nil},
+	{ElectionLateCompletions, PromElectionLateCompletions, Counter, "{completion}", "Leaders' functions that returned after their term's key may have passed on: their writes may overlap the next term's, and only the fence stops them.",
+		[]string{AttrElection}, nil},
 }
 
 // metricByName returns the table entry of an instrument name.

@@ -50,6 +50,21 @@ const (
 	PromLeaseWaitDuration        = "lockwatch_lease_wait_duration_seconds"
 	LeaseForceReleases           = "lockwatch.lease.force_releases"
 	PromLeaseForceReleases       = "lockwatch_lease_force_releases_total"
+
+	ElectionLeader                 = "lockwatch.election.leader"
+	PromElectionLeader             = "lockwatch_election_leader"
+	ElectionTermChanges            = "lockwatch.election.term_changes"
+	PromElectionTermChanges        = "lockwatch_election_term_changes_total"
+	ElectionTerm                   = "lockwatch.election.term"
+	PromElectionTerm               = "lockwatch_election_term"
+	ElectionLeadershipDuration     = "lockwatch.election.leadership.duration"
+	PromElectionLeadershipDuration = "lockwatch_election_leadership_duration_seconds"
+	ElectionLeaderlessDuration     = "lockwatch.election.leaderless.duration"
+	PromElectionLeaderlessDuration = "lockwatch_election_leaderless_duration_seconds"
+	ElectionLosses                 = "lockwatch.election.losses"
+	PromElectionLosses             = "lockwatch_election_losses_total"
+	ElectionLateCompletions        = "lockwatch.election.late_completions"
+	PromElectionLateCompletions    = "lockwatch_election_late_completions_total"
 )
 
 // Attribute keys (on metrics and spans) and the Prometheus labels they
@@ -61,6 +76,12 @@ const (
 	AttrResult    = "result"
 	AttrReason    = "reason"
 	AttrResource  = "resource"
+	// AttrElection is an election's name (election.Config.Name), which
+	// the service bounds as it bounds lock names.
+	AttrElection = "election"
+	// AttrCandidate is a candidate's identity, on the leader gauge only:
+	// one series per election per process (election.Config.Identity).
+	AttrCandidate = "candidate"
 )
 
 // Span-only attributes: high cardinality, never on a metric.
@@ -72,6 +93,12 @@ const (
 	AttrAttempts  = "lockwatch.attempts"
 	AttrRemaining = "lockwatch.remaining_seconds"
 	AttrHighWater = "lockwatch.fence.high_water"
+	AttrIdentity  = "lockwatch.election.identity"
+	AttrLate      = "lockwatch.election.late"
+	AttrLoss      = "lockwatch.election.loss_reason"
+	// AttrLeaderless is the time without a leader before a term, when its
+	// leader could tell it.
+	AttrLeaderless = "lockwatch.election.leaderless_seconds"
 )
 
 // SpanResultNotFound is the result of a fence.check span whose row did not
@@ -86,4 +113,5 @@ const (
 	EventLost           = "lease.lost"
 	EventCommit         = "lease.commit"
 	EventLateCompletion = "lease.late_completion"
+	SpanTerm            = "election.term"
 )

@@ -40,10 +40,23 @@ type Recorder struct {
 	waiting         metric.Int64UpDownCounter
 	waitDuration    metric.Float64Histogram
 	forceReleases   metric.Int64Counter
+	elections
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
 	known map[attrKey]bool // lock names and resources whose series exist
+	terms map[string]int64 // each election's newest term, as its gauge holds it
+}
+
+// elections are the instruments of the election side.
+type elections struct {
+	leader         metric.Int64UpDownCounter
+	termChanges    metric.Int64Counter
+	term           metric.Int64UpDownCounter
+	leadership     metric.Float64Histogram
+	leaderless     metric.Float64Histogram
+	electionLosses metric.Int64Counter
+	electionLate   metric.Int64Counter
 }
 
 // New creates the instruments on the configured providers. Errors from the
@@ -67,6 +80,7 @@ func New(c Config) *Recorder {
 		rawKeys: c.RawKeys,
 		attrs:   make(map[attrKey]*attrOpts),
 		known:   make(map[attrKey]bool),
+		terms:   make(map[string]int64),
 	}
 	t.create(meter)
 	return t
@@ -96,6 +110,13 @@ func (t *Recorder) create(meter metric.Meter) {
 	t.waiting = updown(LeaseWaiting)
 	t.waitDuration = histogram(LeaseWaitDuration)
 	t.forceReleases = counter(LeaseForceReleases)
+	t.leader = updown(ElectionLeader)
+	t.termChanges = counter(ElectionTermChanges)
+	t.term = updown(ElectionTerm)
+	t.leadership = histogram(ElectionLeadershipDuration)
+	t.leaderless = histogram(ElectionLeaderlessDuration)
+	t.electionLosses = counter(ElectionLosses)
+	t.electionLate = counter(ElectionLateCompletions)
 }
 
 // instruments creates instruments on a meter from their entries in Metrics.
@@ -216,11 +237,11 @@ func (t *Recorder) resource(name, key, value string) *attrOpts {
 	return t.opts(AttrResource, name, key, value)
 }
 
-// introduce creates every counter series of a lock name or resource at zero
-// the first time it is seen (and does nothing after that). A counter series
-// born at its first event has no earlier sample, so rate() and increase()
-// would miss that event: the first stale write a resource ever rejected
-// would page nobody.
+// introduce creates every counter series of a lock name, resource or
+// election at zero the first time it is seen (and does nothing after that).
+// A counter series born at its first event has no earlier sample, so rate()
+// and increase() would miss that event: the first stale write a resource
+// ever rejected would page nobody.
 func (t *Recorder) introduce(firstKey, name string) {
 	k := attrKey{firstKey: firstKey, first: name}
 	t.mu.RLock()
@@ -239,10 +260,17 @@ func (t *Recorder) introduce(firstKey, name string) {
 	one := t.opts(firstKey, name, "", "").add
 	result, reason := k, k
 	result.key, reason.key = AttrResult, AttrReason
-	if firstKey == AttrResource {
+	switch firstKey {
+	case AttrResource:
 		zero(t, t.fenceChecks, result, FenceResults)
 		t.fenceRejections.Add(ctx, 0, one...)
 		t.fenceRepairs.Add(ctx, 0, one...)
+		return
+	case AttrElection:
+		zero(t, t.termChanges, reason, TermChanges)
+		zero(t, t.electionLosses, reason, LossReasons)
+		t.electionLate.Add(ctx, 0, one...)
+		t.term.Add(ctx, 0, one...)
 		return
 	}
 	zero(t, t.acquires, result, AcquireResults)
@@ -258,8 +286,8 @@ func (t *Recorder) introduce(firstKey, name string) {
 	t.waiting.Add(ctx, 0, one...)
 }
 
-// zero creates c's series of set at zero, set.value taking every value of
-// a closed set.
+// zero creates c's series of set at zero, set.value taking every value of a
+// closed set.
 func zero[V ~string](t *Recorder, c metric.Int64Counter, set attrKey, values []V) {
 	for _, v := range values {
 		c.Add(context.Background(), 0, t.opts(set.firstKey, set.first, set.key, string(v)).add...)

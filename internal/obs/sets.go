@@ -140,6 +140,21 @@ const (
 	FenceMalformed FenceResult = "malformed"
 )
 
+// TermChange is the reason attribute of lockwatch.election.term_changes:
+// every term counts once when it starts and once when it ends.
+type TermChange string
+
+// Term changes.
+const (
+	TermStarted TermChange = "started"
+	// TermResigned: the leader released a live term (its function
+	// returned, or Run's context ended).
+	TermResigned TermChange = "resigned"
+	// TermLost: the term's lease was lost (lockwatch.election.losses
+	// says why).
+	TermLost TermChange = "lost"
+)
+
 // The sets, in the order dashboards list them.
 var (
 	AcquireResults    = []AcquireResult{AcquireAcquired, AcquireContended, AcquireUnknown, AcquireError}
@@ -149,5 +164,6 @@ var (
 	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused, CommitStale, CommitFailed}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
 	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}
+	TermChanges       = []TermChange{TermStarted, TermResigned, TermLost}
 	FenceResults      = []FenceResult{FenceAccepted, FenceRejected, FenceLate, FenceForeign, FenceForged, FenceAhead, FenceUnscoped, FenceMalformed}
 )

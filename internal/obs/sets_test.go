@@ -19,7 +19,7 @@ func TestEachSetListsEveryConstant(t *testing.T) {
 		"AcquireResult": AcquireResults, "ResolutionResult": ResolutionResults,
 		"RenewalResult": RenewalResults, "LossReason": LossReasons,
 		"CommitResult": CommitResults, "ReleaseResult": ReleaseResults, "WaitResult": WaitResults,
-		"FenceResult": FenceResults,
+		"FenceResult": FenceResults, "TermChange": TermChanges,
 	}
 	f, err := parser.ParseFile(token.NewFileSet(), "sets.go", nil, 0)
 	require.NoError(t, err)

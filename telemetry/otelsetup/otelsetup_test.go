@@ -61,6 +61,10 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 	rec.Released(ctx, obs.Release{Lock: "report", Result: obs.ReleaseReleased, Held: 3 * time.Second, Lost: true,
 		SinceLoss: 10 * time.Millisecond})
 	rec.LateCompletion(ctx, "report")
+	rec.Campaigning(ctx, obs.Candidate{Election: "jobs", Identity: "pod-1"})
+	tctx, tspan := rec.StartTerm(ctx, obs.TermStart{Election: "jobs", Identity: "pod-1", Fence: 42, Leaderless: time.Second})
+	rec.EndTerm(tctx, tspan, obs.TermEnd{Election: "jobs", Identity: "pod-1", Fence: 42, Held: time.Minute,
+		Change: obs.TermLost, Loss: obs.LossDeadline, Late: true})
 	fctx, fspan := rec.StartFenceCheck(ctx, "ledger")
 	rec.EndFenceCheck(fctx, fspan, obs.FenceCheck{Resource: "ledger", Fence: 41, HighWater: 42})
 	return p, span
