@@ -168,13 +168,14 @@ fmt-check:
 # failing fails it. They need only spin and gcc
 # (make deps installs them), not the servers.
 #
-# make test leaves the repair's runs and the wait queue's (MODEL_LATE: four
-# scenarios and ten mutants, about a minute on 2 cores) to make
+# make test leaves the repair's runs and the wait queue's (MODEL_LATE: five
+# scenarios and twelve mutants, about a minute and a half on 2 cores) to make
 # model-late, which .ci/run calls after make test; model-quick checks the
 # rest.
-MODEL_LATE := REPAIR RLOSS REPAIR_TO_RECORD REPAIR_WITHOUT_SKEW FIFO QGHOST \
+MODEL_LATE := REPAIR RLOSS REPAIR_TO_RECORD REPAIR_WITHOUT_SKEW FIFO QGHOST QDUP \
 	GRANT_PASSES_HEAD VALIDITY_FROM_RECEIPT EXPIRED_NOT_SKIPPED LIVE_SKIPPED \
-	LEAVE_KEEPS_GRANT GRANT_REUSES_FENCE ENQUEUE_APART GHOST_ENTRY_KEPT
+	LEAVE_KEEPS_GRANT GRANT_REUSES_FENCE ENQUEUE_APART GHOST_ENTRY_KEPT \
+	QUEUED_COPY_BARRED OWN_GRANT_BARRED
 SPIN_CHECK := @command -v spin >/dev/null || { echo "model: spin is not installed (make deps installs it)"; exit 1; }
 
 model:

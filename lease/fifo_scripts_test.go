@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -152,7 +153,9 @@ func TestFIFOGrantsInArrivalOrder(t *testing.T) {
 	rec, err := leasekeys.ParseRecord(k.c.Get(k.ctx, k.keys.Fence).Val())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"c", "b"}, rec.Contended, "a queued attempt is barred '~'")
-	assert.Equal(t, []any{int64(0), int64(-3)}, k.acquire("b", fifoEntry), "a late copy of b is barred")
+	res := k.acquire("b", fifoEntry)
+	assert.Equal(t, []any{int64(2), int64(0)}, []any{res[0], res[2]}, "a copy of b, queued, answers already queued")
+	assert.Equal(t, []string{"b", "c"}, k.queue(), "and queues nothing more")
 
 	assert.Equal(t, int64(1), k.release("a"))
 	fb := k.granted("b", f)
@@ -337,4 +340,72 @@ func TestFIFOGrantsOnTheWaitersChannel(t *testing.T) {
 	res = k.refresh("d")
 	assert.Equal(t, int64(1), res[0], "as its refresh learns")
 	assert.Greater(t, res[1], fc, "with a fresh fence")
+}
+
+// TestFIFOACopyOfAQueuedAttemptKeepsItsEntry: a copy of a queued attempt
+// (go-redis re-sends an acquire whose reply was lost) answers already
+// queued, {2, pttl, 0}, and keeps the entry the first copy made, so the
+// client waits on it, not on a next attempt behind it; a copy whose own
+// hand-off grants that entry answers acquired, with the grant's fence.
+func TestFIFOACopyOfAQueuedAttemptKeepsItsEntry(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	res := k.acquire("b", fifoEntry)
+	require.Len(t, res, 3, "queued: %v", res)
+	assert.Equal(t, []any{int64(2), int64(0)}, []any{res[0], res[2]}, "already queued")
+	assert.Equal(t, []string{"b"}, k.queue(), "one entry")
+	assert.Equal(t, int64(2), k.refresh("b")[0], "b waits on it")
+	assert.Equal(t, int64(1), k.release("a"))
+	fb := k.granted("b", f)
+
+	k.queued("c", 1)
+	k.c.Del(k.ctx, k.keys.Lock) // b's lease expired
+	res = k.acquire("c", fifoEntry)
+	require.Len(t, res, 2, "acquired: %v", res)
+	assert.Equal(t, int64(1), res[0], "the copy's hand-off granted c's own entry")
+	assert.Equal(t, res[1], k.granted("c", fb), "with the grant's fence")
+	assert.Empty(t, k.queue())
+}
+
+// TestAResentQueuedAcquireWaitsOnItsEntry: the waiting Locker's first
+// acquire runs twice (its first reply lost, go-redis sends it again): the
+// waiter waits on the entry the first run made, and takes the key at the
+// release, in that one attempt; no entry is left behind.
+func TestAResentQueuedAcquireWaitsOnItsEntry(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := testCtx(t)
+	holders := newLocker(t, srv.Client(t), Config{})
+	holder, err := holders.Acquire(ctx, "k")
+	require.NoError(t, err)
+	c := srv.Client(t)
+	var resent atomic.Bool
+	c.AddHook(hookFunc(func(cmds []redis.Cmder, send func() error) error {
+		for _, cmd := range cmds {
+			if acquireScript.Runs(cmd) && resent.CompareAndSwap(false, true) {
+				if err := send(); err != nil {
+					return err
+				}
+			}
+		}
+		return send()
+	}))
+	attempts := countAcquires(c)
+	waiting := newLocker(t, c, Config{Namespace: holders.set.Namespace, Wait: 20 * time.Second, TTL: 5 * time.Second})
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := waiting.Acquire(ctx, "k")
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitForWaiters(t, waiting, 1)
+	require.NoError(t, holder.Release(ctx))
+	l := <-got
+	require.NotNil(t, l)
+	assert.True(t, resent.Load())
+	assert.EqualValues(t, 2, attempts.Load(), "one attempt, sent twice: no second attempt behind a phantom entry")
+	assert.Greater(t, l.Fence(), holder.Fence())
+	queue := keysOf(holders.set.Namespace, "k")
+	assert.Zero(t, srv.Client(t).Exists(ctx, queue.Queue, queue.Entries).Val(), "no entry left")
+	require.NoError(t, l.Release(ctx))
 }

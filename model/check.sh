@@ -23,7 +23,7 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST)
+scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP)
 
 # selected NAME...: the names that MODEL_ONLY and MODEL_SKIP let through.
 selected() {

@@ -57,6 +57,8 @@
  *          clock (no copies, no losses, no renewals)
  *   QGHOST FIFO with two Lockers of two attempts: a leave without a
  *          reply leaves a ghost whose entry may still be queued
+ *   QDUP   FIFO with a late copy: a holder, and a waiter of two attempts
+ *          whose acquire the network may send twice
  *   SIM    everything at once and larger, for random simulations only
  *          (the conformance test): never checked exhaustively; without
  *          the stranger, whose checks run in Go (fence.policy)
@@ -74,6 +76,7 @@
 #define RLOSS 8
 #define FIFO 9
 #define QGHOST 10
+#define QDUP 11
 
 /* A mutant is checked in the scenario that can show it. */
 #if defined(REUSE_OWNER_TOKEN) || defined(NO_CONTENDED_BAR) || defined(RELEASE_WITHOUT_BAR) || defined(BARS_SHARED_LIST) || defined(RESENT_RESULT_LIES) || defined(OWN_GHOST_CONTENDS) || defined(ACQUIRE_BEFORE_CLEANUP)
@@ -111,6 +114,11 @@
 #define SCENARIO QGHOST
 #endif
 #endif
+#if defined(QUEUED_COPY_BARRED) || defined(OWN_GRANT_BARRED)
+#ifndef SCENARIO
+#define SCENARIO QDUP
+#endif
+#endif
 #if defined(GRANT_PASSES_HEAD) || defined(VALIDITY_FROM_RECEIPT) || defined(EXPIRED_NOT_SKIPPED) || defined(LIVE_SKIPPED) || defined(LEAVE_KEEPS_GRANT) || defined(GRANT_REUSES_FENCE) || defined(ENQUEUE_APART)
 #ifndef SCENARIO
 #define SCENARIO FIFO
@@ -118,31 +126,31 @@
 #endif
 
 /* The bounds, by scenario (README.md, "Bounds"):
- *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST SIM
- * NC         2       2     2    2    2      2      2     3    2      3    Lockers (clients), each with its scheduler
- * ATT0       2       1     1    1    1      1      1     1    2      80   acquire attempts of Locker 0 over the run
- * ATT1       1       1     1    1    1      1      1     1    2      80   of each other Locker
- * BARS       2       1     2    2    1      1      1     1    1      16   tokens per bar list (record.lua: 16)
- * NCOPY      1       1     1    1    1      1      1     1    1      2    copies in flight at once
- * DUPS       1       1     1    0    0      0      0     0    0      200  copies the network makes over the run
- * FORCES     0       1     0    0    0      0      0     0    0      20   force releases
- * RENEWALS   0       1     1    1    0      0      0     0    0      3    renewals per lease
- * PAUSES     0       0     1    0    0      0      0     0    0      20   client pauses
- * RFAULTS    0       0     0    1    0      0      1     0    0      40   losses of data by Redis
- * LOSSES     0       0     0    7    0      0      4     0    0      7    which: 1 restart, 2 failover, 4 eviction of the fence record
- * WRITES     0       0     0    1    1      1      1     0    0      1    leases write at the resource
- * TIMED      0       0     1    0    0      0      0     1    1      1    a discrete clock (else: expiry of unused locks)
- * TTL        2       2     3    2    2      2      2     2    2      3    the lock's TTL, in ticks of the servers' clock
- * CA         1       1     2    1    1      1      1     1    1      2    cancelAfter (TTL - drift - safety), in ticks
- * ACKC       NC      NC    NC   0    NC     NC     NC    NC   NC     0    the Locker with WithReplicationAck (NC: none)
- * STRANGER   0       0     0    0    2      1      0     0    0      0    writes of the stranger (tokens it made up)
- * SECRET     -       -     -    -    2      0      -     -    -      -    the resource has the secret: 0 no, 1 yes, 2 either
- * SKEW       -       -     -    -    1      2      2     -    -      -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
- * LAG        0       0     0    0    0      2      2     0    0      0    how far behind TIME the resource's clock may read (at most SKEW)
- * REPAIRS    0       0     0    0    0      1      1     0    0      0    an operator's repairs of the mark (lockwatch fence)
- * RCOPIES    0       0     0    0    0      1      0     0    0      0    copies of the repair script the network makes (a re-send)
- * QN         0       0     0    0    0      0      0     3    3      0    the wait queue's entries (FIFO; 0: acquire.lua as it is)
- * QTTL       -       -     -    -    -      -      -     2    2      -    an entry's TTL (the waiter's), in ticks
+ *             ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP SIM
+ * NC         2       2     2    2    2      2      2     3    2      2    3    Lockers (clients), each with its scheduler
+ * ATT0       2       1     1    1    1      1      1     1    2      1    80   acquire attempts of Locker 0 over the run
+ * ATT1       1       1     1    1    1      1      1     1    2      2    80   of each other Locker
+ * BARS       2       1     2    2    1      1      1     1    1      1    16   tokens per bar list (record.lua: 16)
+ * NCOPY      1       1     1    1    1      1      1     1    1      1    2    copies in flight at once
+ * DUPS       1       1     1    0    0      0      0     0    0      1    200  copies the network makes over the run
+ * FORCES     0       1     0    0    0      0      0     0    0      0    20   force releases
+ * RENEWALS   0       1     1    1    0      0      0     0    0      0    3    renewals per lease
+ * PAUSES     0       0     1    0    0      0      0     0    0      0    20   client pauses
+ * RFAULTS    0       0     0    1    0      0      1     0    0      0    40   losses of data by Redis
+ * LOSSES     0       0     0    7    0      0      4     0    0      0    7    which: 1 restart, 2 failover, 4 eviction of the fence record
+ * WRITES     0       0     0    1    1      1      1     0    0      0    1    leases write at the resource
+ * TIMED      0       0     1    0    0      0      0     1    1      1    1    a discrete clock (else: expiry of unused locks)
+ * TTL        2       2     3    2    2      2      2     2    2      2    3    the lock's TTL, in ticks of the servers' clock
+ * CA         1       1     2    1    1      1      1     1    1      1    2    cancelAfter (TTL - drift - safety), in ticks
+ * ACKC       NC      NC    NC   0    NC     NC     NC    NC   NC     NC   0    the Locker with WithReplicationAck (NC: none)
+ * STRANGER   0       0     0    0    2      1      0     0    0      0    0    writes of the stranger (tokens it made up)
+ * SECRET     -       -     -    -    2      0      -     -    -      -    -    the resource has the secret: 0 no, 1 yes, 2 either
+ * SKEW       -       -     -    -    1      2      2     -    -      -    -    MaxSkew, in fence units (TIME's): the clock bound; the repair adds it to TIME
+ * LAG        0       0     0    0    0      2      2     0    0      0    0    how far behind TIME the resource's clock may read (at most SKEW)
+ * REPAIRS    0       0     0    0    0      1      1     0    0      0    0    an operator's repairs of the mark (lockwatch fence)
+ * RCOPIES    0       0     0    0    0      1      0     0    0      0    0    copies of the repair script the network makes (a re-send)
+ * QN         0       0     0    0    0      0      0     3    3      3    0    the wait queue's entries (FIFO; 0: acquire.lua as it is)
+ * QTTL       -       -     -    -    -      -      -     2    2      2    -    an entry's TTL (the waiter's), in ticks
  */
 #ifndef SCENARIO
 #define SCENARIO ENDS
@@ -545,7 +553,21 @@
 #define ATT1 2
 #endif
 #endif
-#if SCENARIO == FIFO || SCENARIO == QGHOST
+#if SCENARIO == QDUP
+#ifndef NC
+#define NC 2
+#endif
+#ifndef ATT0
+#define ATT0 1
+#endif
+#ifndef ATT1
+#define ATT1 2
+#endif
+#ifndef DUPS
+#define DUPS 1
+#endif
+#endif
+#if SCENARIO == FIFO || SCENARIO == QGHOST || SCENARIO == QDUP
 #ifndef LOSSES
 #define LOSSES 0
 #endif
@@ -1027,6 +1049,8 @@ bit lleave[NC];     /* the end the background sends is a leave */
 bit wq[NTOK];       /* answered waiting, and not yet granted, gone or left */
 byte wl[NTOK];      /* ticks until its entry expires, as last set */
 byte qseq[NTOK];    /* its place in arrival order */
+bit noreply[NTOK];  /* its end (a leave, a release, a clean-up) got no reply */
+bit requeued[NTOK]; /* queued again by a late copy, its '~' bar pushed out */
 byte nseq;
 hidden byte y, z;
 #define LIVE(t) (wq[t] && wl[t] > 0)
@@ -1046,6 +1070,28 @@ inline fifo_first(g) {
 	z = 0
 }
 
+/* Every grant goes to an attempt its client awaits (its acquire's reply,
+ * or queued on it), holds a lease under (a late copy of its acquire
+ * queued it after its lock expired: its Release ends the grant), or is
+ * ending (a leave or a clean-up in flight, or one that got no reply,
+ * whose grant then goes unused for a TTL at worst): never to one its
+ * client gave up for another, which nobody would use, unless BARS newer
+ * ends pushed its bar out (a late copy then queues it, as
+ * ended_stays_ended allows it the key). */
+inline grant_awaited(t) {
+	z = OWNER(t);
+	assert((tok[z] == t && (areq[z] != 0 || queued[z] || held[z])) || ltok[z] == t || noreply[t] || dropped[t]);
+	z = 0
+}
+
+/* ... and a client gives an attempt up (answered contended or barred)
+ * only when it holds nothing and has no entry a hand-off could grant. */
+inline dropped_holds_nothing(t) {
+	qfind(t);
+	assert(P.lock != t && i == QN);
+	i = 0
+}
+
 /* No lost key: after every script, while a live waiter waits, the key is
  * held, and not by an attempt that ended (released, left). */
 inline no_lost_key() {
@@ -1061,9 +1107,11 @@ inline no_lost_key() {
 
 /* A live lease's cancel point comes before its key's expiry on the
  * servers' clock, unless its client is paused: a granted waiter's too,
- * whose validity counts from a send before the grant. */
+ * whose validity counts from a send before the grant. Not for a token a
+ * late copy queued again once BARS newer contended attempts pushed its
+ * bar out (README.md, "The wait queue"). */
 inline cancel_before_expiry(c) {
-	assert(!live[c] || paused[c] || overran[c] || (P.lock == tok[c] && valid[c] < P.ttl))
+	assert(!live[c] || paused[c] || overran[c] || requeued[tok[c]] || (P.lock == tok[c] && valid[c] < P.ttl))
 }
 #endif
 
@@ -1394,6 +1442,7 @@ inline qfind(t) {
  * Locker hears of it. */
 inline grant(k) {
 	h = qt[k];
+	grant_awaited(h);
 	qremove(k);
 #ifdef GRANT_REUSES_FENCE
 	/* the grant sets the lock to the waiter and hands it the fence of
@@ -1479,6 +1528,21 @@ inline dropGhostEntries() {
 	z = 0
 }
 
+#ifdef OWN_GRANT_BARRED
+/* the hand-off in an acquire grants the entry a copy of the same attempt
+ * queued, and the acquire answers barred: nobody uses the key for a TTL */
+#define OWN_GRANT (0)
+#else
+#define OWN_GRANT (P.lock == ctok)
+#endif
+#ifdef QUEUED_COPY_BARRED
+/* a copy of an attempt another copy queued is answered barred: its client
+ * tries anew behind an entry nobody refreshes, which a hand-off grants */
+#define QUEUED_COPY (0)
+#else
+#define QUEUED_COPY (i < QN)
+#endif
+
 /* acquire.lua with the queue: a key held by another enqueues a waiting
  * caller; a key a ghost held, or one expired, goes to the queue first. */
 inline acquire_fifo() {
@@ -1497,12 +1561,30 @@ inline acquire_fifo() {
 #endif
 		notice();
 		if
-		:: P.lock != 0 && cwait ->
+		:: P.lock != 0 && OWN_GRANT ->
+			/* the hand-off just above granted the entry a copy of this
+			 * attempt queued (its reply lost): the attempt holds the key */
+			rep = R_ACQ;
+			repf = P.fence
+		:: P.lock != 0 && !OWN_GRANT && cwait ->
 			x = P.lock;
 			isBarred(ctok);
 			if
-			:: h -> rep = R_BARRED
+			:: h ->
+				/* barred: a late copy, or a copy of an attempt another
+				 * copy queued, whose entry stays (the first's reply may
+				 * be lost, and this one answers for it: already queued) */
+				qfind(ctok);
+				if
+				:: QUEUED_COPY -> rep = R_QUEUED; repf = 0
+				:: else -> rep = R_BARRED
+				fi;
+				i = 0
 			:: else ->
+				/* a token queued before, whose bar BARS newer contended
+				 * attempts pushed out (README.md, "The wait queue": the
+				 * bar at enqueue holds while among the 16 newest) */
+				requeued[ctok] = (qseq[ctok] != 0);
 #ifndef ENQUEUE_APART
 				enqueue(ctok);
 #endif
@@ -1513,7 +1595,7 @@ inline acquire_fifo() {
 				rep = R_QUEUED;
 				repf = qn
 			fi
-		:: P.lock != 0 && !cwait ->
+		:: P.lock != 0 && !OWN_GRANT && !cwait ->
 			x = P.lock;
 			barOwner(ctok, TILDE);
 			rep = R_CONT
@@ -2219,6 +2301,9 @@ end:
 		fi }
 	:: atomic { st == WAITING && !paused[c] && (arep[c] == R_CONT || arep[c] == R_BARRED) ->
 		result_matches_acquire(c);
+#if QN
+		dropped_holds_nothing(tok[c]);
+#endif
 		forget_ghosts(c);
 		clear_reply(c);
 		if
@@ -2304,6 +2389,7 @@ end:
 		drop(SL(c));
 #if QN
 		/* FIFO: only a next attempt reads the ghosts */
+		noreply[lreq[c]] = 1;
 		if
 		:: att[c] < ATTS(c) -> add_ghost(c, lreq[c])
 		:: else -> skip

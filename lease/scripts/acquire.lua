@@ -25,13 +25,15 @@ local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 -- Returns
 --   {1, fence}  acquired. Also when the lock already holds owner: a copy of
 --               this attempt (a go-redis re-send) ran first, and the client
---               gets the same fence, never a second lock.
+--               gets the same fence, never a second lock; or when this
+--               script's hand-off grants the entry such a copy queued.
 --   {0, pttl}   held by another (pttl: its remaining TTL in ms, -1 none).
 --               owner is barred '~', so that a copy of this attempt that
 --               comes after the holder left cannot take the key.
 --   {2, pttl, place}  with entryTTL > 0, held by another: owner is queued
---               at place (0: already queued) and barred '~'; the grant
---               comes as "<owner> <fence>" on channel, or from
+--               at place (0: already queued, by a copy of this attempt
+--               whose reply was lost: its entry stays) and barred '~';
+--               the grant comes as "<owner> <fence>" on channel, or from
 --               refresh.lua.
 --   {0, -3}     owner is barred: a late copy of an answered attempt.
 --   error "LOCKWATCH refused: ..."  nothing written: the server cannot
@@ -67,6 +69,9 @@ local function contended()
   if entryTTL > 0 then
     local _, ended, cont = parse(redis.call('GET', fenceKey))
     if ended and isBarred(ended, cont, owner) then
+      if redis.call('HGET', entriesKey, owner) then
+        return {2, pttl, 0}
+      end
       return {0, -3}
     end
     local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
@@ -96,7 +101,10 @@ if #ARGV >= GHOSTS then
   endGhosts()
   last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
 end
-if handoff(lockKey, fenceKey, queueKey, entriesKey, retention) then
+local granted = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
+if granted == owner then
+  return heldBy(fenceKey) -- the entry a copy of this attempt queued
+elseif granted then
   return contended()
 end
 if isBarred(ended, cont, owner) then
