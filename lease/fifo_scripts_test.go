@@ -409,3 +409,22 @@ func TestAResentQueuedAcquireWaitsOnItsEntry(t *testing.T) {
 	assert.Zero(t, srv.Client(t).Exists(ctx, queue.Queue, queue.Entries).Val(), "no entry left")
 	require.NoError(t, l.Release(ctx))
 }
+
+// TestFIFORenewHandsNothingOn: a renewal that finds its lock expired
+// answers 0 and leaves the queue alone (renew.lua reads no queue, as the
+// model's renew_lua); the waiter's refresh hands the key on.
+func TestFIFORenewHandsNothingOn(t *testing.T) {
+	k := newFIFOKey(t)
+	f := k.fence("a")
+	k.queued("b", 1)
+	k.c.Del(k.ctx, k.keys.Lock) // a's lease expired
+	n, err := k.run(k.attempt("a", 0).renewal(f).call()).Int64()
+	require.NoError(t, err)
+	assert.Zero(t, n, "not renewed")
+	assert.Empty(t, k.lock(), "the key stays free")
+	assert.Equal(t, []string{"b"}, k.queue())
+	assert.Empty(t, k.published())
+	res := k.refresh("b")
+	assert.Equal(t, int64(1), res[0], "b's refresh hands the key on, to b")
+	assert.Equal(t, res[1], k.granted("b", f))
+}

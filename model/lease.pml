@@ -1485,8 +1485,8 @@ inline handoff() {
 	od
 }
 
-/* Every script that touches the key first hands it on if its lock is
- * gone (expired): the expiry a waiter's next refresh notices. */
+/* Every script that touches the queue first hands the key on if its lock
+ * is gone (expired): the expiry a waiter's next refresh notices. */
 inline notice() {
 	if
 	:: P.lock == 0 -> handoff()
@@ -1639,11 +1639,11 @@ inline refresh_lua() {
 }
 #endif
 
-/* renew.lua: KEYS lock, fence; ARGV owner, ttl, retention, fence. */
+/* renew.lua: KEYS lock, fence; ARGV owner, ttl, retention, fence. It
+ * reads no queue, and so hands nothing on: a lock that expired under its
+ * lease is handed on by the next script that touches the queue, a
+ * waiter's refresh at the latest. */
 inline renew_lua() {
-#if QN
-	notice();
-#endif
 	if
 	:: P.lock != 0 && P.lock == ctok ->
 		if
