@@ -428,3 +428,73 @@ func TestFIFORenewHandsNothingOn(t *testing.T) {
 	assert.Equal(t, int64(1), res[0], "b's refresh hands the key on, to b")
 	assert.Equal(t, res[1], k.granted("b", f))
 }
+
+// TestADeadWaiterDelaysTheNextByItsTTL: an entry nobody listens for (a
+// waiter that died) is granted the key at the release; the waiter behind
+// it holds the key once that grant's lease TTL ran out and its next
+// refresh (every BackoffMax here) handed the key on: within the dead
+// waiter's lease TTL + BackoffMax + a round trip (slack for a loaded
+// machine).
+func TestADeadWaiterDelaysTheNextByItsTTL(t *testing.T) {
+	const deadTTL, backoffMax = 500 * time.Millisecond, 100 * time.Millisecond
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := testCtx(t)
+	holders := newLocker(t, c, Config{})
+	holder, err := holders.Acquire(ctx, "k")
+	require.NoError(t, err)
+	keys := keysOf(holders.set.Namespace, "k")
+	dead := acquireArgs{keys: keys, owner: "dead", ttl: deadTTL.Milliseconds(), retention: int64(3600000), queue: int64(10000)}
+	res, err := script.RunOne(ctx, c, dead.call()).Slice()
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res[0], "the dead waiter queued: %v", res)
+	waiting := newLocker(t, c, Config{Namespace: holders.set.Namespace, Wait: 20 * time.Second, BackoffMax: backoffMax})
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := waiting.Acquire(ctx, "k")
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitForWaiters(t, waiting, 1)
+	released := time.Now()
+	require.NoError(t, holder.Release(ctx))
+	require.Equal(t, "dead", c.Get(ctx, keys.Lock).Val(), "the release granted the dead waiter")
+	l := <-got
+	require.NotNil(t, l)
+	took := time.Since(released)
+	assert.Less(t, took, deadTTL+backoffMax+2*time.Second, "the dead waiter's TTL + BackoffMax + slack")
+	t.Logf("the waiter behind a dead one held the key %v after the release", took)
+	require.NoError(t, l.Release(ctx))
+}
+
+// TestWaitersQueueAgainWhenTheQueueIsLost: a failover to a replica that
+// missed the queue: the waiter's refresh is told gone, it queues again,
+// and takes the key at the release.
+func TestWaitersQueueAgainWhenTheQueueIsLost(t *testing.T) {
+	srv := redistest.Start(t)
+	c := srv.Client(t)
+	ctx := testCtx(t)
+	holders := newLocker(t, c, Config{})
+	holder, err := holders.Acquire(ctx, "k")
+	require.NoError(t, err)
+	keys := keysOf(holders.set.Namespace, "k")
+	waiting := newLocker(t, c, Config{Namespace: holders.set.Namespace, Wait: 20 * time.Second, BackoffMax: 50 * time.Millisecond})
+	got := make(chan *Lease, 1)
+	go func() {
+		l, err := waiting.Acquire(ctx, "k")
+		assert.NoError(t, err)
+		got <- l
+	}()
+	waitForWaiters(t, waiting, 1)
+	first := c.LRange(ctx, keys.Queue, 0, -1).Val()
+	require.Len(t, first, 1)
+	require.NoError(t, c.Del(ctx, keys.Queue, keys.Entries).Err())
+	require.Eventually(t, func() bool {
+		q := c.LRange(ctx, keys.Queue, 0, -1).Val()
+		return len(q) == 1 && q[0] != first[0]
+	}, 10*time.Second, 5*time.Millisecond, "the waiter queued again, as a new attempt")
+	require.NoError(t, holder.Release(ctx))
+	l := <-got
+	require.NotNil(t, l)
+	require.NoError(t, l.Release(ctx))
+}
