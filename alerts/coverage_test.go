@@ -62,7 +62,7 @@ func TestRulesFollowConventions(t *testing.T) {
 		assert.NotContains(t, r.Annotations["summary"], "{{", "%s: the summary is static", r.Alert)
 		assert.Contains(t, r.Annotations["description"], "$value", r.Alert)
 		assert.Contains(t, r.Annotations["description"], "$labels.", r.Alert)
-		for _, w := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(r.Expr, -1) {
+		for _, w := range regexp.MustCompile(`(?:rate|increase)\([^\[]*\[([^\]]*)\]`).FindAllStringSubmatch(r.Expr, -1) {
 			assert.Equal(t, "5m", w[1], "%s: rates and increases over 5 minutes", r.Alert)
 		}
 		if r.Labels["severity"] == "critical" {
@@ -209,7 +209,7 @@ func TestEveryRecordingRuleIsTested(t *testing.T) {
 		if assert.NotNil(t, kept, "%s: not an aggregation: %s", r.Record, r.Expr) {
 			assert.Equal(t, strings.ReplaceAll(kept[1], ", ", "_"), m[1], "%s: the level is the labels kept", r.Record)
 		}
-		for _, w := range regexp.MustCompile(`\[([^\]]*)\]`).FindAllStringSubmatch(r.Expr, -1) {
+		for _, w := range regexp.MustCompile(`(?:rate|increase)\([^\[]*\[([^\]]*)\]`).FindAllStringSubmatch(r.Expr, -1) {
 			assert.Equal(t, "5m", w[1], "%s: rates over 5 minutes", r.Record)
 		}
 		if strings.Contains(r.Expr, "/") {

@@ -26,6 +26,7 @@ const (
 var reservedLabels = map[string]bool{
 	"__name__": true, "alertname": true, labelSeverity: true, labelLe: true,
 	labelLock: true, labelResult: true, labelReason: true, labelResource: true,
+	labelElection: true, labelCandidate: true,
 }
 
 // window is the range of every rate and increase: five scrapes at the
