@@ -27,10 +27,14 @@ const (
 	overrunEveryTTLs = 5.0
 	firstExpiryTTLs  = 0.5 // a report that commits near expiry, or too late
 	expiryEveryTTLs  = 2.5
-	firstForceTTLs   = 2.0 // a compaction that gets stuck, and the operator's force release
+	firstForceTTLs   = 2.0 // the job's leader gets stuck in a write, and the operator's force release
 	forceEveryTTLs   = 9.0
-	forceNoticeTTLs  = 0.25 // how long the operator takes to notice a stuck compaction
-	forceStuckTTLs   = 8.0  // how long a stuck compaction waits for its successor's write, at most
+	forceNoticeTTLs  = 0.25 // how long the operator takes to notice a stuck leader
+	forceStuckTTLs   = 8.0  // how long a stuck write waits for its successor's write, at most
+	firstKillTTLs    = 5.0  // the job's leader is killed
+	killEveryTTLs    = 11.0
+	killDownTTLs     = 2.0 // how long a killed job's process stays down
+	leaderPauseTTLs  = 6.0 // how long a pause waits for the job leader's next write, at most
 )
 
 func (d *demo) ttls(n float64) time.Duration { return time.Duration(n * float64(d.cfg.ttl)) }
@@ -41,13 +45,14 @@ func (d *demo) commitWarn() time.Duration { return d.cfg.ttl / 4 }
 
 // commitTimeout bounds a final write: above lease's default when the TTL
 // is long, so that a write the faults hold back (a pause, a stuck
-// compaction, up to forceStuckTTLs) still reaches the ledger's fence
+// leader's write, up to forceStuckTTLs) still reaches the ledger's fence
 // rather than end at the timeout, unseen by the fence.
 func (d *demo) commitTimeout() time.Duration { return max(30*time.Second, d.ttls(2*forceStuckTTLs)) }
 
 // chaos injects the scheduled faults until stop: stalls of one replica's
-// Redis connection, pauses of one replica, reports that overrun, and
-// compactions that get stuck until an operator force-releases them.
+// Redis connection, pauses of one replica or of the job's leader, reports
+// that overrun, job leaders stuck until an operator force-releases their
+// key, and kills of the job's leader.
 func (d *demo) chaos(ctx context.Context) {
 	var pauses sync.WaitGroup
 	defer pauses.Wait()
@@ -62,8 +67,13 @@ func (d *demo) chaos(ctx context.Context) {
 	schedules := []*schedule{
 		{on: d.cfg.faults.on(faultRedisStall), next: start.Add(d.ttls(firstStallTTLs)), every: stallEveryTTLs, fire: d.stall},
 		{on: d.cfg.faults.on(faultPause), next: start.Add(d.ttls(firstPauseTTLs)), every: pauseEveryTTLs, fire: func(n int) {
+			// Every other pause strikes the job's leader in a write.
 			// Take turns with the stalls, so that a pause and a stall
 			// rarely hit the same replica at once.
+			if n%2 == 1 {
+				pauses.Go(d.pauseLeader)
+				return
+			}
 			r := d.replicas[(n+1)%len(d.replicas)]
 			pauses.Go(func() { d.pause(ctx, r) })
 		}},
@@ -78,9 +88,12 @@ func (d *demo) chaos(ctx context.Context) {
 			d.expiryArmed.Store(int32(mode))
 		}},
 		{on: d.cfg.faults.on(faultForce), next: start.Add(d.ttls(firstForceTTLs)), every: forceEveryTTLs, fire: func(int) {
-			if d.forceArmed.CompareAndSwap(false, true) { // the next compaction to commit gets stuck
+			if d.forceArmed.CompareAndSwap(false, true) { // the leader's next write gets stuck
 				pauses.Go(func() { d.forceRelease(ctx) })
 			}
+		}},
+		{on: d.cfg.faults.on(faultKill), next: start.Add(d.ttls(firstKillTTLs)), every: killEveryTTLs, fire: func(int) {
+			d.kill()
 		}},
 	}
 	for {
@@ -108,16 +121,19 @@ func (d *demo) chaos(ctx context.Context) {
 	}
 }
 
-// stall stalls the Redis connection of a replica for a while: the one that
-// holds the background job's lease, whose renewals are then sure to fail,
-// or else the next in turn; never the one whose compaction the
-// force-release fault has picked, which an operator is to end.
+// stall stalls the Redis connections of a replica (its servers' and its
+// job's) for a while: the job leader's, whose term's renewals are then sure
+// to fail, or else the next in turn; never a leader in a write, which a
+// pause or an operator may be about to end, nor while a leader is paused,
+// whose successor is to be elected and write before it resumes.
 func (d *demo) stall(n int) {
+	if d.leaderPaused.Load() {
+		return // the next leader is to be elected and write in time
+	}
 	r := d.replicas[n%len(d.replicas)]
-	for _, o := range d.replicas {
-		if o.job.holding.Load() && !o.job.spared.Load() {
-			r = o
-		}
+	leader := d.leader()
+	if leader != nil {
+		r = leader
 	}
 	if r.job.spared.Load() {
 		if len(d.replicas) == 1 {
@@ -126,7 +142,39 @@ func (d *demo) stall(n int) {
 		r = d.replicas[(n+1)%len(d.replicas)]
 	}
 	r.faults.stall(d.ttls(stallTTLs))
+	r.job.faults.stall(d.ttls(stallTTLs))
+	if t, ok := r.job.elect.Leading(); ok {
+		d.out.event("stall", "%s, the job's leader in term %d: Redis connection stalls for %v (renewals fail)", r.name, t.Fence, d.ttls(stallTTLs))
+		return
+	}
 	d.out.event("stall", "%s: Redis connection stalls for %v (acquires time out, renewals fail)", r.name, d.ttls(stallTTLs))
+}
+
+// leader is the replica whose job leads, nil when none does.
+func (d *demo) leader() *replica {
+	for _, r := range d.replicas {
+		if _, ok := r.job.elect.Leading(); ok {
+			return r
+		}
+	}
+	return nil
+}
+
+// kill kills the job leader's process (unless it is in a write, which
+// other faults may hold): its term is never resigned, and the next
+// candidate is elected once the key expires. It restarts after
+// killDownTTLs.
+func (d *demo) kill() {
+	r := d.leader()
+	if r == nil || r.job.spared.Load() {
+		return
+	}
+	t, ok := r.job.elect.Leading()
+	if !ok {
+		return
+	}
+	d.out.event("kill", "%s, the job's leader in term %d, is killed: nothing resigns its term, whose key is left to expire", r.name, t.Fence)
+	r.job.killNow()
 }
 
 // pause stops replica r for a while, like a stop-the-world GC pause or a
@@ -173,6 +221,37 @@ func (d *demo) pause(ctx context.Context, r *replica) {
 	case <-t.C:
 	case <-d.stop:
 	}
+}
+
+// pauseLeader stops the job leader's replica in its next write, for
+// pauseTTLs: the term's renewals stop, its context is cancelled at its
+// cancel point, its key expires and the next candidate is elected, whose
+// first write moves the ledger's fence to the new term; when the paused
+// write arrives with the old term's token, the ledger rejects it.
+func (d *demo) pauseLeader() {
+	d.leaderPauseArmed.Store(true)
+	t := time.NewTimer(d.ttls(leaderPauseTTLs))
+	defer t.Stop()
+	var v victim
+	select {
+	case v = <-d.leaderVictims:
+	case <-t.C:
+		if d.leaderPauseArmed.CompareAndSwap(true, false) {
+			return // no leader wrote meanwhile
+		}
+		v = <-d.leaderVictims
+	case <-d.stop:
+		if !d.leaderPauseArmed.CompareAndSwap(true, false) {
+			(<-d.leaderVictims).resume()
+		}
+		return
+	}
+	d.leaderPaused.Store(true)
+	defer d.leaderPaused.Store(false)
+	defer v.resume()
+	d.out.event("pause", "%s, the job's leader, stops for %v while writing %s with term %d's token",
+		v.replica.name, d.ttls(pauseTTLs), v.account, v.fence)
+	d.sleep(d.ttls(pauseTTLs))
 }
 
 // takeOver deposits to v's account on replica i until the deposit goes

@@ -106,9 +106,10 @@ const (
 	faultSlowCancel = "slow-cancel"
 	faultNearExpiry = "near-expiry"
 	faultForce      = "force-release"
+	faultKill       = "kill"
 )
 
-var faultNames = []string{faultRedisLoss, faultRedisStall, faultPause, faultOverrun, faultSlowCancel, faultNearExpiry, faultForce}
+var faultNames = []string{faultRedisLoss, faultRedisStall, faultPause, faultOverrun, faultSlowCancel, faultNearExpiry, faultForce, faultKill}
 
 // faultSet is the -faults flag: a boolean flag (-faults, -faults=false) that
 // also takes a list of fault names.

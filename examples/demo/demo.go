@@ -38,16 +38,19 @@ type demo struct {
 	replicas    []*replica
 	workload    *workload
 
-	stop           chan struct{} // closed when the run ends
-	overrunArmed   atomic.Bool   // the next report overruns its max hold
-	forceArmed     atomic.Bool   // the next compaction gets stuck in its final write
-	forceSuccessor atomic.Bool   // the next compaction follows a force release: it runs short
-	stuck          chan stuckJob // that compaction, to the operator (forceRelease)
-	operator       *lease.Locker // the operator's lockwatch release --force
-	expiryArmed    atomic.Int32  // a reportMode for the next report: near expiry or too late
-	serving        sync.WaitGroup
-	errMu          sync.Mutex
-	errs           []error
+	stop             chan struct{} // closed when the run ends
+	overrunArmed     atomic.Bool   // the next report overruns its max hold
+	forceArmed       atomic.Bool   // the job leader's next write gets stuck
+	stuck            chan stuckJob // that write, to the operator (forceRelease)
+	leaderPauseArmed atomic.Bool   // the job leader's next write pauses its replica
+	leaderVictims    chan victim   // that write, to the chaos loop (pauseLeader)
+	leaderPaused     atomic.Bool   // while it is paused: no stuck write meanwhile
+	terms            terms         // the job's election, as its callbacks tell it
+	operator         *lease.Locker // the operator's lockwatch release --force
+	expiryArmed      atomic.Int32  // a reportMode for the next report: near expiry or too late
+	serving          sync.WaitGroup
+	errMu            sync.Mutex
+	errs             []error
 }
 
 // shutdownGrace bounds how long the servers wait for handlers in flight.
@@ -56,7 +59,9 @@ const shutdownGrace = 5 * time.Second
 // run runs the demo until ctx is done or the duration has passed, then
 // stops everything it started and prints the summary.
 func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
-	d := &demo{cfg: cfg, out: newProgress(stdout, cfg), stop: make(chan struct{}), stuck: make(chan stuckJob, 1)}
+	d := &demo{cfg: cfg, out: newProgress(stdout, cfg), stop: make(chan struct{}), stuck: make(chan stuckJob, 1),
+		leaderVictims: make(chan victim, 1)}
+	d.terms.d = d
 	var cleanup []func() error
 	defer func() {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -115,7 +120,7 @@ func run(ctx context.Context, cfg config, stdout io.Writer) (err error) {
 	onExit(d.ledgerRedis.Close)
 	// The operator's tool, on a connection of its own (no faults): what
 	// lockwatch release --force does, with the demo's namespace.
-	d.operator = lease.NewLocker(d.ledgerRedis, lease.Config{Namespace: namespace, Name: "compaction",
+	d.operator = lease.NewLocker(d.ledgerRedis, lease.Config{Namespace: namespace, Name: jobName,
 		TTL: cfg.ttl, Telemetry: d.tel})
 	onExit(d.operator.Close)
 
@@ -225,13 +230,15 @@ func metricsMux(metrics http.Handler) *http.ServeMux {
 
 // mountDebugPages puts each replica's live lease page (package debugpage)
 // on mux: /debug/lockwatch/{replica}, and the first replica's at
-// /debug/lockwatch, where a service mounts its own. In production each
-// replica is a process with its own page on its internal port; here they
-// share the metrics server. It returns the page's URL.
+// /debug/lockwatch, where a service mounts its own; its job's at
+// /debug/lockwatch/{replica}/job. In production each replica is a process
+// with its own page on its internal port; here they share the metrics
+// server. It returns the page's URL.
 func mountDebugPages(mux *http.ServeMux, replicas []*replica, addr string) string {
 	mux.Handle("/debug/lockwatch", debugpage.Handler(replicas[0].locker))
 	for _, r := range replicas {
 		mux.Handle("/debug/lockwatch/"+r.name, debugpage.Handler(r.locker))
+		mux.Handle("/debug/lockwatch/"+r.name+"/job", debugpage.Handler(r.job.locker))
 	}
 	return "http://" + addr + "/debug/lockwatch"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -78,13 +79,13 @@ func runDemo(t *testing.T, redisAddr string) {
 	deadline := time.Now().Add(45 * time.Second)
 	for time.Now().Before(deadline) {
 		families = scrape(t, client, url)
-		missing = missingSignals(families)
+		missing = append(missingSignals(families), missingNarrations(out.String())...)
 		if len(missing) == 0 {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	require.Empty(t, missing, "signals without data after 45s\n%s", out.String())
+	require.Empty(t, missing, "signals or narrations missing after 45s\n%s", out.String())
 
 	// Each replica's live lease page is served beside /metrics, and shows
 	// what its replica holds and lost: the workload keeps leases held, and
@@ -93,7 +94,7 @@ func runDemo(t *testing.T, redisAddr string) {
 	var held, lost int
 	for pageDeadline := time.Now().Add(10 * time.Second); time.Now().Before(pageDeadline) && (held == 0 || lost == 0); {
 		held, lost = 0, 0
-		for _, page := range []string{debug, debug + "/replica-a", debug + "/replica-b"} {
+		for _, page := range []string{debug, debug + "/replica-a", debug + "/replica-b", debug + "/replica-a/job", debug + "/replica-b/job"} {
 			resp, err := client.Get(page + "?format=json")
 			require.NoError(t, err)
 			var snap struct {
@@ -132,6 +133,8 @@ func runDemo(t *testing.T, redisAddr string) {
 	for _, row := range []string{"lease acquires", "leases lost", "late completions", "stale writes rejected", "cancellation latency"} {
 		assert.Contains(t, text, row)
 	}
+	assert.Regexp(t, `job leader terms +[1-9]\d* +.*lost [1-9]`, text, "the job's terms, and how they ended")
+	assert.Regexp(t, `time without a leader +[1-9]\d* +before a term: median`, text)
 	assert.Regexp(t, `wakes, writes \S+ with fence \d+: the ledger rejects it \(409\)`, text, "the pause's stale write, narrated")
 	assert.Contains(t, text, "operator: lockwatch release --force job:compaction", "the force release, narrated")
 	assert.Contains(t, text, "debug/lockwatch", "the debug page's URL in the header")
@@ -143,7 +146,7 @@ func runDemo(t *testing.T, redisAddr string) {
 // series; the fence repairs, an operator's mending of a mark that a token
 // no lease carried moved ahead, which no fault of the demo makes, with a
 // series at zero), the acquire results, loss reasons and outcomes the
-// faults are there to produce, both ends of the compaction's waits, and
+// faults are there to produce, the job candidates' waits for a term, and
 // the HTTP histograms of otelhttp's handlers and transports.
 func missingSignals(families map[string]*dto.MetricFamily) []string {
 	var missing []string
@@ -171,8 +174,10 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 		{obs.PromFenceChecks, map[string]string{"resource": "ledger", "result": "rejected"}},
 		{obs.PromFenceRejections, map[string]string{"resource": "ledger"}},
 		{obs.PromLeaseLateCompletions, nil},
-		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "acquired"}},
-		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": "compaction", "result": "timed_out"}},
+		{obs.PromLeaseWaitDuration, map[string]string{"lock_name": jobName, "result": "acquired"}},
+		{obs.PromElectionTermChanges, map[string]string{"election": jobName, "reason": "lost"}},
+		{obs.PromElectionLosses, map[string]string{"election": jobName, "reason": "force_released"}},
+		{obs.PromElectionLeaderlessDuration, map[string]string{"election": jobName}},
 		{"http_server_request_duration_seconds", nil},
 		{"http_server_request_body_size_bytes", nil},
 		{"http_server_response_body_size_bytes", nil},
@@ -181,6 +186,28 @@ func missingSignals(families map[string]*dto.MetricFamily) []string {
 	} {
 		if total(families, want.name, want.labels) == 0 {
 			missing = append(missing, fmt.Sprintf("%s%v", want.name, want.labels))
+		}
+	}
+	return missing
+}
+
+// jobNarrations are what the demo tells of its elected job's faults.
+var jobNarrations = []struct{ what, re string }{
+	{"a stalled leader's loss", `(?s)the job's leader in term \d+: Redis connection stalls.*` +
+		`term \d+ ends: lost \(renewal_unknown\): its work was cancelled before its key could expire`},
+	{"a killed leader's successor", `(?s)is killed: nothing resigns its term.*` +
+		`elected +replica-\w leads job:compaction in term \d+, after \d+(\.\d+)?m?s without a leader`},
+	{"a paused leader's late write, rejected", `the job's leader, stops for \S+ while writing job:compaction.*\n(?s:.*)` +
+		`wakes, writes job:compaction with fence \d+: the ledger rejects it \(409\)`},
+	{"a force-released leader's stuck write, rejected", `stuck write goes on, writes job:compaction with fence \d+: the ledger rejects it \(409\)`},
+}
+
+// missingNarrations lists the job's narrations not yet in out.
+func missingNarrations(out string) []string {
+	var missing []string
+	for _, n := range jobNarrations {
+		if !regexp.MustCompile(n.re).MatchString(out) {
+			missing = append(missing, "narration: "+n.what)
 		}
 	}
 	return missing

@@ -6,10 +6,15 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// errDown is what every command of a killed job's process fails with:
+// nothing it would send arrives.
+var errDown = errors.New("demo fault: the process was killed")
 
 // errReplyLost is what a lease command whose reply was dropped returns: the
 // command ran in Redis, and the client never learns its outcome.
@@ -31,9 +36,13 @@ var errReplyLost = errors.New("demo fault: reply lost (read timeout)")
 //     meanwhile is never sent. The Locker's scheduler is the clock that keeps
 //     running, as CLOCK_BOOTTIME does through a real pause, so the leases
 //     reach their cancel points.
+//
+// A job's connection has a fourth: down, its process killed, every command
+// fails at once, unsent.
 type redisFaults struct {
 	lossRate float64 // probability that a command's reply is lost
 	frozen   *gate   // the replica's pause
+	down     atomic.Bool
 
 	mu         sync.Mutex
 	stallUntil time.Time
@@ -72,6 +81,11 @@ func (f *redisFaults) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 // inject runs send (the command or pipeline) under the faults in force and
 // reports a fault's error through fail, as go-redis would a network error.
 func (f *redisFaults) inject(ctx context.Context, send func() error, fail func(error)) error {
+	if f.down.Load() {
+		err := &net.OpError{Op: "write", Net: "tcp", Err: errDown}
+		fail(err)
+		return err
+	}
 	if f.frozen.wait(nil) && ctx.Err() != nil {
 		fail(ctx.Err())
 		return ctx.Err()

@@ -5,27 +5,28 @@ import (
 	"errors"
 	"time"
 
-	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// stuckJob is a compaction stuck in its final write, after Commit's check:
+// stuckJob is the job's leader stuck in a write, its term still renewed:
 // what an operator force-releases.
 type stuckJob struct {
 	replica *replica
-	lease   *lease.Lease
-	done    chan struct{} // closed when the operator is done: the write goes on
+	term    election.Term
+	ctx     context.Context // the term's
+	done    chan struct{}   // closed when the operator is done: the write goes on
 }
 
 // forceRelease is the force-release fault, an operator's intervention in
-// four steps. A compaction gets stuck in its final write (job.compact
-// arms it); the operator notices, and takes the key back with
+// four steps. The job's leader gets stuck in a write (job.write arms it);
+// the operator notices, and takes the election's key back with
 // Locker.ForceRelease, as lockwatch release --force does
-// (lockwatch_lease_force_releases_total). The holder's next renewal is
-// rejected: it loses its lease (force_released). The other replica, which
-// was waiting for the key, is woken and takes it with a newer fence, and
-// writes. When the stuck compaction goes on, its write carries the old
-// fence, and the ledger rejects it: a force release is safe only because
+// (lockwatch_lease_force_releases_total). The key goes to the oldest
+// candidate in its queue, elected at once with a newer term, which writes
+// the ledger. The stuck leader's next renewal is rejected: it loses its
+// term (force_released). When its write goes on, it carries the old term's
+// token, and the ledger rejects it: a force release is safe only because
 // of the fence.
 func (d *demo) forceRelease(ctx context.Context) {
 	var s stuckJob
@@ -35,8 +36,8 @@ func (d *demo) forceRelease(ctx context.Context) {
 		return // a compaction stuck meanwhile goes on at the stop
 	}
 	defer close(s.done)
-	r, l := s.replica, s.lease
-	d.out.event("stuck", "%s: the compaction hangs in its final write, holding %s with fence %d", r.name, jobKey, l.Fence())
+	r, t := s.replica, s.term
+	d.out.event("stuck", "%s, the job's leader, hangs in a write, holding %s in term %d", r.name, jobKey, t.Fence)
 	if !d.sleep(d.ttls(forceNoticeTTLs)) {
 		return
 	}
@@ -58,24 +59,23 @@ func (d *demo) forceRelease(ctx context.Context) {
 		d.out.event("force", "operator: lockwatch release --force %s: %v", jobKey, err)
 		return
 	}
-	d.out.event("force", "operator: lockwatch release --force %s (holder %s, fence %d): the key is free", jobKey, info.Holder, info.Fence)
-	d.forceSuccessor.Store(true)
+	d.out.event("force", "operator: lockwatch release --force %s (holder %s, fence %d): the key goes to the next candidate", jobKey, info.Holder, info.Fence)
 
-	t := time.NewTimer(d.ttls(2))
-	defer t.Stop()
+	timer := time.NewTimer(d.ttls(2))
+	defer timer.Stop()
 	select {
-	case <-l.Context().Done():
+	case <-s.ctx.Done():
 		var lost *lease.LostError
-		if errors.As(l.Err(), &lost) {
-			d.out.event("lost", "%s loses %s at its next renewal (%s): its context is cancelled, its write already under way", r.name, jobKey, lost.Reason)
+		if errors.As(context.Cause(s.ctx), &lost) {
+			d.out.event("lost", "%s loses term %d at its next renewal (%s): its context is cancelled, its write already under way", r.name, t.Fence, lost.Reason)
 		}
-	case <-t.C:
+	case <-timer.C:
 	case <-d.stop:
 		return
 	}
 	// Let the successor write first, or give up waiting.
 	deadline := time.Now().Add(d.ttls(forceStuckTTLs))
-	for d.ledgerSrv.fenceOf(jobKey) <= int64(l.Fence()) && time.Now().Before(deadline) {
+	for d.ledgerSrv.fenceOf(jobKey) <= t.Fence && time.Now().Before(deadline) {
 		if !d.sleep(d.cfg.ttl / 10) {
 			return
 		}
@@ -94,21 +94,21 @@ func (d *demo) sleep(dur time.Duration) bool {
 	}
 }
 
-// stuckWrite is the final write of a compaction the force-release fault
-// struck: it hands itself to the operator, waits until the operator is
-// done, then writes with its old token.
-func (j *job) stuckWrite(ctx context.Context, l *lease.Lease, token fence.Token, write func(context.Context) error) error {
+// stuckWrite is the leader's write the force-release fault struck: it
+// hands itself to the operator, waits until the operator is done, then
+// writes with its term's token.
+func (j *job) stuckWrite(ctx context.Context, t election.Term, write func() error) error {
 	d := j.r.d
 	done := make(chan struct{})
 	select {
-	case d.stuck <- stuckJob{replica: j.r, lease: l, done: done}:
+	case d.stuck <- stuckJob{replica: j.r, term: t, ctx: ctx, done: done}:
 		select {
 		case <-done:
 		case <-d.stop:
 		}
 	case <-d.stop:
 	}
-	err := write(ctx)
-	d.lateOutcome(j.r.name+"'s stuck compaction goes on, writes", j.r.name+"'s stuck compaction goes on; its write", token.Fence, err)
+	err := write()
+	d.lateOutcome(j.r.name+"'s stuck write goes on, writes "+jobKey, j.r.name+"'s stuck write to "+jobKey, t.Fence, err)
 	return err
 }

@@ -116,8 +116,8 @@ func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo fun
 	}
 	t.Logf("%d exemplar trace ids resolved", len(traces))
 
-	// Every lease.acquire taken for a request (the compaction's is a root:
-	// the background job has no span of its own) is the child of the HTTP
+	// Every lease.acquire taken for a request (a job term's is a root: the
+	// background job has no span of its own) is the child of the HTTP
 	// or gRPC server span.
 	for _, tr := range jaeger.search(t, "lockwatch-demo", obs.SpanAcquire, 500) {
 		traces[tr.TraceID] = tr
@@ -134,7 +134,7 @@ func tracesInJaeger(t *testing.T, jaeger jaegerAPI, metrics string, stopDemo fun
 				unfinished++
 				continue
 			case parent == nil:
-				assert.Equal(t, "compaction", acquire.tag(obs.AttrLockName), "lease.acquire %s without a parent", acquire.SpanID)
+				assert.Equal(t, jobName, acquire.tag(obs.AttrLockName), "lease.acquire %s without a parent", acquire.SpanID)
 				continue
 			}
 			assert.Equal(t, "server", parent.tag("span.kind"), "lease.acquire's parent %q", parent.OperationName)

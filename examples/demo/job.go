@@ -4,120 +4,153 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// jobKey is the lock key of the background job, and its ledger key.
-const jobKey = "job:compaction"
+// jobKey is the election's key (its terms' lease key), and the job's
+// ledger key; jobName is the election's name in telemetry, and its terms'
+// lock name.
+const (
+	jobKey  = "job:compaction"
+	jobName = "compaction"
+)
 
-// job is a replica's background job, the other way services use leases:
-// every replica tries to run the ledger's compaction, one at a time, for a
-// few TTLs under the lease on job:compaction (lock name "compaction"). It
-// is the demo's long-held lease, renewed every TTL/3: a stall of its
-// replica's Redis connection fails a renewal and takes it away
-// (renewal_unknown), a pause lets it run out (deadline), and the other
-// replica takes over. The replica that does not hold it waits for it
-// (lease.Config.Wait, jobWaitTTLs at a time): its waits end acquired when
-// the holder releases during one, timed_out otherwise, and show on the wait
-// signals (lockwatch_lease_waiting, lockwatch_lease_wait_duration_seconds).
+// job is a replica's background job, an elected singleton: every replica
+// is a candidate in the election on job:compaction (package election,
+// named compaction), and the leader runs the ledger's compaction for as
+// long as its term lasts. A term starts with a write to the ledger under
+// the term's token, which bars every older term's writes there; then the
+// leader compacts every 2 to 3 TTLs, writing each result with the same
+// token. The candidates that do not lead wait in the key's queue (the wait
+// signals) and the oldest is elected when the term ends: at once when the
+// leader resigns or its key is taken by force, at the key's expiry when it
+// is killed, stalled or paused.
+//
+// The job runs as a process of its own would, beside the replica's
+// servers: its own Redis connection (stalled with the replica's, and
+// paused with it) and its own Locker, so that killing the leader (the
+// kill fault) takes down the job and not the API.
 type job struct {
-	r       *replica
-	locker  *lease.Locker // the replica's, named compaction, with the job's max hold and wait
-	holding atomic.Bool   // the replica holds the job's lease
-	spared  atomic.Bool   // its compaction is the force-release fault's: no stall
-	runs    int
+	r      *replica
+	faults *redisFaults
+	client *redis.Client
+	locker *lease.Locker
+	elect  *election.Election
+	spared atomic.Bool // writing (maybe held there by a fault): no stall, no kill
+
+	mu   sync.Mutex
+	kill context.CancelCauseFunc // ends the running process's Run
 }
 
-// jobMaxHoldTTLs bounds a compaction's hold time.
-const jobMaxHoldTTLs = 6
+// errKilled is the cause that ends a killed job's term.
+var errKilled = errors.New("killed")
 
-// jobWaitTTLs bounds one wait for the job's lease: shorter than a
-// compaction (3 to 5 TTLs), so that a wait may end either way.
-const jobWaitTTLs = 2
-
-func (j *job) run(ctx context.Context) {
-	ttl := j.r.d.cfg.ttl
-	for ctx.Err() == nil {
-		l, err := j.locker.Acquire(ctx, jobKey)
-		switch {
-		case errors.Is(err, lease.ErrNotAcquired):
-			// Waited in vain: wait again, as a job scheduler would.
-		case err != nil:
-			j.r.wait(ctx, ttl/4) // unknown: the clean-up frees the key
-		default:
-			j.holding.Store(true)
-			j.compact(l)
-			j.holding.Store(false)
-			_ = l.Release(ctx)
-			j.r.wait(ctx, jitter(ttl/4, ttl/2))
-		}
-	}
-}
-
-// compact works for a few TTLs on the lease's context, then records the
-// compaction in the ledger with the lease's token. With the near-expiry
-// fault, every other run uses up its whole max hold first and commits with
-// less validity left than Commit's warning threshold: a batch job that
-// spends its time budget to the end. With the force-release fault, a
-// compaction now and then hangs in its final write until an operator
-// force-releases its key (see demo.forceRelease).
-func (j *job) compact(l *lease.Lease) {
-	r := j.r
-	j.runs++
-	var err error
-	stuck := false
-	// The first compaction after a force release is the stuck one's
-	// successor: it runs short and is spared the stalls, so that it writes
-	// before the stuck one goes on.
-	successor := r.d.forceSuccessor.CompareAndSwap(true, false)
-	switch {
-	case successor:
-		j.spared.Store(true)
-		defer j.spared.Store(false)
-		err = r.work(l.Context(), jitter(r.d.ttls(0.5), r.d.ttls(1)), false)
-	case r.d.cfg.faults.on(faultNearExpiry) && j.runs%2 == 0:
-		err = waitRemaining(l.Context(), l, r.d.commitWarn()*2/3)
-	default:
-		// The force-release fault strikes a compaction that is renewed
-		// (not one at the end of its max hold), so that the force release
-		// is what ends its lease. The stalls spare it, and it hangs early.
-		work := jitter(r.d.ttls(3), r.d.ttls(5))
-		if stuck = r.d.forceArmed.CompareAndSwap(true, false); stuck {
-			j.spared.Store(true)
-			defer j.spared.Store(false)
-			work = jitter(r.d.ttls(1), r.d.ttls(2))
-		}
-		err = r.work(l.Context(), work, r.slowCancel())
-	}
-	if err != nil {
-		if stuck {
-			r.d.forceArmed.Store(true) // lost first: the next compaction gets stuck instead
-		}
-		return // lost (or the demo is stopping): stop, write nothing
-	}
-	wrote := false
-	// On the lease's context, which carries the token that
-	// middleware.RoundTripper sends to the ledger; Commit removes its
-	// cancellation.
-	err = l.Commit(l.Context(), func(ctx context.Context, token fence.Token) error {
-		wrote = true
-		write := func(ctx context.Context) error {
-			return r.d.ledger.put(ctx, jobKey, fmt.Sprintf("compacted@%d", token.Fence))
-		}
-		if stuck {
-			return j.stuckWrite(ctx, l, token, write)
-		}
-		return write(ctx)
+// open connects the job's process to Redis and makes it a candidate.
+func (j *job) open(d *demo) error {
+	ttl := d.cfg.ttl
+	j.faults = &redisFaults{frozen: &j.r.gate, lossRate: j.r.faults.lossRate}
+	j.client = d.redis.client(j.faults)
+	j.locker = lease.NewLocker(j.client, lease.Config{
+		Name: jobName, TTL: ttl, Namespace: namespace, ReleaseTimeout: ttl / 2,
+		FenceRetention: max(ttl, 10*time.Minute), Telemetry: d.tel,
 	})
+	var err error
+	j.elect, err = election.New(j.locker, j.client, jobKey, election.Config{
+		Identity: j.r.name, Namespace: namespace, Name: jobName, Telemetry: d.tel, Pause: ttl / 4,
+		OnStartedLeading: func(t election.Term) { d.terms.started(j.r, t) },
+		OnStoppedLeading: func(t election.Term, reason error) { d.terms.stopped(j.r, t, reason) },
+	})
+	if err != nil {
+		return errors.Join(err, j.close())
+	}
+	return nil
+}
+
+func (j *job) close() error { return errors.Join(j.locker.Close(), j.client.Close()) }
+
+// run campaigns until ctx ends. A killed process restarts after
+// killDownTTLs and campaigns again, as a supervisor would restart it.
+func (j *job) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		life, kill := context.WithCancelCause(ctx)
+		j.mu.Lock()
+		j.kill = kill
+		j.mu.Unlock()
+		_ = j.elect.Run(life, j.lead)
+		killed := context.Cause(life) == errKilled
+		kill(nil)
+		if !killed {
+			return
+		}
+		j.r.wait(ctx, j.r.d.ttls(killDownTTLs))
+		j.faults.down.Store(false)
+		if ctx.Err() == nil {
+			j.r.d.out.event("restart", "%s: the job's process restarts and queues for %s", j.r.name, jobKey)
+		}
+	}
+}
+
+// killNow kills the job's process: its connection drops every command
+// (nothing it would send arrives) and its Run ends, so its term is never
+// resigned and its key stays until it expires.
+func (j *job) killNow() {
+	j.faults.down.Store(true)
+	j.mu.Lock()
+	kill := j.kill
+	j.mu.Unlock()
+	if kill != nil {
+		kill(errKilled)
+	}
+}
+
+// lead is the leader's function, for one term: a first write, then a
+// compaction every few TTLs, until the term's context ends (the term is
+// lost, or the process stops). It never returns while the term is live: a
+// return then would resign and end the campaign.
+func (j *job) lead(ctx context.Context, t election.Term) error {
+	r := j.r
+	stop := context.AfterFunc(ctx, func() { r.d.terms.ended(t) })
+	defer stop()
+	value := fmt.Sprintf("term %d: %s leads", t.Fence, r.name)
+	for ctx.Err() == nil {
+		j.write(ctx, t, value)
+		if r.work(ctx, jitter(r.d.ttls(2), r.d.ttls(3)), r.slowCancel()) != nil {
+			break // the term ended: the work stops, unwritten
+		}
+		value = fmt.Sprintf("compacted in term %d by %s", t.Fence, r.name)
+	}
+	return nil
+}
+
+// write puts value in the ledger with the term's token, if the term is
+// still live. A write under way goes on after the term ends, as a request
+// already sent does: the ledger's fence judges it. The pause and
+// force-release faults strike here.
+func (j *job) write(ctx context.Context, t election.Term, value string) {
+	if ctx.Err() != nil {
+		return
+	}
+	j.spared.Store(true)
+	defer j.spared.Store(false)
+	d := j.r.d
+	put := func() error {
+		return d.ledger.put(fence.NewContext(context.WithoutCancel(ctx), t.Token), jobKey, value)
+	}
 	switch {
-	case stuck && !wrote:
-		r.d.forceArmed.Store(true) // Commit refused: the next compaction gets stuck instead
-	case successor && err == nil:
-		r.d.out.event("takeover", "%s takes %s with fence %d and writes it", r.name, jobKey, l.Fence())
+	case !d.leaderPauseArmed.Load() && !d.leaderPaused.Load() && d.forceArmed.CompareAndSwap(true, false):
+		_ = j.stuckWrite(ctx, t, put)
+	case j.r.pauseHere(&d.leaderPauseArmed, d.leaderVictims, jobKey, t.Fence):
+		d.pauseOutcome(j.r, jobKey, t.Fence, put())
+	default:
+		_ = put()
 	}
 }
 

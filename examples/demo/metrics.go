@@ -24,6 +24,10 @@ const (
 	promFenceRejections = obs.PromFenceRejections
 	promReleases        = obs.PromLeaseReleases
 	promForceReleases   = obs.PromLeaseForceReleases
+	promTermChanges     = obs.PromElectionTermChanges
+	promTermLosses      = obs.PromElectionLosses
+	promLeaderless      = obs.PromElectionLeaderlessDuration
+	promElectionLate    = obs.PromElectionLateCompletions
 )
 
 // metrics is one gathering of the registry /metrics serves.
@@ -126,9 +130,11 @@ func (h histogram) quantile(q float64) float64 {
 	return math.Inf(1)
 }
 
-func (h histogram) describe() string {
+// describe gives the histogram's median, p99 and mean after what, or
+// none when it is empty.
+func (h histogram) describe(what, none string) string {
 	if h.count == 0 {
-		return "no lease was lost"
+		return none
 	}
 	sec := func(v float64) string {
 		if math.IsInf(v, 1) {
@@ -145,8 +151,8 @@ func (h histogram) describe() string {
 		}
 		return d.String()
 	}
-	return fmt.Sprintf("loss to end of work: median ≤ %s · p99 ≤ %s · mean %s",
-		sec(h.quantile(0.5)), sec(h.quantile(0.99)), sec(h.sum/float64(h.count)))
+	return fmt.Sprintf("%s: median ≤ %s · p99 ≤ %s · mean %s",
+		what, sec(h.quantile(0.5)), sec(h.quantile(0.99)), sec(h.sum/float64(h.count)))
 }
 
 // snapshot is what the status line shows.

@@ -204,15 +204,21 @@ func (p *progress) summary(d *demo, elapsed time.Duration, metricsURL string) {
 	row("unknown, cleaned up", m.sum(promResolutions), m.detail(promResolutions, "result", "released", "absent", "unresolved"))
 	row("renewals", m.sum(promRenewals), m.detail(promRenewals, "result", "renewed", "rejected", "unknown"))
 	row("leases lost", m.sum(promLosses), m.detail(promLosses, "reason", "renewal_unknown", "renewal_rejected", "force_released", "deadline", "max_hold", "closed"))
-	row("cancellation latency", float64(cancel.count), cancel.describe())
+	row("cancellation latency", float64(cancel.count), cancel.describe("loss to end of work", "no lease was lost"))
 	row("late completions", m.sum(promLateCompletions), "success answered after the lease was lost")
 	row("commits", m.sum(promCommits), m.detail(promCommits, "result", "committed", "near_expiry", "refused", "stale", "failed"))
 	row("fence checks", m.sum(promFenceChecks), "at the ledger: "+m.detail(promFenceChecks, "result", "accepted", "rejected"))
 	row("stale writes rejected", m.sum(promFenceRejections), "late writes the ledger's fence stopped")
 	row("releases", m.sum(promReleases), m.detail(promReleases, "result", "released", "not_held", "unknown"))
 	row("force releases", m.sum(promForceReleases), "by the operator: "+m.detail(promForceReleases, "result", "released", "not_held", "unknown"))
+	terms := m.by(promTermChanges, "reason")
+	row("job leader terms", terms["started"], m.detail(promTermChanges, "reason", "resigned", "lost")+
+		" · lost by "+m.detail(promTermLosses, "reason", "renewal_unknown", "renewal_rejected", "force_released", "deadline", "closed")+
+		fmt.Sprintf(" · late completions %.0f", m.sum(promElectionLate)))
+	leaderless := m.histogram(promLeaderless)
+	row("time without a leader", float64(leaderless.count), leaderless.describe("before a term", "none measured"))
 	lines = append(lines, "",
-		"The lease and fence rows are lockwatch's own metrics, as served while the demo ran on",
+		"The lease, fence and election rows are lockwatch's own metrics, as served while the demo ran on",
 		"  "+metricsURL)
 	p.println(lines...)
 }
@@ -248,7 +254,7 @@ func otlpEndpoint() string {
 // debugOthers says whose leases the debug page shows, and where the other
 // replicas' are.
 func debugOthers(replicas []*replica) string {
-	s := replicas[0].name + "'s live leases"
+	s := replicas[0].name + "'s live leases; its job's at /debug/lockwatch/" + replicas[0].name + "/job"
 	if len(replicas) > 1 {
 		s += "; " + replicas[1].name + "'s at /debug/lockwatch/" + replicas[1].name
 		if len(replicas) > 2 {

@@ -81,8 +81,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 		FenceRetention: max(ttl, 10*time.Minute),
 		Telemetry:      d.tel,
 	})
-	r.job.locker, err = r.locker.With(lease.Config{Name: "compaction", MaxHold: d.ttls(jobMaxHoldTTLs), Wait: d.ttls(jobWaitTTLs)})
-	if err != nil {
+	if err := r.job.open(d); err != nil {
 		return nil, errors.Join(err, r.locker.Close(), r.client.Close(), httpLn.Close(), grpcLn.Close())
 	}
 
@@ -118,7 +117,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 }
 
 // shutdown stops the servers (waiting for handlers in flight, at most
-// grace), then the Locker, then the lease client.
+// grace), then the Lockers, then the lease clients.
 func (r *replica) shutdown(grace time.Duration) error {
 	r.stopOnce.Do(func() { r.stopErr = r.stopServers(grace) })
 	return r.stopErr
@@ -139,7 +138,7 @@ func (r *replica) stopServers(grace time.Duration) error {
 		r.grpcSrv.Stop()
 		<-stopped
 	}
-	return errors.Join(errHTTP, r.locker.Close(), r.client.Close())
+	return errors.Join(errHTTP, r.locker.Close(), r.client.Close(), r.job.close())
 }
 
 // work simulates d of the handler's work on ctx, the lease's context. A
@@ -191,10 +190,17 @@ func (r *replica) slowCancel() bool {
 // ledger, the gap that no client-side check can close. When the chaos loop
 // has armed a pause, the first write to get here pauses the whole replica.
 func (r *replica) maybePause(account string, fence int64) (paused bool) {
-	if !r.pauseArmed.CompareAndSwap(true, false) {
+	return r.pauseHere(&r.pauseArmed, r.victims, account, fence)
+}
+
+// pauseHere pauses the whole replica if armed is set, and hands the write
+// it caught (to account, with fence) to the chaos loop on victims; it
+// returns once the replica resumes, and reports whether it paused.
+func (r *replica) pauseHere(armed *atomic.Bool, victims chan<- victim, account string, fence int64) bool {
+	if !armed.CompareAndSwap(true, false) {
 		return false
 	}
-	r.victims <- victim{replica: r, account: account, fence: fence, resume: r.gate.pause()}
+	victims <- victim{replica: r, account: account, fence: fence, resume: r.gate.pause()}
 	r.gate.wait(r.d.stop)
 	return true
 }
