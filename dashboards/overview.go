@@ -4,11 +4,12 @@ import "github.com/grafana/grafana-foundation-sdk/go/dashboard"
 
 // overview answers "is anything unsafe right now?": the stats on top turn
 // orange or red when a lock failed to protect its work, the time series below
-// say where and since when. Lease series are summed over the selected locks.
+// say where and since when. Lease series are summed over the selected locks;
+// the elections' row shows who leads each election and every transition.
 func overview() *dashboard.DashboardBuilder {
 	v := overviewView
 	d := newDashboard(OverviewUID, "lockwatch / Overview",
-		"Is anything unsafe right now? Stale writes stopped by fences, unknown acquires, failed renewals, lost leases, near-expiry commits, work outliving its lease. Drill down per lock in lockwatch / Lock detail.")
+		"Is anything unsafe right now? Stale writes stopped by fences, unknown acquires, failed renewals, lost leases, near-expiry commits, work outliving its lease; and who leads each election. Drill down per lock in lockwatch / Lock detail.")
 	section(d, row(100, "Is anything unsafe right now?"), unsafeStats(v, 101)...)
 	section(d, row(200, "Stale writes and lost leases"),
 		fenceRejectionsSeries(201),
@@ -28,5 +29,6 @@ func overview() *dashboard.DashboardBuilder {
 		commitRemainingSeries(v, 403),
 		commitOutcomesSeries(v, 404),
 	)
+	section(d, row(500, "Elections: who leads, and every transition"), electionPanels(501)...)
 	return d
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
 	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/statetimeline"
 	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/stretchr/testify/assert"
@@ -90,7 +91,7 @@ func TestPanels(t *testing.T) {
 			}
 
 			var lowestSeries, highestStat uint32 = ^uint32(0), 0
-			stats, series := 0, 0
+			stats, series, timelines := 0, 0, 0
 			for _, p := range ps {
 				title := deref(p.Title)
 				require.NotNil(t, p.Id, "panel %q has no id", title)
@@ -133,12 +134,21 @@ func TestPanels(t *testing.T) {
 					assert.True(t, opts.Legend.ShowLegend, "panel %q hides its legend", title)
 					assert.NotEqual(t, common.LegendDisplayModeHidden, opts.Legend.DisplayMode, "panel %q hides its legend", title)
 					lowestSeries = min(lowestSeries, p.GridPos.Y)
+				case "state-timeline":
+					timelines++
+					opts, ok := p.Options.(*statetimeline.Options)
+					require.True(t, ok, "panel %q options are %T", title, p.Options)
+					assert.True(t, opts.Legend.ShowLegend, "panel %q hides its legend", title)
+					assert.NotEmpty(t, p.FieldConfig.Defaults.Mappings, "panel %q names no state", title)
 				default:
 					t.Errorf("panel %q: unexpected type %s", title, p.Type)
 				}
 			}
 			assert.Positive(t, stats)
 			assert.Positive(t, series)
+			if c.file == "overview.json" {
+				assert.Equal(t, 1, timelines, "the overview shows who leads each election")
+			}
 			assert.LessOrEqual(t, highestStat, lowestSeries, "stats belong above the time series")
 			assertGrid(t, c.dash)
 		})
