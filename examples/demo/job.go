@@ -8,11 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/redis/go-redis/v9"
 )
 
 // jobKey is the election's key (its terms' lease key), and the job's

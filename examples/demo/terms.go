@@ -19,12 +19,8 @@ type terms struct {
 	d *demo
 
 	mu      sync.Mutex
-	current int64          // the newest term started, 0 before the first
-	endedAt time.Time      // when that term's context ended; zero while it runs
-	terms   int            // started
-	ends    map[string]int // terms ended, by how
-	late    int            // of which late completions
-	gaps    []time.Duration
+	current int64     // the newest term started, 0 before the first
+	endedAt time.Time // when that term's context ended; zero while it runs
 }
 
 // started narrates a term's start: who leads, and after how long without
