@@ -18,6 +18,11 @@
 // appear as their hash, as on spans and in Redis; the raw key only when the
 // Locker's Telemetry was made with telemetry.Config.RawKeys.
 //
+// It also lists the elections the process campaigns in: every
+// election.Election whose Run runs, whichever Locker it was made with, by
+// election name and identity: whether it leads, its term (the one it
+// leads, else the last it led) and since when it leads, or campaigns.
+//
 // It is one process's view of its own leases, by its own monotonic clock,
 // not Redis's: a lease this process still shows as held may already be gone
 // from Redis (it then loses it at its next renewal), and the page knows
@@ -59,9 +64,16 @@
 //	    "lost_at": "2026-12-01T09:59:58.5Z",       // when its context was cancelled
 //	    "held_ms": 5012.75,                        // how long it had been held
 //	    "renewals": 14, "last_renewal_ms": 1.5
+//	  }],
+//	  "elections": [{                              // the process's candidates, by election, then identity
+//	    "election": "scheduler",                   // election.Config.Name
+//	    "identity": "scheduler-7d9f-a",            // election.Config.Identity
+//	    "leading": true,
+//	    "term": 1764583200123456,                  // the term it leads, else the last it led; 0 before the first
+//	    "since": "2026-12-01T09:58:00Z"            // when it started leading, or campaigning
 //	  }]
 //	}
 //
-// leases and losses are [] (never null) when empty. Any other format is
+// leases, losses and elections are [] (never null) when empty. Any other format is
 // answered 400.
 package debugpage

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -39,7 +40,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "debugpage: read-only, GET or HEAD only", http.StatusMethodNotAllowed)
 		return
 	}
-	v := newView(h.locker.Snapshot())
+	v := newView(h.locker.Snapshot(), obs.Campaigns.List())
 	var body bytes.Buffer
 	switch format := r.URL.Query().Get("format"); format {
 	case "json":

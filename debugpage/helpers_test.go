@@ -27,6 +27,16 @@ type page struct {
 	Taken  time.Time   `json:"taken"`
 	Leases []leaseJSON `json:"leases"`
 	Losses []lossJSON  `json:"losses"`
+	// Elections are the process's candidates.
+	Elections []electionJSON `json:"elections"`
+}
+
+type electionJSON struct {
+	Election string    `json:"election"`
+	Identity string    `json:"identity"`
+	Leading  bool      `json:"leading"`
+	Term     int64     `json:"term"`
+	Since    time.Time `json:"since"`
 }
 
 type leaseJSON struct {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -15,6 +16,8 @@ type view struct {
 	Taken  time.Time   `json:"taken"`
 	Leases []leaseView `json:"leases"`
 	Losses []lossView  `json:"losses"`
+	// Elections are the process's, whichever Locker they campaign with.
+	Elections []electionView `json:"elections"`
 
 	rawKeys bool // some lease or loss has its raw key: the page adds a column
 }
@@ -45,8 +48,23 @@ type lossView struct {
 	LastRenewalMS millis           `json:"last_renewal_ms"`
 }
 
-func newView(s lease.Snapshot) *view {
-	v := &view{Taken: s.Taken, Leases: make([]leaseView, 0, len(s.Leases)), Losses: make([]lossView, 0, len(s.Losses))}
+// electionView is a candidate running in the process: whether it leads,
+// its term (the one it leads, else the last it led; 0 before the first),
+// and since when it leads, or campaigns.
+type electionView struct {
+	Election string    `json:"election"`
+	Identity string    `json:"identity"`
+	Leading  bool      `json:"leading"`
+	Term     int64     `json:"term"`
+	Since    time.Time `json:"since"`
+}
+
+func newView(s lease.Snapshot, campaigns []obs.Campaign) *view {
+	v := &view{Taken: s.Taken, Leases: make([]leaseView, 0, len(s.Leases)), Losses: make([]lossView, 0, len(s.Losses)),
+		Elections: make([]electionView, 0, len(campaigns))}
+	for _, c := range campaigns {
+		v.Elections = append(v.Elections, electionView{Election: c.Election, Identity: c.Identity, Leading: c.Leading, Term: c.Term, Since: c.Since})
+	}
 	for _, l := range s.Leases {
 		v.rawKeys = v.rawKeys || l.Key != ""
 		v.Leases = append(v.Leases, leaseView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Fence: l.Fence, Holder: l.Holder, State: l.State,

@@ -62,6 +62,8 @@ type Election struct {
 	running atomic.Bool
 	mu      sync.Mutex
 	leading *termState // the live term, nil between terms
+	since   time.Time  // when the live term started, or the last ended
+	last    int64      // the newest term's fence, 0 before the first
 }
 
 // recordTTL outlives every term but the longest, which rewrite it, and lets
@@ -114,6 +116,18 @@ func (e *Election) Leading() (Term, bool) {
 		return Term{}, false
 	}
 	return ts.term, true
+}
+
+// campaign is the candidate's state for the process's list of elections
+// (debugpage).
+func (e *Election) campaign() obs.Campaign {
+	t, leading := e.Leading()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !leading {
+		t.Fence = e.last
+	}
+	return obs.Campaign{Election: e.cfg.Name, Identity: e.cfg.Identity, Leading: leading, Term: t.Fence, Since: e.since}
 }
 
 // validNamespace applies the lease's rule: printable ASCII without spaces

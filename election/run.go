@@ -48,9 +48,11 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, t Term)
 		return invalidf("Run called while another Run of the election runs")
 	}
 	defer e.running.Store(false)
+	e.setLeading(nil)
+	defer obs.Campaigns.Add(e.campaign)()
 	e.rec.Campaigning(ctx, obs.Candidate{Election: e.cfg.Name, Identity: e.cfg.Identity})
 	for {
-		l, err := e.campaign(ctx)
+		l, err := e.wait(ctx)
 		if err != nil {
 			return err
 		}
@@ -63,9 +65,9 @@ func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, t Term)
 	}
 }
 
-// campaign waits for the key until it is granted, ctx ends, or the Locker
-// is closed.
-func (e *Election) campaign(ctx context.Context) (*lease.Lease, error) {
+// wait waits for the key until it is granted, ctx ends, or the Locker is
+// closed.
+func (e *Election) wait(ctx context.Context) (*lease.Lease, error) {
 	for {
 		l, err := e.lk.Acquire(ctx, e.key)
 		switch {
@@ -159,9 +161,13 @@ func (e *Election) endTerm(ctx context.Context, span trace.Span, t Term, lost er
 	e.rec.EndTerm(ctx, span, ev)
 }
 
+// setLeading records the live term, nil between terms, and since when.
 func (e *Election) setLeading(ts *termState) {
 	e.mu.Lock()
-	e.leading = ts
+	e.leading, e.since = ts, time.Now()
+	if ts != nil {
+		e.since, e.last = ts.term.Start, ts.term.Fence
+	}
 	e.mu.Unlock()
 }
 

@@ -1,8 +1,11 @@
 package obs
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -93,4 +96,57 @@ func (t *Recorder) EndTerm(ctx context.Context, span trace.Span, ev TermEnd) {
 // election returns the options for an election and one more attribute.
 func (t *Recorder) election(name, key, value string) *attrOpts {
 	return t.opts(AttrElection, name, key, value)
+}
+
+// Campaign is one candidate that runs (election's Run) in the process, as
+// the debug page lists it.
+type Campaign struct {
+	Election, Identity string
+	Leading            bool
+	Term               int64     // the term it leads, else the last it led (0: none)
+	Since              time.Time // when it started leading, or campaigning
+}
+
+// Campaigns are the candidates running in the process: package election
+// adds each Run for as long as it runs, debugpage lists them.
+var Campaigns = &campaigns{running: map[int]func() Campaign{}}
+
+type campaigns struct {
+	mu      sync.Mutex
+	next    int
+	running map[int]func() Campaign
+}
+
+// Add lists a running candidate, whose state reads its current state,
+// until remove.
+func (c *campaigns) Add(state func() Campaign) (remove func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id := c.next
+	c.next++
+	c.running[id] = state
+	return func() {
+		c.mu.Lock()
+		delete(c.running, id)
+		c.mu.Unlock()
+	}
+}
+
+// List returns the running candidates' states, by election, then
+// identity, then term.
+func (c *campaigns) List() []Campaign {
+	c.mu.Lock()
+	states := make([]func() Campaign, 0, len(c.running))
+	for _, s := range c.running {
+		states = append(states, s)
+	}
+	c.mu.Unlock()
+	out := make([]Campaign, 0, len(states))
+	for _, s := range states {
+		out = append(out, s())
+	}
+	slices.SortFunc(out, func(a, b Campaign) int {
+		return cmp.Or(cmp.Compare(a.Election, b.Election), cmp.Compare(a.Identity, b.Identity), cmp.Compare(a.Term, b.Term))
+	})
+	return out
 }
