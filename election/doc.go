@@ -66,4 +66,8 @@
 // validity and sets to the term's end when it ends. A leader that vanished
 // without ending its term is measured from its last rewrite, which the
 // lease's later renewals may have outlived by up to a third of its TTL.
+//
+// Election.Ready is an http.HandlerFunc for a readiness probe: 200 while
+// the candidate leads, 503 otherwise, so that a Service sends traffic to
+// the leader only.
 package election

@@ -2,7 +2,10 @@ package election
 
 import (
 	"errors"
+	"io"
 	"math"
+	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -142,4 +145,24 @@ func validNamespace(ns string) error {
 		}
 	}
 	return nil
+}
+
+// Ready answers 200 while this candidate leads (Leading) and 503
+// otherwise, its body the term or "not leading": the health check for
+// "serve only on the leader". As a Kubernetes readiness probe it keeps the
+// standbys out of their Services' endpoints without restarting them, and
+// takes the leader out from its term's loss on; never as a liveness probe,
+// which would restart every standby. Endpoints follow the probe's period,
+// so a request may still reach a deposed leader: the fence refuses its
+// writes.
+func (e *Election) Ready(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	t, ok := e.Leading()
+	if !ok {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "not leading\n")
+		return
+	}
+	_, _ = io.WriteString(w, "leading term "+strconv.FormatInt(t.Fence, 10)+"\n")
 }

@@ -30,6 +30,9 @@ package election_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -302,4 +305,35 @@ func TestObserve(t *testing.T) {
 	_, err = watcher.Observe(ctx)
 	require.ErrorIs(t, err, election.ErrNoLeader, "Run resigned")
 	h.checkCallbacks()
+}
+
+// Ready: 503 before a term, 200 with the term while leading, 503 again
+// once the term ended.
+func TestReady(t *testing.T) {
+	h := newHarness(t)
+	ctx, _ := testCtx(t)
+	a := h.candidate("a", 5*time.Second, election.Config{})
+	probe := func() (int, string) {
+		w := httptest.NewRecorder()
+		a.Ready(w, httptest.NewRequest(http.MethodGet, "/ready", nil))
+		assert.Equal(t, "no-store", w.Header().Get("Cache-Control"))
+		return w.Code, w.Body.String()
+	}
+	code, body := probe()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "not leading\n", body)
+
+	resign := make(chan struct{})
+	done := run(t, ctx, a, func(context.Context, election.Term) error {
+		<-resign
+		return nil
+	})
+	term := h.waitFor("a", "started", 1, 5*time.Second)[0].fence
+	code, body = probe()
+	assert.Equal(t, http.StatusOK, code)
+	assert.Equal(t, "leading term "+strconv.FormatInt(term, 10)+"\n", body)
+	close(resign)
+	require.NoError(t, result(t, done, 5*time.Second))
+	code, _ = probe()
+	assert.Equal(t, http.StatusServiceUnavailable, code)
 }
