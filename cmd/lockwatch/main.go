@@ -13,7 +13,7 @@ func main() {
 
 // commands are the subcommands, in the order the usage lists them. Their
 // names are a contract with the scripts that call them.
-var commands = []*command{runCmd, inspectCmd, releaseCmd, fenceCmd}
+var commands = []*command{runCmd, electCmd, inspectCmd, releaseCmd, fenceCmd}
 
 const topUsage = `lockwatch holds fenced Redis leases for programs that must not run twice at once.
 
@@ -32,7 +32,7 @@ is the manual.
 // lockwatch runs the command line args and returns the exit status.
 func lockwatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return exitCode(stderr, usageErr("", "no command given: run, inspect, release or fence"))
+		return exitCode(stderr, usageErr("", "no command given: run, elect, inspect, release or fence"))
 	}
 	switch name := args[0]; name {
 	case "-h", "-help", "--help", "help":

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -134,8 +133,9 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 // runFlags are run's own flags.
 type runFlags struct {
 	keyFlags
-	name             string
-	ttl, wait, grace time.Duration
+	holdFlags
+	name string
+	wait time.Duration
 }
 
 // check validates the flags and fills in the grace default. The TTL's
@@ -150,37 +150,11 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 		return usageErr("run", "--name must not be empty")
 	case len(args) == 0:
 		return usageErr("run", "no program to run: give it after --")
-	case f.ttl <= 0:
-		return usageErr("run", "--ttl must be positive")
 	case f.wait < 0:
 		return usageErr("run", "--wait must not be negative")
-	case f.grace < 0:
-		return usageErr("run", "--grace must not be negative")
-	case f.grace > f.maxGrace():
-		return usageErr("run", "--grace %v is longer than half the lease's safety margin, TTL/20 = %v: the SIGKILL could come after the key can expire; give at most %v, or a longer --ttl",
-			f.grace, f.maxGrace(), f.maxGrace())
 	}
-	if !set["grace"] {
-		f.grace = f.maxGrace()
-	}
-	return nil
+	return f.checkHold("run", set)
 }
-
-// margin is the lease's safety margin, lease's default made explicit: the
-// default grace is tied to it, so the two cannot drift apart.
-func (f *runFlags) margin() time.Duration { return f.ttl / 10 }
-
-// maxGrace is the longest --grace, and its default: half the margin. At a
-// grace of the whole margin the SIGKILL is due one drift allowance (TTL/100
-// + 2ms) before the key can expire, and a loaded host's scheduler was seen
-// to deliver it 6-110 ms late (the chaos harness's run-ignore-term fault);
-// the other half of the margin is that delay's room.
-func (f *runFlags) maxGrace() time.Duration { return f.margin() / 2 }
-
-// beat is how often lockwatch tells its watchdog that it runs: a fourth of
-// the margin, so that a lockwatch that stopped is told from one that
-// beats (two beats missed) well within the margin.
-func (f *runFlags) beat() time.Duration { return max(f.margin()/4, time.Millisecond) }
 
 func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stderr io.Writer) error {
 	path, err := findProgram(args[0])
@@ -191,8 +165,7 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	// taken must neither kill lockwatch with the key held nor be lost.
 	sigs, stopSignals := catchSignals()
 	defer stopSignals()
-
-	secrets, err := envTokenSecrets()
+	secrets, err := envTokenSecrets("run")
 	if err != nil {
 		return err
 	}
@@ -224,52 +197,22 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 		return f.notRun(l, sig, err)
 	}
 
-	env := append(programEnv(), envFence+"="+strconv.FormatInt(l.Fence(), 10), envFenceToken+"="+l.Token().String(), envKey+"="+f.key)
-	catchJobSignals(sigs)
-	p, err := startProgram(path, args, env)
+	j := &job{key: f.key, grace: f.grace, path: path, args: args, sigs: sigs, stderr: stderr}
+	s, err := j.runUnder(l, w, leaseEnv(f.key, l.Fence(), l.Token()))
 	if err != nil {
 		f.release(l, nil, stderr)
 		return err
 	}
-	ignoreTTOU()
-	s := &supervisor{key: f.key, grace: f.grace, p: p, l: l, w: w, stderr: stderr}
-	lost := s.run(sigs)
-	w.stop()
-	f.release(l, lost, stderr)
-	switch {
-	case p.err != nil:
-		return fail(exitInternal, "wait for %s: %v", args[0], p.err)
-	case lost != nil:
-		return &exitError{code: exitLost}
-	case p.status != 0:
-		return &exitError{code: p.status}
-	}
-	return nil
+	f.release(l, s.lost, stderr)
+	return s.status()
 }
 
 // acquire takes the lease on key. A signal that asks to stop cancels it
 // and is returned: with a lease, if the acquire won the race.
 func acquire(ctx context.Context, cancel context.CancelFunc, lk *lease.Locker, key string, sigs <-chan os.Signal) (*lease.Lease, os.Signal, error) {
-	stop := make(chan struct{})
-	got := make(chan os.Signal, 1)
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				if asksToEnd(s) {
-					cancel()
-					got <- s
-					return
-				}
-			case <-stop:
-				got <- nil
-				return
-			}
-		}
-	}()
+	stop := endOnSignal(sigs, func(os.Signal) { cancel() })
 	l, err := lk.Acquire(ctx, key)
-	close(stop)
-	return l, <-got, err
+	return l, stop(), err
 }
 
 // notRun maps an acquire that did not lead to running the program to its
@@ -301,15 +244,16 @@ func (f *runFlags) release(l *lease.Lease, lost *lease.LostError, stderr io.Writ
 	}
 }
 
-// envTokenSecrets reads the secrets of envSecrets, nil when unset.
-func envTokenSecrets() (*fence.Secrets, error) {
+// envTokenSecrets reads the secrets of envSecrets, nil when unset; a bad
+// value is a usage error of command cmd.
+func envTokenSecrets(cmd string) (*fence.Secrets, error) {
 	text := os.Getenv(envSecrets)
 	if text == "" {
 		return nil, nil
 	}
 	s, err := fence.ParseSecrets(text)
 	if err != nil {
-		return nil, usageErr("run", "%s: %v", envSecrets, err)
+		return nil, usageErr(cmd, "%s: %v", envSecrets, err)
 	}
 	return s, nil
 }

@@ -43,6 +43,48 @@ func catchJobSignals(ch chan<- os.Signal) {
 // stays ignored across exec.
 func ignoreTTOU() { signal.Ignore(syscall.SIGTTOU) }
 
+// unignoreTTOU undoes ignoreTTOU before lockwatch elect starts the program
+// of another term: an ignored signal stays ignored across exec, so the
+// program would not get SIGTTOU's default. Go then catches SIGTTOU for
+// lockwatch, and drops it, until ignoreTTOU again; the program's exec
+// resets a caught signal to its default.
+func unignoreTTOU() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTTOU)
+	signal.Stop(ch)
+}
+
+// endOnSignal watches sigs while no program runs: the first signal that
+// asks to end is passed to end. A job-control stop (caught once a program
+// of lockwatch elect has run) stops lockwatch, as it does before. The
+// function returned stops the watch and returns that signal, or nil.
+func endOnSignal(sigs <-chan os.Signal, end func(os.Signal)) func() os.Signal {
+	stop := make(chan struct{})
+	got := make(chan os.Signal, 1)
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				switch {
+				case asksToEnd(s):
+					end(s)
+					got <- s
+					return
+				case s == syscall.SIGTSTP, s == syscall.SIGTTIN:
+					stopSelf()
+				}
+			case <-stop:
+				got <- nil
+				return
+			}
+		}
+	}()
+	return func() os.Signal {
+		close(stop)
+		return <-got
+	}
+}
+
 // asksToEnd tells the signals whose default action ends a process: they
 // end a wait for the key (and, if the key was just taken, release it),
 // and once the program runs they are followed by SIGCONT, so that a

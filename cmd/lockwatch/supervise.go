@@ -24,12 +24,13 @@ type supervisor struct {
 	w      *watchdog
 	stderr io.Writer
 
-	lost    *lease.LostError
-	ending  bool // SIGTERM was sent for a loss
-	stopped bool // lockwatch stopped itself with its program, and was not continued since
-	exited  bool // the program has exited; what it left is being ended
-	kill    <-chan time.Time
-	killAt  time.Time
+	lost     *lease.LostError
+	ending   bool // SIGTERM was sent for a loss
+	endAsked bool // a signal that asks to end was forwarded
+	stopped  bool // lockwatch stopped itself with its program, and was not continued since
+	exited   bool // the program has exited; what it left is being ended
+	kill     <-chan time.Time
+	killAt   time.Time
 }
 
 // run supervises until the program and what it left are gone, and
@@ -93,6 +94,7 @@ func (s *supervisor) signal(sig syscall.Signal) {
 	case sig == syscall.SIGTSTP, sig == syscall.SIGTTIN:
 		s.relayStop(sig)
 	case asksToEnd(sig):
+		s.endAsked = true
 		s.p.signalEnd(sig)
 	default:
 		s.p.signal(sig)
