@@ -118,6 +118,36 @@
 // A pause of the whole machine (a frozen VM) stops the watchdog with
 // lockwatch: that, as every pause, is the fence's case.
 //
+// # lockwatch elect
+//
+//	lockwatch elect --key K [--ttl 10s] [--grace TTL/20] [--identity hostname-pid] [--name K] [--namespace lockwatch] -- PROGRAM ARGS...
+//
+// campaigns for the leadership of K (package election) and runs PROGRAM
+// in each term it leads, so that of all the candidates for K, on any
+// number of hosts, one runs its PROGRAM at a time: the singleton that
+// runs a scheduler or an outbox relay. A term is a fenced lease on K, and
+// PROGRAM gets the term's LOCKWATCH_FENCE, LOCKWATCH_FENCE_TOKEN and
+// LOCKWATCH_KEY as under lockwatch run: the fence is larger than every
+// earlier term's, whoever led it. Candidates wait in K's queue, first
+// come, first served; --identity names the candidate to package
+// election's Observe, --name the election in metrics and logs.
+//
+// When a term is lost, PROGRAM's process group gets SIGTERM and SIGCONT at
+// once and SIGKILL after --grace, before the key can expire, as under run
+// and with the same bound on --grace; once PROGRAM and what it left are
+// gone, lockwatch says so in a line, campaigns again after a second, and
+// starts PROGRAM anew when it is elected again. While Redis fails, a
+// candidate tries again every second; it does not exit. When PROGRAM
+// exits by itself while leading, lockwatch resigns (the next candidate is
+// elected at once, not after a TTL) and exits with its status. A signal
+// that asks to end (INT, TERM, HUP, QUIT, ALRM) is forwarded to PROGRAM's
+// group while it runs: lockwatch resigns once PROGRAM has exited, and
+// exits with its status. While no PROGRAM runs, such a signal ends the
+// campaign: lockwatch leaves K's queue and exits 128+n. What lockwatch
+// run supervises (above) lockwatch elect supervises in each term, the
+// term being the lease: stops, the watchdog, the parent-death signal, and
+// what PROGRAM leaves behind, which is ended before the term is resigned.
+//
 // # lockwatch inspect
 //
 //	lockwatch inspect --key K [--namespace NS] [--json]
@@ -193,21 +223,25 @@
 //
 // # Exit statuses
 //
-//	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n)
+//	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n);
+//	           elect: the status of the PROGRAM that exited while leading (by itself or after a forwarded signal)
 //	0          inspect, release: done; fence: nothing to repair, or --force set the mark back
 //	1          release: the key was free, or held by another holder: nothing changed;
 //	           fence: the mark is bricked, and was left as it is (no --force, or it moved since read)
 //	64         usage error: bad flags, missing --key, no PROGRAM, release without --force,
 //	           fence --force without --to when no minted fence is remembered
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
-//	           inspect, fence: a read failed; release, fence --force: the outcome is unknown
+//	           inspect, fence: a read failed; release, fence --force: the outcome is unknown;
+//	           elect: Redis unreachable or unsafe at the start: it never campaigned
 //	70         any other internal failure; fence: the stored mark is not a fence
 //	75         run: the key is held by another (at once, or after --wait): PROGRAM never ran
 //	76         run: the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
-//	79         run: the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated
-//	126        run: PROGRAM found but not executable
-//	127        run: PROGRAM not found
-//	128+n      run: lockwatch got signal n while waiting for the key: PROGRAM never ran
+//	79         run: the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated;
+//	           elect: the term was lost as PROGRAM's run ended (it exited by itself as the loss was found, or a signal had asked lockwatch to end)
+//	126        run, elect: PROGRAM found but not executable
+//	127        run, elect: PROGRAM not found
+//	128+n      run: lockwatch got signal n while waiting for the key: PROGRAM never ran;
+//	           elect: lockwatch got signal n while not leading: it left the campaign
 //
 // 75 is EX_TEMPFAIL: for a job started on several hosts it is the normal
 // outcome everywhere but one. A PROGRAM that exits 69, 75, 76 or 79 itself

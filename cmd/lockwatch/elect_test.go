@@ -314,3 +314,28 @@ func TestElectUsageAndHelp(t *testing.T) {
 	require.Equal(t, exitOK, top.wait(t))
 	assert.Contains(t, top.stdout.String(), "elect ")
 }
+
+// TestElectSignalThenLossExits79: a leader asked to end by SIGTERM keeps
+// leading while its program runs on (here it ignores the signal); when
+// the term is then lost, the program is killed after the grace and
+// lockwatch exits 79 instead of campaigning again.
+func TestElectSignalThenLossExits79(t *testing.T) {
+	t.Parallel()
+	const key = "elect-asked-then-lost"
+	dir := t.TempDir()
+	script := `trap 'echo got > "$DIR/got"' TERM
+echo ready > "$DIR/ready"
+i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
+	p := startEnv(t, []string{"DIR=" + dir, noExitSleep()}, "elect", "--redis", sharedAddr, "--key", key, "--ttl", "2s", "--",
+		"/bin/sh", "-c", script)
+	waitFile(t, filepath.Join(dir, "ready"), p)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	waitFile(t, filepath.Join(dir, "got"), p)
+	assert.True(t, inspectJSON(t, "--redis", sharedAddr, "--key", key).Held, "the leader resigned before its program exited")
+
+	code, _, stderr := lockwatchRun(t, "release", "--redis", sharedAddr, "--force", "--key", key)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, exitLost, p.wait(t), p.stderr.String())
+	assert.Contains(t, p.stderr.String(), "force_released")
+	assert.NotContains(t, p.stderr.String(), "campaigning again")
+}
