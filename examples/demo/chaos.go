@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/fence"
 )
 
@@ -34,6 +35,7 @@ const (
 	firstKillTTLs    = 5.0  // the job's leader is killed
 	killEveryTTLs    = 11.0
 	killDownTTLs     = 2.0 // how long a killed job's process stays down
+	killWaitTTLs     = 4.0 // how long a kill waits for a leader to kill, at most
 	leaderPauseTTLs  = 6.0 // how long a pause waits for the job leader's next write, at most
 )
 
@@ -93,7 +95,7 @@ func (d *demo) chaos(ctx context.Context) {
 			}
 		}},
 		{on: d.cfg.faults.on(faultKill), next: start.Add(d.ttls(firstKillTTLs)), every: killEveryTTLs, fire: func(int) {
-			d.kill()
+			pauses.Go(d.kill)
 		}},
 	}
 	for {
@@ -160,18 +162,24 @@ func (d *demo) leader() *replica {
 	return nil
 }
 
-// kill kills the job leader's process (unless it is in a write, which
-// other faults may hold): its term is never resigned, and the next
+// kill kills the job leader's process, once there is a leader that is
+// not in a write (which other faults may hold), waiting up to
+// killWaitTTLs for one: its term is never resigned, and the next
 // candidate is elected once the key expires. It restarts after
 // killDownTTLs.
 func (d *demo) kill() {
-	r := d.leader()
-	if r == nil || r.job.spared.Load() {
-		return
-	}
-	t, ok := r.job.elect.Leading()
-	if !ok {
-		return
+	var r *replica
+	var t election.Term
+	for deadline := time.Now().Add(d.ttls(killWaitTTLs)); ; {
+		if r = d.leader(); r != nil && !r.job.spared.Load() {
+			var ok bool
+			if t, ok = r.job.elect.Leading(); ok {
+				break
+			}
+		}
+		if time.Now().After(deadline) || !d.sleep(d.cfg.ttl/20) {
+			return
+		}
 	}
 	d.out.event("kill", "%s, the job's leader in term %d, is killed: nothing resigns its term, whose key is left to expire", r.name, t.Fence)
 	r.job.killNow()

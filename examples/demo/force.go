@@ -41,15 +41,9 @@ func (d *demo) forceRelease(ctx context.Context) {
 	if !d.sleep(d.ttls(forceNoticeTTLs)) {
 		return
 	}
-	// As lockwatch release --force does: look, then take the key from the
-	// holder seen, and from no other.
-	seen, err := d.operator.Inspect(ctx, jobKey)
-	if err == nil && !seen.Held {
-		err = lease.ErrNotHeld
-	}
-	var info lease.KeyInfo
-	if err == nil {
-		info, err = d.operator.ForceRelease(ctx, jobKey, seen.Holder)
+	info, err := d.forceOnce(ctx)
+	for try := 1; try < 3 && err != nil && !errors.Is(err, lease.ErrNotHeld); try++ {
+		info, err = d.forceOnce(ctx) // Redis did not answer in time: the operator tries again
 	}
 	switch {
 	case errors.Is(err, lease.ErrNotHeld):
@@ -80,6 +74,19 @@ func (d *demo) forceRelease(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// forceOnce does what lockwatch release --force does: look, then take
+// the key from the holder seen, and from no other.
+func (d *demo) forceOnce(ctx context.Context) (lease.KeyInfo, error) {
+	seen, err := d.operator.Inspect(ctx, jobKey)
+	if err == nil && !seen.Held {
+		err = lease.ErrNotHeld
+	}
+	if err != nil {
+		return lease.KeyInfo{}, err
+	}
+	return d.operator.ForceRelease(ctx, jobKey, seen.Holder)
 }
 
 // sleep waits d, or until the demo stops; it reports whether d passed.

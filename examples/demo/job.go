@@ -73,7 +73,12 @@ func (j *job) open(d *demo) error {
 	return nil
 }
 
-func (j *job) close() error { return errors.Join(j.locker.Close(), j.client.Close()) }
+func (j *job) close() error {
+	if err := errors.Join(j.locker.Close(), j.client.Close()); err != nil {
+		return fmt.Errorf("%s's job: %w", j.r.name, err)
+	}
+	return nil
+}
 
 // run campaigns until ctx ends. A killed process restarts after
 // killDownTTLs and campaigns again, as a supervisor would restart it.

@@ -138,7 +138,14 @@ func (r *replica) stopServers(grace time.Duration) error {
 		r.grpcSrv.Stop()
 		<-stopped
 	}
-	return errors.Join(errHTTP, r.locker.Close(), r.client.Close(), r.job.close())
+	if errHTTP != nil {
+		errHTTP = fmt.Errorf("%s: stop its HTTP server: %w", r.name, errHTTP)
+	}
+	errLocker := r.locker.Close()
+	if errLocker != nil {
+		errLocker = fmt.Errorf("%s: close its Locker: %w", r.name, errLocker)
+	}
+	return errors.Join(errHTTP, errLocker, r.client.Close(), r.job.close())
 }
 
 // work simulates d of the handler's work on ctx, the lease's context. A
