@@ -20,7 +20,7 @@ export GOWORK := off
 # the last one when any failed, so one run reports every module's failures.
 each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$fail
 
-.PHONY: test deps fmt-check vet lint pint bench chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
+.PHONY: test deps fmt-check vet lint pint bench bench-failover chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
 
 # The short chaos runs and the unfenced controls on Sentinel and Cluster
 # (about four minutes on this 2-core machine, more than make test's
@@ -198,9 +198,11 @@ model-late:
 
 # bench/ is a module of its own (it imports the libraries it compares
 # with), like each of $(MODULES): ./... does not cross into another module.
+# So is bench/failover (etcd's server), which is not in go.work either.
 vet:
 	$(call each,$(GO) vet ./...)
 	cd bench && $(GO) vet ./...
+	cd bench/failover && $(GO) vet ./...
 
 # golangci-lint (.golangci.yml, whose staticcheck linter runs staticcheck's
 # checks) over every module, at the version pinned in tools/go.mod: a
@@ -212,6 +214,7 @@ LINT_MODFILE := -modfile=$(CURDIR)/tools/go.mod
 lint: pint
 	$(call each,$(GO) tool $(LINT_MODFILE) golangci-lint run ./...)
 	cd bench && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
+	cd bench/failover && $(GO) tool $(LINT_MODFILE) golangci-lint run ./...
 
 # pint (Cloudflare's Prometheus rule linter) over the generated alerting
 # rules, offline: no Prometheus is queried. .pint.hcl runs PromQL syntax,
@@ -264,6 +267,14 @@ bench: deps
 	fi
 	LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -run '^$$' -bench . -benchmem -count 5 ./lease
 	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -count 5 -slow-count 3 -out ../BENCHMARKS.md $(BENCHMD_FLAGS)
+
+# The failover benchmark alone (about eight minutes; make bench runs it
+# too): lockwatch's election beside etcd's on an embedded etcd server
+# (bench/failover, a module of its own kept out of go.work, whose etcd
+# dependencies would change what the workspace selects for the other
+# modules). benchmd replaces only the failover section of BENCHMARKS.md.
+bench-failover: deps
+	cd bench && $(GO) run ./cmd/benchmd -go $(GO) -only failover -out ../BENCHMARKS.md $(BENCHMD_FLAGS)
 
 # The long chaos run (make test runs a short one of each topology): every
 # fault kind of the topology, round after round, then the checks and the

@@ -33,8 +33,8 @@ import (
 //
 // and reads "resign" lines: the leader resigns.
 const (
-	// workStep is how often a leader does a step of work: it checks its
-	// term is live first, as a leader's work loop does.
+	// workStep is how often a leader does a step of work: it checks its term
+	// is live first, as a leader's work loop does.
 	workStep = 10 * time.Millisecond
 	// pauseGap: a step this long after the one before follows a pause.
 	pauseGap = termTTL / 2
@@ -43,8 +43,8 @@ const (
 )
 
 // steps is what a leader's work loop did in its term: resumed steps were
-// taken live after a pause (work done by a deposed leader), and refused
-// of those would have been refused by a check of the term's validity
+// taken live after a pause (work done by a deposed leader), and refused of
+// those would have been refused by a check of the term's validity
 // (lockwatch: Lease.Err; etcd has none locally).
 type steps struct {
 	resumed, refused int
@@ -66,8 +66,8 @@ func resigns() <-chan struct{} {
 	return ch
 }
 
-// work takes a step every workStep while live says the term is, until
-// done closes or a resign comes.
+// work takes a step every workStep while live says the term is, until done
+// closes or a resign comes.
 func work(done <-chan struct{}, live, refused func() bool, resign <-chan struct{}) steps {
 	tick := time.NewTicker(workStep)
 	defer tick.Stop()

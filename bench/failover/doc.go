@@ -4,12 +4,12 @@
 // machine, so that the figures that matter are the two side by side.
 //
 // BenchmarkFailover starts a private redis-server and an etcd server
-// (go.etcd.io/etcd/server/v3's embed, in a child process) on 127.0.0.1,
-// and three candidates of each election, each a process of its own (the
-// test binary run again in a candidate's role), so that a leader can
-// really be killed or stopped. Both elections use a 2 s term: lockwatch's
-// lease TTL and etcd's session TTL (etcd counts TTLs in whole seconds).
-// Three faults, interleaved between the two elections, each 20 times:
+// (go.etcd.io/etcd/server/v3's embed, in a child process) on 127.0.0.1, and
+// three candidates of each election, each a process of its own (the test
+// binary run again in a candidate's role), so that a leader can really be
+// killed or stopped. Both elections use a 2 s term: lockwatch's lease TTL
+// and etcd's session TTL (etcd counts TTLs in whole seconds). Three faults,
+// interleaved between the two elections, each 20 times:
 //
 //   - kill: the leader gets SIGKILL. Nobody resigns; the next leader waits
 //     for the term's key to expire (the lease's TTL, the session's).

@@ -18,9 +18,9 @@ var faults = flag.Int("faults", 20, "faults per case and election")
 
 const (
 	candidates = 3
-	// settleFor is how long the elections are left alone after a fault
-	// was handled and every candidate campaigns: the candidates that were
-	// started or woken join the queue (or the watch) meanwhile.
+	// settleFor is how long the elections are left alone after a fault was
+	// handled and every candidate campaigns: the candidates that were started
+	// or woken join the queue (or the watch) meanwhile.
 	settleFor = time.Second
 	// leadMax bounds every wait for a line: a next leader, a deposed one's
 	// end. No failover measured here comes near it.

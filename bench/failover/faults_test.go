@@ -13,15 +13,15 @@ import (
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
-// outcome is one fault: the time without a leader, and for a pause what
-// the deposed leader did once it ran again.
+// outcome is one fault: the time without a leader, and for a pause what the
+// deposed leader did once it ran again.
 type outcome struct {
 	noLeader time.Duration
 	// toEnd: from SIGCONT to the deposed leader's work loop ending.
 	toEnd time.Duration
-	// resumed steps it took live after the pause, refused of them by a
-	// check of the term's validity; late: lockwatch reported the term's
-	// completion late.
+	// resumed steps it took live after the pause, refused of them by a check
+	// of the term's validity; late: lockwatch reported the term's completion
+	// late.
 	resumed, refused int
 	late             bool
 	reason           string
@@ -82,17 +82,17 @@ func (e *contest) pause(b *testing.B) outcome {
 	return o
 }
 
-// BenchmarkFailover measures the time without a leader after the leader
-// is killed, resigns or is paused past its term, for lockwatch's election
-// and etcd's (the package doc says how), each fault 20 times per election
+// BenchmarkFailover measures the time without a leader after the leader is
+// killed, resigns or is paused past its term, for lockwatch's election and
+// etcd's (the package doc says how), each fault 20 times per election
 // (-faults), the elections taking turns. Per case and election, in ms:
-// <election>-p50-ms, -p99-ms and -max-ms of the time without a leader
-// (with 20 faults the p99 is the max). For the pause, also: -end-p50-ms
-// and -end-max-ms, from SIGCONT to the deposed leader's work loop ending;
-// -late-steps, the steps of work it took live after the pause, all faults
-// together, and -late-steps-max, the most in one fault; lockwatch's
-// -refused-steps, those of its late steps that Lease.Err refused, and
-// -late-completions, the terms whose end it reported late.
+// <election>-p50-ms, -p99-ms and -max-ms of the time without a leader (with
+// 20 faults the p99 is the max), and -faults. For the pause, also:
+// -end-p50-ms and -end-max-ms, from SIGCONT to the deposed leader's work
+// loop ending; -late-steps, the steps of work it took live after the pause,
+// all faults together, and -late-steps-max, the most in one fault; and for
+// lockwatch, the late steps that Lease.Err refused (-refused-steps) and the
+// terms whose end it reported late (-late-completions).
 //
 // It runs once whatever b.N is: run it with -benchtime 1x.
 func BenchmarkFailover(b *testing.B) {
@@ -140,6 +140,7 @@ func reportOutcomes(b *testing.B, name string, pause bool, outs []outcome) {
 	b.ReportMetric(ms(quantile(noLeader, 0.5)), name+"-p50-ms")
 	b.ReportMetric(ms(quantile(noLeader, 0.99)), name+"-p99-ms")
 	b.ReportMetric(ms(quantile(noLeader, 1)), name+"-max-ms")
+	b.ReportMetric(float64(len(outs)), name+"-faults")
 	if !pause {
 		return
 	}

@@ -62,8 +62,8 @@ func emit(format string, args ...any) {
 	_ = out.w.Flush()
 }
 
-// freePort returns a port free on 127.0.0.1 when asked (another process
-// may take it before the server binds it: the parent then fails).
+// freePort returns a port free on 127.0.0.1 when asked (another process may
+// take it before the server binds it: the parent then fails).
 func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -74,10 +74,10 @@ func freePort() (string, error) {
 }
 
 // etcdServer runs a single-member etcd on 127.0.0.1 with its data in dir,
-// writes "ready <client URL>" once it serves, and runs until killed or
-// its standard input closes. The defaults stand (heartbeat 100 ms,
-// election timeout 1 s, so a minimum lease TTL of 2 s) but for fsync,
-// which is off: redis-server runs without persistence too.
+// writes "ready <client URL>" once it serves, and runs until killed or its
+// standard input closes. The defaults stand (heartbeat 100 ms, election
+// timeout 1 s, so a minimum lease TTL of 2 s) but for fsync, which is off:
+// redis-server runs without persistence too.
 func etcdServer(dir string) error {
 	client, err := freePort()
 	if err != nil {

@@ -10,7 +10,10 @@
 // embeds them. -in reads saved `go test -bench` output instead of running the
 // benchmarks, to regenerate the report from an earlier run. -only wakeup
 // runs only the wake-up benchmark and replaces only the wake-up section of
-// the existing report, which states its own revision, date and load.
+// the existing report, which states its own revision, date and load. -only
+// failover does the same with the failover benchmark (bench/failover, a
+// module of its own, run with GOWORK=off) and its section, and adds its
+// command to the Reproduce block.
 package main
 
 import (
@@ -21,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,7 +34,8 @@ func main() {
 	count := flag.Int("count", 5, "runs of the cycle and HTTP benchmarks (medians are taken over them)")
 	slowCount := flag.Int("slow-count", 3, "runs of the scale and loss-detection benchmarks, which take seconds each")
 	wakeCount := flag.Int("wake-count", 3, "runs of the wake-up benchmark, about a minute each")
-	only := flag.String("only", "", `"wakeup": run only the wake-up benchmark and replace only its section of -out`)
+	failoverCount := flag.Int("failover-count", 1, "runs of the failover benchmark, about eight minutes each")
+	only := flag.String("only", "", `"wakeup" or "failover": run only that benchmark and replace only its section of -out`)
 	in := flag.String("in", "", "comma-separated files of saved `go test -bench` output to report on instead of running")
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")
 	goCmd := flag.String("go", "go", "the go command")
@@ -40,35 +45,39 @@ func main() {
 	if *rev == "" {
 		*rev = output("git", "describe", "--always", "--dirty")
 	}
-	if *only != "" && *only != "wakeup" {
-		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the only section is wakeup\n", *only)
+	if *only != "" && *only != "wakeup" && *only != "failover" {
+		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the sections are wakeup and failover\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *charts, *count, *slowCount, *wakeCount); err != nil {
+	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *charts, *count, *slowCount, *wakeCount, *failoverCount); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCount int) error {
+func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCount, failoverCount int) error {
 	// Each run is a go test process of its own, with -count 1: with
 	// -count n, go test repeats every sub-benchmark n times in a row, so
 	// the floor and the implementation compared with it would be measured
 	// minutes apart on a machine whose speed drifts; this way every run
-	// measures them all within seconds, against its own redis-server, and
-	// the report takes each ratio within a run.
+	// measures them all within seconds, against its own redis-server, and the
+	// report takes each ratio within a run.
 	runs := []benchRun{
-		{count, []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
-		{slowCount, []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection|RedisInstructions)$", "-benchtime", "1x", "-benchmem",
+		{times: count, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
+		{times: slowCount, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection|RedisInstructions)$", "-benchtime", "1x", "-benchmem",
 			"-count", "1", "-timeout", "30m", "."}},
 		wakeRun(wakeCount),
+		failoverRun(failoverCount),
 	}
-	if only == "wakeup" {
-		runs = runs[len(runs)-1:]
+	switch only {
+	case "wakeup":
+		runs = runs[2:3]
+	case "failover":
+		runs = runs[3:]
 	}
 	var cmds []string
 	for _, r := range runs {
-		cmds = append(cmds, fmt.Sprintf("for i in $(seq %d); do LOCKWATCH_REQUIRE_INTEGRATION=1 go %s; done", r.times, shellJoin(r.args)))
+		cmds = append(cmds, r.shell())
 	}
 	var text bytes.Buffer
 	measured := time.Now()
@@ -89,7 +98,8 @@ func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCo
 		for _, r := range runs {
 			for range r.times {
 				cmd := exec.Command(goCmd, r.args...)
-				cmd.Env = append(os.Environ(), "LOCKWATCH_REQUIRE_INTEGRATION=1")
+				cmd.Dir = r.dir
+				cmd.Env = append(append(os.Environ(), "LOCKWATCH_REQUIRE_INTEGRATION=1"), r.env...)
 				cmd.Stdout = io.MultiWriter(&text, os.Stdout)
 				cmd.Stderr = os.Stderr
 				if err := cmd.Run(); err != nil {
@@ -118,21 +128,33 @@ func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCo
 		return err
 	}
 	var md bytes.Buffer
-	if only == "wakeup" {
+	if only != "" {
 		old, err := os.ReadFile(out)
 		if err != nil {
 			return err
 		}
-		var section strings.Builder
-		rp.writeWakeup(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) }, true)
-		if rp.err != nil {
-			return rp.err
+		s, err := rp.onlySection(only, string(old))
+		if err != nil {
+			return err
 		}
-		md.WriteString(spliceSection(string(old), section.String()))
+		md.WriteString(s)
 	} else if err := rp.write(&md); err != nil {
 		return err
 	}
 	return os.WriteFile(out, md.Bytes(), 0o644)
+}
+
+// onlySection returns report old with the section of only (wakeup or
+// failover) written anew from rp.
+func (rp *report) onlySection(only, old string) (string, error) {
+	var section strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&section, format, args...) }
+	if only == "wakeup" {
+		rp.writeWakeup(p, true)
+		return spliceSection(old, section.String()), rp.err
+	}
+	rp.writeFailover(p, true)
+	return addReproduce(splice(old, section.String(), failBegin, failEnd), failoverRun(1).shell()), rp.err
 }
 
 // chartsFor returns where the charts go and how a report written to out
@@ -153,16 +175,29 @@ func chartsFor(out, dir string) (chart, error) {
 	return chart{dir: dir, link: link}, nil
 }
 
-// benchRun is one go test command and how many times it runs.
+// benchRun is one go test command and how many times it runs: in dir
+// (relative to bench/, default bench/ itself), with env added to benchmd's
+// environment.
 type benchRun struct {
 	times int
 	args  []string
+	dir   string
+	env   []string
+}
+
+// shell is r as a command for a POSIX shell in bench/.
+func (r benchRun) shell() string {
+	cmd := strings.Join(append(slices.Clone(r.env), "LOCKWATCH_REQUIRE_INTEGRATION=1 go "+shellJoin(r.args)), " ")
+	if r.dir != "" {
+		cmd = "(cd " + r.dir + " && " + cmd + ")"
+	}
+	return fmt.Sprintf("for i in $(seq %d); do %s; done", r.times, cmd)
 }
 
 // wakeRun is the go test run of the wake-up benchmark: once per process
 // (-benchtime 1x), as its hand-offs and hot-key windows have fixed sizes.
 func wakeRun(times int) benchRun {
-	return benchRun{times, []string{"test", "-run", "^$", "-bench", "^BenchmarkWakeup$", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "."}}
+	return benchRun{times: times, args: []string{"test", "-run", "^$", "-bench", "^BenchmarkWakeup$", "-benchtime", "1x", "-count", "1", "-timeout", "30m", "."}}
 }
 
 // shellJoin quotes args for a POSIX shell where needed.

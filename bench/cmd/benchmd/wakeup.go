@@ -33,8 +33,12 @@ func wakeDesc(impl string) string {
 
 // moduleVersion is the version of module path that the bench module
 // requires (go.mod of the working directory), or "" when it is not there.
-func moduleVersion(path string) string {
-	for line := range strings.SplitSeq(readFile("go.mod"), "\n") {
+func moduleVersion(path string) string { return moduleVersionIn("go.mod", path) }
+
+// moduleVersionIn is the version of module path that the go.mod file
+// gomod requires, or "".
+func moduleVersionIn(gomod, path string) string {
+	for line := range strings.SplitSeq(readFile(gomod), "\n") {
 		if f := strings.Fields(line); len(f) >= 2 && f[0] == path {
 			return f[1]
 		} else if len(f) >= 3 && f[0] == "require" && f[1] == path {
@@ -151,15 +155,4 @@ func (rp *report) handoffLosses() []string {
 
 // spliceSection puts section in place of the wake-up section of report, or
 // before its Reproduce section when it has none.
-func spliceSection(report, section string) string {
-	if i := strings.Index(report, wakeBegin); i >= 0 {
-		if j := strings.Index(report[i:], wakeEnd); j >= 0 {
-			rest := strings.TrimLeft(report[i+j+len(wakeEnd):], "\n")
-			return report[:i] + section + rest
-		}
-	}
-	if i := strings.Index(report, "## Reproduce"); i >= 0 {
-		return report[:i] + section + report[i:]
-	}
-	return strings.TrimRight(report, "\n") + "\n\n" + section
-}
+func spliceSection(report, section string) string { return splice(report, section, wakeBegin, wakeEnd) }
