@@ -17,6 +17,7 @@ import (
 	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/internal/testenv/integration"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/lease"
 )
@@ -130,6 +131,23 @@ func observe(t *testing.T, client *redis.Client, key string) election.Leader {
 	return l
 }
 
+// quick runs lockwatch with args to the end, as lockwatchRun does, but
+// without the race detector's sleep at exit.
+func quick(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	p := startEnv(t, []string{noExitSleep()}, args...)
+	code := p.wait(t)
+	return code, p.stdout.String(), p.stderr.String()
+}
+
+// held tells whether key's lock is in the shared Redis.
+func held(t *testing.T, key string) bool {
+	t.Helper()
+	n, err := keyClient(t).Exists(testContext(t), leasekeys.Of(defaultNamespace, key).Lock).Result()
+	require.NoError(t, err)
+	return n == 1
+}
+
 // queued waits until n candidates wait in key's queue.
 func queued(t *testing.T, client *redis.Client, key string, n int64) {
 	t.Helper()
@@ -194,7 +212,7 @@ func TestElectOneLeaderAtATime(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, fence.Mint(defaultNamespace, key, e.fence, parsed), tok, "LOCKWATCH_FENCE_TOKEN is the term's, signed")
 	}
-	assert.False(t, inspectJSON(t, "--redis", sharedAddr, "--key", key).Held, "the last leader did not resign")
+	assert.False(t, held(t, key), "the last leader did not resign")
 }
 
 // TestElectLossEndsProgramBeforeExpiry pauses Redis under a leader: its
@@ -278,7 +296,7 @@ func TestElectSignalWhileCampaigning(t *testing.T) {
 	events := readLog(t, dir)
 	require.Len(t, events, 2, "b's program ran")
 	assertOneAtATime(t, events)
-	assert.False(t, inspectJSON(t, "--redis", sharedAddr, "--key", key).Held)
+	assert.False(t, held(t, key), "a resigned, and b took the key")
 }
 
 func TestElectUsageAndHelp(t *testing.T) {
@@ -331,11 +349,45 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 	waitFile(t, filepath.Join(dir, "ready"), p)
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	waitFile(t, filepath.Join(dir, "got"), p)
-	assert.True(t, inspectJSON(t, "--redis", sharedAddr, "--key", key).Held, "the leader resigned before its program exited")
+	assert.True(t, held(t, key), "the leader resigned before its program exited")
 
-	code, _, stderr := lockwatchRun(t, "release", "--redis", sharedAddr, "--force", "--key", key)
+	code, _, stderr := quick(t, "release", "--redis", sharedAddr, "--force", "--key", key)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, exitLost, p.wait(t), p.stderr.String())
 	assert.Contains(t, p.stderr.String(), "force_released")
 	assert.NotContains(t, p.stderr.String(), "campaigning again")
+}
+
+// TestElectNeverCampaigns: a PROGRAM that cannot run (127, 126) and a
+// Redis that cannot be reached or is unsafe for leases (69) end lockwatch
+// elect before it campaigns.
+func TestElectNeverCampaigns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "data.txt")
+	require.NoError(t, os.WriteFile(notExec, []byte("echo hi\n"), 0o644))
+	unsafe := redistest.Start(t, "--maxmemory-policy", "allkeys-lru")
+	for _, tc := range []struct {
+		name    string
+		redis   string
+		program string
+		want    int
+	}{
+		{"not found", sharedAddr, "lockwatch-no-such-program", exitNotFound},
+		{"not executable", sharedAddr, notExec, exitNoExec},
+		{"unreachable", integration.FreeLoopbackAddr(t), "true", exitUnavailable},
+		{"unsafe", unsafe.Addr(), "true", exitUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			key := "elect-never-" + strings.ReplaceAll(tc.name, " ", "-")
+			code, _, stderr := quick(t, "elect", "--redis", tc.redis, "--key", key, "--", tc.program)
+			assert.Equal(t, tc.want, code, "stderr: %s", stderr)
+			assertOneLine(t, stderr)
+			if tc.redis != sharedAddr {
+				return
+			}
+			assert.Zero(t, keyClient(t).Exists(testContext(t), leasekeys.Of(defaultNamespace, key).Fence).Val(), "a term was taken")
+		})
+	}
 }
