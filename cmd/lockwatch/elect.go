@@ -107,8 +107,8 @@ func (f *electFlags) run(conn *connFlags, set map[string]bool, args []string, st
 	if err != nil {
 		return err
 	}
-	// Caught from the start, as run's: a signal while campaigning ends
-	// the campaign, and is never lost.
+	// Caught from the start, as run's: a signal while campaigning ends the
+	// campaign, and is never lost.
 	sigs, stopSignals := catchSignals()
 	defer stopSignals()
 	secrets, err := envTokenSecrets("elect")
@@ -134,10 +134,10 @@ func (f *electFlags) run(conn *connFlags, set map[string]bool, args []string, st
 	return c.campaign(e)
 }
 
-// candidate is lockwatch elect in its election: it runs the program in
-// each term it leads, and ends the campaign on a signal while none runs.
-// Its program's end ends the campaign too (cancel, with lockwatch's
-// status as the cause), unless lockwatch terminated it for a loss.
+// candidate is lockwatch elect in its election: it runs the program in each
+// term it leads, and ends the campaign on a signal while none runs. Its
+// program's end ends the campaign too (cancel, with lockwatch's status as
+// the cause), unless lockwatch terminated it for a loss.
 type candidate struct {
 	job
 	beat     time.Duration

@@ -32,8 +32,8 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 
 // TestElectStopBetweenTerms: a candidate whose term was lost, waiting for
 // the next behind another leader, stops on SIGTSTP and goes on when
-// continued, as before its first term, and on SIGTERM leaves the
-// campaign with 128+15.
+// continued, as before its first term, and on SIGTERM leaves the campaign
+// with 128+15.
 func TestElectStopBetweenTerms(t *testing.T) {
 	t.Parallel()
 	const key = "elect-stopped-between"
@@ -47,8 +47,8 @@ func TestElectStopBetweenTerms(t *testing.T) {
 
 	code, _, stderr := quick(t, "release", "--redis", sharedAddr, "--force", "--key", key)
 	require.Equal(t, exitOK, code, stderr)
-	// The force release hands the key to b at once: b's program may
-	// start before a's has ended (the fence's case), so in either order.
+	// The force release hands the key to b at once: b's program may start
+	// before a's has ended (the fence's case), so in either order.
 	events := waitEvents(t, dir, 2, a, b)
 	require.ElementsMatch(t, []string{"end a", "start b"}, []string{events[1].kind + " " + events[1].name, events[2].kind + " " + events[2].name},
 		"not a's loss and b's term: %v", events)

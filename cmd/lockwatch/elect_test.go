@@ -23,12 +23,12 @@ import (
 )
 
 // electScript is the program of the elect tests' candidates, named $NAME.
-// It appends "start FENCE NAME KEY SECRETS SIGIGN" to $DIR/log as it
-// starts (SIGIGN: the signals it ignores, from /proc) and writes its token
-// to $DIR/token.FENCE; it appends "end FENCE NAME NANOS" as it ends: on
-// SIGTERM (exit 0), or when $DIR/exit.NAME appears, exiting with the
-// status it holds; 20 s at most. Appends of one line are atomic, so the
-// log's order is the order of the starts and ends.
+// It appends "start FENCE NAME KEY SECRETS SIGIGN" to $DIR/log as it starts
+// (SIGIGN: the signals it ignores, from /proc) and writes its token to
+// $DIR/token.FENCE; it appends "end FENCE NAME NANOS" as it ends: on
+// SIGTERM (exit 0), or when $DIR/exit.NAME appears, exiting with the status
+// it holds; 20 s at most. Appends of one line are atomic, so the log's
+// order is the order of the starts and ends.
 const electScript = `trap 'echo "end $LOCKWATCH_FENCE $NAME $(date +%s%N)" >> "$DIR/log"; exit 0' TERM
 ign=$(grep SigIgn /proc/$$/status 2>/dev/null | cut -f2)
 echo "$LOCKWATCH_FENCE_TOKEN" > "$DIR/token.$LOCKWATCH_FENCE"
@@ -39,8 +39,8 @@ code=$(cat "$DIR/exit.$NAME" 2>/dev/null); rm -f "$DIR/exit.$NAME"
 echo "end $LOCKWATCH_FENCE $NAME $(date +%s%N)" >> "$DIR/log"
 exit "${code:-0}"`
 
-// promptly bounds a failover that must not wait for the key's expiry:
-// half the default TTL of 10 s, which the candidates run with.
+// promptly bounds a failover that must not wait for the key's expiry: half
+// the default TTL of 10 s, which the candidates run with.
 const promptly = defaultTTL / 2
 
 // candidateOf starts lockwatch elect with args as candidate name, in dir.
@@ -157,8 +157,8 @@ func queued(t *testing.T, client *redis.Client, key string, n int64) {
 		"%d candidates are not queued for %s", n, key)
 }
 
-// TestElectOneLeaderAtATime: of three candidates one runs its program at
-// a time, with a fence above every earlier term's and its signed token.
+// TestElectOneLeaderAtATime: of three candidates one runs its program at a
+// time, with a fence above every earlier term's and its signed token.
 // SIGTERM to the leader's lockwatch reaches its program, which exits;
 // lockwatch resigns and exits with the program's status, and the next
 // candidate's program starts at once, not after the TTL. A program that
@@ -218,8 +218,8 @@ func TestElectOneLeaderAtATime(t *testing.T) {
 // TestElectLossEndsProgramBeforeExpiry pauses Redis under a leader: its
 // program gets SIGTERM before the key could expire; lockwatch campaigns
 // again and, re-elected once Redis is back, runs the program anew with a
-// larger fence (and SIGTTOU's default: the first term's ignored SIGTTOU
-// is not inherited).
+// larger fence (and SIGTTOU's default: the first term's ignored SIGTTOU is
+// not inherited).
 func TestElectLossEndsProgramBeforeExpiry(t *testing.T) {
 	t.Parallel()
 	srv := redistest.Start(t)
@@ -227,7 +227,7 @@ func TestElectLossEndsProgramBeforeExpiry(t *testing.T) {
 	ctx := testContext(t)
 	const key = "elect-paused"
 	dir := t.TempDir()
-	p := candidateOf(t, dir, "a", nil, "--redis", srv.Addr(), "--key", key, "--ttl", "2s")
+	p := candidateOf(t, dir, "a", nil, "--redis", srv.Addr(), "--key", key, "--ttl", "2s", "--name", "paused-election")
 	first := waitEvents(t, dir, 0, p)[0]
 
 	lockKey := leasekeys.Of(defaultNamespace, key).Lock
@@ -264,6 +264,7 @@ func TestElectLossEndsProgramBeforeExpiry(t *testing.T) {
 	assert.Equal(t, exitOK, p.wait(t), p.stderr.String())
 	assert.Contains(t, p.stderr.String(), "campaigning again")
 	assert.Contains(t, p.stderr.String(), "level=WARN", "the loss is not logged")
+	assert.Contains(t, p.stderr.String(), "lock.name=paused-election", "--name is not the terms' lock name")
 	assertOneAtATime(t, readLog(t, dir))
 }
 
@@ -334,9 +335,9 @@ func TestElectUsageAndHelp(t *testing.T) {
 }
 
 // TestElectSignalThenLossExits79: a leader asked to end by SIGTERM keeps
-// leading while its program runs on (here it ignores the signal); when
-// the term is then lost, the program is killed after the grace and
-// lockwatch exits 79 instead of campaigning again.
+// leading while its program runs on (here it ignores the signal); when the
+// term is then lost, the program is killed after the grace and lockwatch
+// exits 79 instead of campaigning again.
 func TestElectSignalThenLossExits79(t *testing.T) {
 	t.Parallel()
 	const key = "elect-asked-then-lost"
@@ -355,12 +356,13 @@ i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done`
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, exitLost, p.wait(t), p.stderr.String())
 	assert.Contains(t, p.stderr.String(), "force_released")
+	assert.Contains(t, p.stderr.String(), "SIGKILL in 100ms", "the grace is not TTL/20 by default")
 	assert.NotContains(t, p.stderr.String(), "campaigning again")
 }
 
-// TestElectNeverCampaigns: a PROGRAM that cannot run (127, 126) and a
-// Redis that cannot be reached or is unsafe for leases (69) end lockwatch
-// elect before it campaigns.
+// TestElectNeverCampaigns: a PROGRAM that cannot run (127, 126) and a Redis
+// that cannot be reached or is unsafe for leases (69) end lockwatch elect
+// before it campaigns.
 func TestElectNeverCampaigns(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -10,13 +10,13 @@ import (
 	"github.com/lockwatch/lockwatch/lease"
 )
 
-// What lockwatch run and lockwatch elect share: a program that runs under
-// a lease (a term is one), in its own process group, supervised until it
-// and what it left are gone, and ended before the key can expire when
-// the lease is lost.
+// What lockwatch run and lockwatch elect share: a program that runs under a
+// lease (a term is one), in its own process group, supervised until it and
+// what it left are gone, and ended before the key can expire when the lease
+// is lost.
 
-// holdFlags are the lease's TTL and the program's grace between SIGTERM
-// and SIGKILL, which the TTL bounds.
+// holdFlags are the lease's TTL and the program's grace between SIGTERM and
+// SIGKILL, which the TTL bounds.
 type holdFlags struct{ ttl, grace time.Duration }
 
 // checkHold validates --ttl and --grace of command cmd and fills in the
@@ -49,13 +49,13 @@ func (h *holdFlags) margin() time.Duration { return h.ttl / 10 }
 func (h *holdFlags) maxGrace() time.Duration { return h.margin() / 2 }
 
 // beat is how often lockwatch tells its watchdog that it runs: a fourth of
-// the margin, so that a lockwatch that stopped is told from one that
-// beats (two beats missed) well within the margin.
+// the margin, so that a lockwatch that stopped is told from one that beats
+// (two beats missed) well within the margin.
 func (h *holdFlags) beat() time.Duration { return max(h.margin()/4, time.Millisecond) }
 
-// leaseEnv is the program's environment under a lease on key with fence
-// f and token: lockwatch's own without the secrets, and the variables
-// doc.go names.
+// leaseEnv is the program's environment under a lease on key with fence f
+// and token: lockwatch's own without the secrets, and the variables doc.go
+// names.
 func leaseEnv(key string, f int64, token fence.Token) []string {
 	return append(programEnv(), envFence+"="+strconv.FormatInt(f, 10), envFenceToken+"="+token.String(), envKey+"="+key)
 }
@@ -86,9 +86,9 @@ func (j *job) runUnder(l *lease.Lease, w *watchdog, env []string) (*supervisor, 
 	return s, nil
 }
 
-// status is how the supervised program ended, as lockwatch's status: 70
-// for a wait that failed, 79 for a lost lease whatever the program
-// returned, else the program's own status (nil for 0).
+// status is how the supervised program ended, as lockwatch's status: 70 for
+// a wait that failed, 79 for a lost lease whatever the program returned,
+// else the program's own status (nil for 0).
 func (s *supervisor) status() error {
 	switch {
 	case s.p.err != nil:
