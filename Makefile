@@ -26,7 +26,7 @@ each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$
 # (about four minutes on this 2-core machine, more than make test's
 # budget leaves) run in chaos-topologies, which .ci/run calls after make
 # test; make test keeps the single-node ones and every other chaos test.
-CHAOS_TOPOLOGIES := (TestChaos|TestUnfencedControl)/(sentinel|cluster)$$
+CHAOS_TOPOLOGIES := (TestChaos|TestUnfencedControl|TestElectionUnfencedControl)/(sentinel|cluster)$$
 
 # The demo's end-to-end run against a real Prometheus (about 45 s) goes
 # with the other end-to-end run, to make e2e, which .ci/run calls after
