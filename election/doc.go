@@ -24,13 +24,16 @@
 // function is awaited before the term is resigned (Release: the key is
 // handed on and the term's token barred), so the next term starts only once
 // it returned, unless the key expired or was taken by force
-// (Locker.ForceRelease) first. A function that returns after its term was
-// lost is a late completion (ErrLateCompletion) unless its release finds
-// the key still the term's: then nobody can have led meanwhile. A release
-// that cannot reach Redis proves nothing, so a stalled Redis makes such a
-// completion late too. A function that returns while its term is live, but
-// whose release finds the key gone (taken by force and not yet noticed), is
-// late as well. The fence is what makes a late write harmless.
+// (Locker.ForceRelease) first. A function is a late completion
+// (ErrLateCompletion) when it may have overlapped the next term: its
+// release finds the key gone (expired, or taken by force and not yet
+// noticed), or cannot reach Redis after the function returned past the
+// instant its lost term's key may have expired
+// (lease.LostError.KeyHeldUntil). A release that deletes the key proves
+// nobody led meanwhile, and a function that stopped within the safety
+// margin after its loss cannot have overlapped a successor, even when a
+// stalled Redis leaves its release unanswered. The fence is what makes a
+// late write harmless.
 //
 // A lost term does not end Run: the candidate campaigns again in-process
 // after Config.Pause; it never needs to exit to be safe. A function that

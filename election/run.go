@@ -108,9 +108,10 @@ func (e *Election) lead(ctx context.Context, l *lease.Lease, fn func(context.Con
 		e.cfg.OnStartedLeading(t)
 	}
 	fnErr := e.runFn(trace.ContextWithSpan(l.Context(), span), ts, fn)
+	returned := time.Now()
 	lost := l.Err() // the loss, or nil: the term was live when fn returned
 	released := l.Release(ctx)
-	late := released != nil && (lost != nil || errors.Is(released, lease.ErrNotHeld))
+	late := isLate(lost, released, returned)
 	ended(lost, late)
 	e.endRecord(ctx, t, endBound)
 	var reason, result error
@@ -139,14 +140,30 @@ func (e *Election) runFn(ctx context.Context, ts *termState, fn func(context.Con
 		ts.stopRecord()
 		e.setLeading(nil)
 		if panicking {
-			lost := ts.l.Err()
-			released := ts.l.Release(context.Background())
-			ts.ended(lost, released != nil && (lost != nil || errors.Is(released, lease.ErrNotHeld)))
+			returned, lost := time.Now(), ts.l.Err()
+			ts.ended(lost, isLate(lost, ts.l.Release(context.Background()), returned))
 		}
 	}()
 	err = fn(ctx, ts.term)
 	panicking = false
 	return err
+}
+
+// isLate tells whether fn, which returned at returned, may have overlapped
+// the next term (the package doc says why these cases): its release found
+// the key gone, or could not tell and fn returned past the instant its
+// lost term's key may have expired.
+func isLate(lost, released error, returned time.Time) bool {
+	switch {
+	case released == nil:
+		return false
+	case errors.Is(released, lease.ErrNotHeld):
+		return true
+	case lost == nil:
+		return false
+	}
+	var le *lease.LostError
+	return !errors.As(lost, &le) || le.KeyHeldUntil.IsZero() || returned.After(le.KeyHeldUntil)
 }
 
 // endTerm reports a term's end: lost is its loss (nil: resigned), late

@@ -72,6 +72,13 @@ type LostError struct {
 	Reason LossReason
 	// Err is the renewal error behind a renewal_unknown loss, else nil.
 	Err error
+	// KeyHeldUntil is, by this process's clock, the earliest instant the
+	// key may have expired in Redis: the cancel point plus the safety
+	// margin. Work that stops before it cannot have overlapped a next
+	// holder's, unless the key was taken by force or Redis lost it. Zero
+	// when Redis said the key was no longer the lease's (renewal_rejected,
+	// force_released).
+	KeyHeldUntil time.Time
 }
 
 func (e *LostError) Error() string {

@@ -154,6 +154,9 @@ func (s *scheduler) loseLocked(l *Lease, cause *LostError, at time.Duration) boo
 	if state(l.state.Load()) != stateActive {
 		return false
 	}
+	if cause.Reason != LossRenewalRejected && cause.Reason != LossForceReleased {
+		cause.KeyHeldUntil = clock.WallTime(time.Duration(l.cancelAt.Load()) + l.set.SafetyMargin)
+	}
 	l.loss.Store(cause)
 	l.lostAt = at
 	l.state.Store(int32(stateLost))

@@ -65,7 +65,7 @@ func (s *terms) stopped(r *replica, t election.Term, reason error) {
 		what += ": its work was cancelled before its key could expire"
 	}
 	if errors.Is(reason, election.ErrLateCompletion) {
-		what += "; a late completion (no release proved the key still the term's when the work returned): only the fence stops its writes"
+		what += "; a late completion (the work returned after the term's key may have passed on): only the fence stops its writes"
 	}
 	s.d.out.event("deposed", "%s", what)
 }
