@@ -76,7 +76,7 @@ type LostError struct {
 	// key may have expired in Redis: the cancel point plus the safety
 	// margin. Work that stops before it cannot have overlapped a next
 	// holder's, unless the key was taken by force or Redis lost it. Zero
-	// when Redis said the key was no longer the lease's (renewal_rejected,
+	// when Redis said the key was not the lease's (renewal_rejected,
 	// force_released).
 	KeyHeldUntil time.Time
 }
