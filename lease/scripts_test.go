@@ -30,7 +30,7 @@ if not ended then
   return {-1}
 end
 local digits = fence and string.format('%d', fence) or ''
-local read = {digits, endMark(ended, owner) or '', isBarred(ended, cont, owner) and 1 or 0}
+local read = {digits, select(2, find(ended, '[/+!]', owner)) or '', isBarred(ended, cont, owner) and 1 or 0}
 local got = barOwner(key, owner, '60000', mark) or ''
 return {read[1], read[2], read[3], got, redis.call('GET', key)}
 `)

@@ -47,69 +47,62 @@ if holder == owner then
   return heldBy(fenceKey)
 end
 
--- endGhosts bars the ghosts, deleting the lock if one of them holds it,
--- and drops their entries.
-local function endGhosts()
-  for i = GHOSTS, #ARGV do
-    if holder == ARGV[i] then
-      redis.call('DEL', lockKey)
-      barOwner(fenceKey, ARGV[i], retention, '+')
-    else
-      barOwner(fenceKey, ARGV[i], retention, '/')
-    end
-    if redis.call('HDEL', entriesKey, ARGV[i]) == 1 then
-      redis.call('LREM', queueKey, 1, ARGV[i])
-    end
-  end
-end
-
--- contended answers an attempt on a key another holds.
-local function contended()
-  local pttl = redis.call('PTTL', lockKey)
-  if entryTTL > 0 then
-    local _, ended, cont = parse(redis.call('GET', fenceKey))
-    if ended and isBarred(ended, cont, owner) then
-      if redis.call('HGET', entriesKey, owner) then
-        return {2, pttl, 0}
-      end
-      return {0, -3}
-    end
-    local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
-    barOwner(fenceKey, owner, retention, '~')
-    return {2, pttl, place}
-  end
-  barOwner(fenceKey, owner, retention, '~')
-  return {0, pttl}
-end
-
 local ghostHolds = false
 for i = GHOSTS, #ARGV do
   ghostHolds = ghostHolds or holder == ARGV[i]
 end
-if holder and not ghostHolds then
-  endGhosts()
-  return contended()
+local free = not holder or ghostHolds -- or a ghost's, deleted below
+local last, ended, cont
+if free then -- refusals come before any write
+  local rec = redis.call('GET', fenceKey)
+  last, ended, cont = parse(rec)
+  local why = refusal(rec, last, ended)
+  if why then
+    return redis.error_reply(why)
+  end
 end
--- The key is free, or held by a ghost. Refusals come before any write.
-local rec = redis.call('GET', fenceKey)
-local last, ended, cont = parse(rec)
-local why = refusal(rec, last, ended)
-if why then
-  return redis.error_reply(why)
+-- The ghosts are barred (the lock deleted if one of them holds it), and
+-- their entries dropped.
+for i = GHOSTS, #ARGV do
+  if holder == ARGV[i] then
+    redis.call('DEL', lockKey)
+    barOwner(fenceKey, ARGV[i], retention, '+')
+  else
+    barOwner(fenceKey, ARGV[i], retention, '/')
+  end
+  if redis.call('HDEL', entriesKey, ARGV[i]) == 1 then
+    redis.call('LREM', queueKey, 1, ARGV[i])
+  end
 end
-if #ARGV >= GHOSTS then
-  endGhosts()
-  last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
+if free then
+  if #ARGV >= GHOSTS then
+    last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
+  end
+  local granted = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
+  if granted == owner then
+    return heldBy(fenceKey) -- the entry a copy of this attempt queued
+  elseif not granted then
+    if isBarred(ended, cont, owner) then
+      return {0, -3}
+    end
+    local fence = mint(fenceKey, retention, last, ended, cont)
+    redis.call('SET', lockKey, owner, 'PX', ttl)
+    return {1, fence}
+  end
 end
-local granted = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
-if granted == owner then
-  return heldBy(fenceKey) -- the entry a copy of this attempt queued
-elseif granted then
-  return contended()
+-- Another holds the key, or the hand-off above granted it.
+local pttl = redis.call('PTTL', lockKey)
+if entryTTL > 0 then
+  ended, cont = select(2, parse(redis.call('GET', fenceKey)))
+  if ended and isBarred(ended, cont, owner) then
+    if redis.call('HGET', entriesKey, owner) then
+      return {2, pttl, 0}
+    end
+    return {0, -3}
+  end
+  local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
+  barOwner(fenceKey, owner, retention, '~')
+  return {2, pttl, place}
 end
-if isBarred(ended, cont, owner) then
-  return {0, -3}
-end
-local fence = mint(fenceKey, retention, last, ended, cont)
-redis.call('SET', lockKey, owner, 'PX', ttl)
-return {1, fence}
+barOwner(fenceKey, owner, retention, '~')
+return {0, pttl}

@@ -16,7 +16,7 @@ local pttl = redis.call('PTTL', lockKey)
 local fence, ended, cont = parse(redis.call('GET', fenceKey))
 local barred = -1
 if ended then
-  barred = select(2, string.gsub(ended .. cont, MARK, ''))
+  barred = select(2, string.gsub(ended .. cont, '[/+!~]', ''))
 end
 if holder then
   holder = redis.sha1hex(holder)

@@ -8,14 +8,16 @@
 
 -- The scripts read PTTL or TIME before they write, which verbatim
 -- replication (Redis 5 and 6 with lua-replicate-commands no) refuses:
--- they switch to effects replication (the only mode since Redis 7).
--- acquire.lua refuses a server that cannot.
-local EFFECTS = not redis.replicate_commands or redis.replicate_commands()
+-- they switch to effects replication, the only mode since Redis 7, whose
+-- REDIS_VERSION_NUM spares them the call. acquire.lua refuses a server
+-- that cannot.
+local EFFECTS = redis.REDIS_VERSION_NUM or not redis.replicate_commands or redis.replicate_commands()
 
-local FENCE_MAX = 9007199254740991 -- 2^53 - 1: above it, last + 1 is inexact
+-- The patterns '[/+!]' (an ended token's mark) and '[/+!~]' (any mark),
+-- and the largest fence, 2^53 - 1 (above it, last + 1 is inexact), are
+-- written where they are used: a local that functions share is an upvalue,
+-- which each call builds anew, as it builds every closure below.
 local BARS = 16
-local MARK = '[/+!~]'
-local ENDED = '[/+!]'
 
 -- parse returns the record's fence (nil: none), ended list, contended
 -- list and fence digits, or nothing for a text lockwatch cannot have
@@ -35,7 +37,7 @@ local function parse(rec)
   end
   local digits = string.sub(rec, 1, e - 1)
   local fence = tonumber(digits)
-  if e > 17 or (e > 2 and string.byte(rec) == 48) or fence > FENCE_MAX then
+  if e > 17 or (e > 2 and string.byte(rec) == 48) or fence > 2^53 - 1 then
     return nil
   end
   return fence, ended, cont, digits
@@ -54,25 +56,15 @@ local function find(list, pat, owner)
       return nil
     end
     local mark, after = string.sub(list, i - 1, i - 1), string.sub(list, i + #owner, i + #owner)
-    if string.find(mark, pat) and (after == '' or string.find(after, MARK)) then
+    if string.find(mark, pat) and (after == '' or string.find(after, '[/+!~]')) then
       return i - 1, mark
     end
   end
 end
 
-local function endMark(ended, owner)
-  local _, mark = find(ended, ENDED, owner)
-  return mark
-end
-
 local function isBarred(ended, cont, owner)
-  return find(ended, ENDED, owner) ~= nil or find(cont, '~', owner) ~= nil
+  return find(ended, '[/+!]', owner) ~= nil or find(cont, '~', owner) ~= nil
 end
-
--- KEEP matches a list's first BARS - 1 (15) tokens, and captures where
--- the next starts: one anchored match, no search from each position. A
--- literal, so that no call builds it.
-local KEEP = '^[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*()'
 
 -- push returns list with the token mark .. owner first, without owner's
 -- own, and at most BARS tokens.
@@ -81,6 +73,10 @@ local function push(list, pat, mark, owner)
   if i then
     list = string.sub(list, 1, i - 1) .. string.sub(list, i + 1 + #owner)
   end
+  -- KEEP matches a list's first BARS - 1 (15) tokens, and captures where
+  -- the next starts: one anchored match, no search from each position. A
+  -- literal, so that no call builds it.
+  local KEEP = '^[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*[/+!~][^/+!~]*()'
   local s = string.match(list, KEEP)
   if s and s <= #list then
     list = string.sub(list, 1, s - 1)
@@ -112,8 +108,8 @@ local function barOwner(key, owner, retention, mark)
   if mark == '~' then
     cont, mark = push(cont, '~', '~', owner), nil
   else
-    mark = endMark(ended, owner) or mark
-    ended = push(ended, ENDED, mark, owner)
+    mark = select(2, find(ended, '[/+!]', owner)) or mark
+    ended = push(ended, '[/+!]', mark, owner)
   end
   local px = math.max(tonumber(retention), redis.call('PTTL', key))
   redis.pcall('SET', key, digits .. ended .. cont, 'PX', px)
@@ -121,15 +117,6 @@ local function barOwner(key, owner, retention, mark)
 end
 
 local now -- the server's TIME, read once per script
-local function serverTime()
-  now = now or redis.call('TIME')
-  return now
-end
-
-local function nowMs()
-  local t = serverTime()
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 -- refusal says why no fence can be minted on the record text rec, parsed
 -- (last, ended; nil: one can): it is not one lockwatch writes, or its
@@ -138,7 +125,7 @@ local function refusal(rec, last, ended)
   if not ended then
     return 'LOCKWATCH refused: the fence record is not one lockwatch writes: ' .. string.sub(rec, 1, 40)
   end
-  if last and last >= FENCE_MAX then
+  if last and last >= 2^53 - 1 then
     return 'LOCKWATCH refused: the fences of this key are exhausted (2^53 - 1)'
   end
 end
@@ -150,8 +137,8 @@ end
 -- replica that missed the last acquires). Microseconds since 1970 stay
 -- below 2^53 until 2255.
 local function mint(key, retention, last, ended, cont)
-  local t = serverTime()
-  local fence = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = now or redis.call('TIME')
+  local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
   if last and last >= fence then
     fence = last + 1
   end
@@ -164,6 +151,11 @@ end
 -- TIME, and the grant channel of the waiter's Locker ('': none). An entry
 -- is live while its expiry is ahead; both keys expire with the longest
 -- entry, and a token is in both or in neither.
+local function nowMs()
+  now = now or redis.call('TIME')
+  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+end
+
 local function entryOf(entriesKey, owner)
   local entry = redis.call('HGET', entriesKey, owner)
   local expiry, ttl, channel = string.match(entry or '', '^(%d+) (%d+) ?(.*)$')

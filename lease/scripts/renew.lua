@@ -39,7 +39,7 @@ if redis.call('GET', lockKey) == owner then
   return redis.call('PEXPIRE', lockKey, ttl)
 end
 local _, ended = parse(rec)
-if ended and endMark(ended, owner) == '!' then
+if ended and select(2, find(ended, '[/+!]', owner)) == '!' then
   return -1
 end
 return 0
