@@ -125,6 +125,7 @@ func BenchmarkFailover(b *testing.B) {
 func reportOutcomes(b *testing.B, name string, pause bool, outs []outcome) {
 	var noLeader, toEnd []time.Duration
 	resumed, refused, late, most := 0, 0, 0, 0
+	reasons := map[string]int{}
 	for _, o := range outs {
 		noLeader, toEnd = append(noLeader, o.noLeader), append(toEnd, o.toEnd)
 		resumed, refused, most = resumed+o.resumed, refused+o.refused, max(most, o.resumed)
@@ -132,9 +133,11 @@ func reportOutcomes(b *testing.B, name string, pause bool, outs []outcome) {
 			late++
 		}
 		if pause {
-			b.Logf("%s: %v without a leader; %d late steps (%d refused), ended %v after SIGCONT; late %v: %s",
-				name, o.noLeader.Round(time.Millisecond), o.resumed, o.refused, o.toEnd.Round(time.Millisecond), o.late, o.reason)
+			reasons[o.reason]++
 		}
+	}
+	for r, n := range reasons {
+		b.Logf("%s: %d of %d terms ended: %s", name, n, len(outs), r)
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	b.ReportMetric(ms(quantile(noLeader, 0.5)), name+"-p50-ms")

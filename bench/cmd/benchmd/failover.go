@@ -74,6 +74,7 @@ func (rp *report) writeFailover(p func(string, ...any), alone bool) {
 		for _, e := range failElections {
 			name := "Failover/" + c
 			r, ok := rp.r.perRun(func(v []float64) float64 { return v[0] / v[1] }, [2]string{name, e + "-p50-ms"}, [2]string{name, "etcd-p50-ms"})
+			ok = ok && e != "etcd"
 			p("| %s | %s | %s | %s | %s | %s |\n", c, failDesc(e), rp.val(name, e+"-p50-ms", 1), rp.val(name, e+"-p99-ms", 1),
 				rp.most(name, e+"-max-ms", 1), cond(ok, fmt.Sprintf("%.2f×", r)))
 		}
