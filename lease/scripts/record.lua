@@ -67,9 +67,8 @@ local function isBarred(ended, cont, owner)
 end
 
 -- push returns list with the token mark .. owner first, without owner's
--- own, and at most BARS tokens.
-local function push(list, pat, mark, owner)
-  local i = find(list, pat, owner)
+-- own (at i, as find gives it; nil: none), and at most BARS tokens.
+local function push(list, i, mark, owner)
   if i then
     list = string.sub(list, 1, i - 1) .. string.sub(list, i + 1 + #owner)
   end
@@ -106,10 +105,11 @@ local function barOwner(key, owner, retention, mark)
     return mark
   end
   if mark == '~' then
-    cont, mark = push(cont, '~', '~', owner), nil
+    cont, mark = push(cont, find(cont, '~', owner), '~', owner), nil
   else
-    mark = select(2, find(ended, '[/+!]', owner)) or mark
-    ended = push(ended, '[/+!]', mark, owner)
+    local i, old = find(ended, '[/+!]', owner)
+    mark = old or mark
+    ended = push(ended, i, mark, owner)
   end
   local px = math.max(tonumber(retention), redis.call('PTTL', key))
   redis.pcall('SET', key, digits .. ended .. cont, 'PX', px)
