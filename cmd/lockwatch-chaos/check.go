@@ -17,7 +17,9 @@ import (
 // invoked: for accepted writes a stale write accepted, for acquires a fence
 // that went backwards. Ops overlapping in time have no order and are not
 // compared. Tokens equal across two ops are reported however they overlap:
-// a fence is never minted twice, and a register never accepts one twice.
+// a fence is never minted twice, and a register never accepts one twice,
+// except a guard, which admits the several writes of one term (repeats):
+// for those only a token below is reported.
 func realTimeOrder(ops []op) (bad []string, offenders []op) {
 	byKey := map[string][]op{}
 	for _, o := range ops {
@@ -38,11 +40,11 @@ func realTimeOrder(ops []op) (bad []string, offenders []op) {
 				}
 				j++
 			}
-			if o.Fence <= maxTok {
+			if o.Fence < maxTok || o.Fence == maxTok && !repeats(o.Reg, o.Key) {
 				bad = append(bad, fmt.Sprintf("%s %s %s by %s with fence %d after %s with fence %d had returned",
 					o.Kind, o.Reg, o.Key, o.Holder, o.Fence, maxOp.Holder, maxTok))
 				offenders = append(offenders, o)
-			} else if prev, dup := seen[o.Fence]; dup {
+			} else if prev, dup := seen[o.Fence]; dup && !repeats(o.Reg, o.Key) {
 				bad = append(bad, fmt.Sprintf("%s %s %s: fence %d twice (%s and %s)", o.Kind, o.Reg, o.Key, o.Fence, prev.Holder, o.Holder))
 				offenders = append(offenders, o)
 			}
@@ -81,12 +83,13 @@ func readAudit(ctx context.Context, db *sql.DB) ([]acceptEntry, error) {
 
 // acceptOrder checks the exact order in which register reg accepted its
 // writes (the PostgreSQL audit log, the guarded register's accept log):
-// every key's fences must strictly increase. It returns one line per write
-// accepted at or below a fence accepted before it, and those writes' values.
+// every key's fences must strictly increase, or not decrease where one
+// term's writes repeat its token (repeats). It returns one line per write
+// accepted out of that order, and those writes' values.
 func acceptOrder(reg string, log []acceptEntry) (bad []string, values []string) {
 	last := map[string]int64{}
 	for _, e := range log {
-		if e.Fence <= last[e.Key] {
+		if e.Fence < last[e.Key] || e.Fence == last[e.Key] && !repeats(reg, e.Key) {
 			bad = append(bad, fmt.Sprintf("%s %s accepted %q with fence %d after fence %d", reg, e.Key, e.Value, e.Fence, last[e.Key]))
 			values = append(values, e.Value)
 		}
@@ -103,10 +106,18 @@ type regState struct {
 }
 
 type regInput struct {
-	Write bool
-	Token int64
-	Value string
+	Write  bool
+	Token  int64
+	Value  string
+	Repeat bool // a write the register accepts at its mark too (repeats)
 }
+
+// repeats reports whether the writes to key's register reg may repeat a
+// token: an election leader writes the guarded register again and again
+// in its term, and a Guard admits the several requests of one lease (and
+// refuses an older lease's). The fenced stores are strict: a leader writes
+// them once per term, at its start.
+func repeats(reg, key string) bool { return reg == regGuard && key == electionKey }
 
 type regOutput struct {
 	Outcome string // ok, stale, unknown; for reads, ok
@@ -116,10 +127,11 @@ type regOutput struct {
 }
 
 // registerModel is a fenced register. A write is accepted iff its token is
-// above the mark; a rejected write saw a mark at least its token (exactly
-// the reported one when the store read it atomically); a write whose
-// outcome is unknown may or may not have taken effect; a read returns the
-// state. Nondeterministic because of the unknown writes.
+// above the mark (or at it, for a write that may repeat its token); a
+// rejected write saw a mark at least its token (exactly the reported one
+// when the store read it atomically); a write whose outcome is unknown may
+// or may not have taken effect; a read returns the state.
+// Nondeterministic because of the unknown writes.
 var registerModel = porcupine.NondeterministicModel{
 	Init: func() []any { return []any{regState{}} },
 	Step: func(state, input, output any) []any {
@@ -131,17 +143,18 @@ var registerModel = porcupine.NondeterministicModel{
 			return nil
 		}
 		applied := regState{Mark: in.Token, Value: in.Value}
+		above := in.Token > s.Mark || in.Repeat && in.Token == s.Mark
 		switch out.Outcome {
 		case outOK:
-			if in.Token > s.Mark {
+			if above {
 				return []any{applied}
 			}
 		case outStale:
-			if in.Token <= s.Mark && (!out.Exact || out.Mark == s.Mark) {
+			if !above && (!out.Exact || out.Mark == s.Mark) {
 				return []any{s}
 			}
 		case outUnknown:
-			if in.Token > s.Mark {
+			if above {
 				return []any{s, applied}
 			}
 			return []any{s}
@@ -182,7 +195,7 @@ func linearizable(ops []op, dir string, timeout time.Duration) (result string, d
 			clients[o.Holder] = id
 		}
 		po := porcupine.Operation{ClientId: id, Call: o.Invoke, Return: o.Return,
-			Input:  regInput{Write: o.Kind == kindWrite, Token: o.Fence, Value: o.Value},
+			Input:  regInput{Write: o.Kind == kindWrite, Token: o.Fence, Value: o.Value, Repeat: repeats(o.Reg, o.Key)},
 			Output: regOutput{Outcome: o.Outcome, Mark: o.Mark, Value: o.Value, Exact: o.Exact}}
 		if o.Kind == kindWrite {
 			po.Output = regOutput{Outcome: o.Outcome, Mark: o.Mark, Exact: o.Exact}

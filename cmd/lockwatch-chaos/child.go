@@ -42,12 +42,16 @@ type childConfig struct {
 	Work      time.Duration `json:"work"`
 	Seed      uint64        `json:"seed"`
 	Unfenced  bool          `json:"unfenced"`
+	// Candidate, if set, makes the process an election candidate of this
+	// name instead of a holder (elections.go).
+	Candidate string `json:"candidate,omitempty"`
 }
 
 // Messages from child to parent, one JSON object per line on stdout.
 type childMsg struct {
 	Op     *op          `json:"op,omitempty"`
 	Lease  *leaseRec    `json:"lease,omitempty"`
+	Term   *termRec     `json:"term,omitempty"`
 	StopMe *stopMe      `json:"stopme,omitempty"` // inside Commit, armed: stop me now
 	Report *childReport `json:"report,omitempty"` // the last message
 	Err    string       `json:"err,omitempty"`
@@ -66,6 +70,10 @@ type childReport struct {
 	// the parent compares it with the records it received, so a history
 	// that lost a line on the way cannot pass as exact.
 	Seen counts `json:"seen"`
+	// A candidate's election counters, read from a reader of their own,
+	// and how many terms it sent.
+	Election electionCounts `json:"election"`
+	Terms    int            `json:"terms"`
 }
 
 // Commands from parent to child, one per line on stdin.
@@ -113,6 +121,31 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 	}
 	defer regs.close()
 
+	stop, pause := listen(in, out, cfg.TTL)
+	if cfg.Candidate != "" {
+		return runCandidateChild(cfg, reader, regs, pause, stop, out)
+	}
+	id := fmt.Sprintf("p%d", cfg.Index)
+	lc := newLockClient(cfg.Lock, cfg.TTL, tel)
+	h := newHolder(id, cfg.Index, lc.locker, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
+	h.pause = pause
+	h.run()
+	if err := lc.close(); err != nil {
+		return err
+	}
+	c, err := collect(context.Background(), reader)
+	if err != nil {
+		return err
+	}
+	out.send(childMsg{Report: &childReport{Metrics: c, Seen: out.seen()}})
+	return out.err
+}
+
+// listen reads the parent's commands until stdin says stop or closes, which
+// closes stop. pause is what a holder (or candidate) calls before an
+// armed write: it tells the parent, waits for the parent's go, and reports
+// whether the process was stopped meanwhile for at least a TTL.
+func listen(in *bufio.Scanner, out *childOut, ttl time.Duration) (<-chan struct{}, func(key string, fence int64) bool) {
 	stop := make(chan struct{})
 	resume := make(chan struct{}, 1)
 	var armed atomic.Bool // stop inside the next Commit
@@ -145,11 +178,7 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 			}
 		}
 	}()
-
-	id := fmt.Sprintf("p%d", cfg.Index)
-	lc := newLockClient(cfg.Lock, cfg.TTL, tel)
-	h := newHolder(id, cfg.Index, lc.locker, cfg.TTL, cfg.Work, cfg.Keys, tel, regs, cfg.Seed, out, stop)
-	h.pause = func(key string, fence int64) bool {
+	pause := func(key string, fence int64) bool {
 		if !armed.Swap(false) {
 			return false
 		}
@@ -164,18 +193,9 @@ func runChild(cfg childConfig, in *bufio.Scanner, out *childOut) error {
 		// A lease never has a whole TTL of validity left, so a stop this
 		// long has certainly lost it. A shorter one (the run ended during
 		// the stop) proves nothing.
-		return time.Duration(now()-from) >= cfg.TTL
+		return time.Duration(now()-from) >= ttl
 	}
-	h.run()
-	if err := lc.close(); err != nil {
-		return err
-	}
-	c, err := collect(context.Background(), reader)
-	if err != nil {
-		return err
-	}
-	out.send(childMsg{Report: &childReport{Metrics: c, Seen: out.seen()}})
-	return out.err
+	return stop, pause
 }
 
 // childOut serializes the child's messages onto stdout, and keeps what it
@@ -186,6 +206,7 @@ type childOut struct {
 	err    error
 	ops    []op
 	leases []leaseRec
+	terms  int
 }
 
 func (o *childOut) seen() counts {
@@ -209,6 +230,13 @@ func (o *childOut) op(x op) {
 	o.mu.Unlock()
 }
 
+func (o *childOut) term(t termRec) {
+	o.send(childMsg{Term: &t})
+	o.mu.Lock()
+	o.terms++
+	o.mu.Unlock()
+}
+
 func (o *childOut) lease(r leaseRec) {
 	o.send(childMsg{Lease: &r})
 	o.mu.Lock()
@@ -219,6 +247,7 @@ func (o *childOut) lease(r leaseRec) {
 // child is the parent's handle on one holder process.
 type child struct {
 	index  int
+	name   string // p<index> for a holder process, the candidate's name for a candidate process
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	inMu   sync.Mutex
@@ -269,7 +298,11 @@ func startChild(cfg childConfig, h *history, logPath string, cn *childNet, netns
 		logFile.Close()
 		return nil, err
 	}
-	c := &child{index: cfg.Index, cmd: cmd, stdin: stdin, stopMe: make(chan stopMe), report: make(chan childReport, 1),
+	name := cfg.Candidate
+	if name == "" {
+		name = fmt.Sprintf("p%d", cfg.Index)
+	}
+	c := &child{index: cfg.Index, name: name, cmd: cmd, stdin: stdin, stopMe: make(chan stopMe), report: make(chan childReport, 1),
 		errs: make(chan string, 1), done: make(chan struct{}), log: logFile, net: cn}
 	go c.read(stdout, h)
 	if netns {
@@ -314,6 +347,8 @@ func (c *child) read(stdout io.Reader, h *history) {
 			h.op(*m.Op)
 		case m.Lease != nil:
 			h.lease(*m.Lease)
+		case m.Term != nil:
+			h.term(*m.Term)
 		case m.StopMe != nil:
 			select {
 			case c.stopMe <- *m.StopMe:

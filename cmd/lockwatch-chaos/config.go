@@ -23,6 +23,8 @@ type config struct {
 	goroutines int    // holders in this process
 	procs      int    // holders in child processes, one each
 	runs       int    // holders that are lockwatch run processes
+	candidates int    // election candidates in this process, one Locker each
+	candProcs  int    // election candidates in child processes of their own
 	lockwatch  string // the lockwatch binary they run; "" builds cmd/lockwatch
 	keys       int
 	faults     []faultKind
@@ -46,6 +48,8 @@ func defaultConfig() config {
 		goroutines: 3,
 		procs:      3,
 		runs:       2,
+		candidates: 2,
+		candProcs:  2,
 		keys:       3,
 		faults:     topoSingle.faults(),
 		dsn:        pgtest.DSN(),
@@ -90,6 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.goroutines, "goroutines", cfg.goroutines, "holders running as goroutines of this process")
 	fs.IntVar(&cfg.procs, "procs", cfg.procs, "holders running as child processes (the ones that can be SIGSTOPped)")
 	fs.IntVar(&cfg.runs, "runs", cfg.runs, "holders that are lockwatch run processes, their programs heartbeating with the fence")
+	fs.IntVar(&cfg.candidates, "candidates", cfg.candidates, "election candidates running as goroutines of this process, each with a Locker of its own, all campaigning for the one election key")
+	fs.IntVar(&cfg.candProcs, "candidate-procs", cfg.candProcs, "election candidates running as child processes of their own (the ones leader-stop stops)")
 	fs.StringVar(&cfg.lockwatch, "lockwatch", "", "the lockwatch binary the run holders run (default: cmd/lockwatch built from the module the harness runs in)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
@@ -138,6 +144,12 @@ func (c config) validate() error {
 		return errors.New("-runs must not be negative")
 	case slices.ContainsFunc(c.faults, faultKind.runLane) && c.runs == 0:
 		return errors.New("the run-* faults need -runs > 0")
+	case c.candidates < 0 || c.candProcs < 0:
+		return errors.New("-candidates and -candidate-procs must not be negative")
+	case c.candidates+c.candProcs == 1:
+		return errors.New("an election needs at least two candidates (-candidates plus -candidate-procs), or none")
+	case slices.Contains(c.faults, faultLeaderStop) && c.candProcs == 0:
+		return errors.New("the leader-stop fault needs -candidate-procs > 0")
 	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:
 		return errors.New("at least two holders (-goroutines plus -procs) are needed for contention")
 	case c.keys < 1:

@@ -35,6 +35,14 @@ func failoverFigures(fos []failover, ops []op, leases []leaseRec) []failoverFigu
 			}
 		}
 		for _, r := range leases {
+			// An election's term starts when its waiting acquire is
+			// granted: a term that began after the break is the key's
+			// first acquire there.
+			if r.Term && r.Acquired >= fo.Broken && fo.serves(r.Key) {
+				if d := time.Duration(r.Acquired - fo.Broken); fig.FirstAcquire < 0 || d < fig.FirstAcquire {
+					fig.FirstAcquire = d
+				}
+			}
 			if r.Acquired <= fo.Broken && fo.Broken < r.liveUntil() && fo.serves(r.Key) {
 				fig.Held++
 				if r.Lost {

@@ -85,6 +85,9 @@ type leaseRec struct {
 	// Run marks a lockwatch run program's work (heartbeats.go): Acquired
 	// is its first heartbeat, Done the last of any process with its fence.
 	Run bool `json:"run,omitempty"`
+	// Term marks an election term (elections.go): Acquired is when its
+	// leader's function started, Released when it returned.
+	Term bool `json:"term,omitempty"`
 }
 
 // liveUntil is the end of the lease's live interval: its work had stopped
@@ -96,6 +99,7 @@ func (r leaseRec) liveUntil() int64 { return min(r.Done, r.Released) }
 type recorder interface {
 	op(op)
 	lease(leaseRec)
+	term(termRec)
 }
 
 // history is the parent's record of every process's operations.
@@ -103,6 +107,7 @@ type history struct {
 	mu     sync.Mutex
 	ops    []op
 	leases []leaseRec
+	terms  []termRec
 
 	// Running totals for the progress line.
 	nOps, acquired, lost, unknown, rejected atomic.Int64
@@ -130,6 +135,19 @@ func (h *history) lease(r leaseRec) {
 	if r.Lost {
 		h.lost.Add(1)
 	}
+}
+
+func (h *history) term(t termRec) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.terms = append(h.terms, t)
+}
+
+// termsOf returns the terms recorded so far.
+func (h *history) termsOf() []termRec {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]termRec(nil), h.terms...)
 }
 
 func (h *history) snapshot() ([]op, []leaseRec) {

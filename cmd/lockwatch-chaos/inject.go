@@ -25,7 +25,8 @@ type injector struct {
 	seed     uint64
 	ttl      time.Duration
 	redis    deployment
-	children []*child
+	children []*child // the holder processes
+	cands    []*child // the candidate processes
 	runs     []*runHolder
 	inspect  func(ctx context.Context, key string) (lease.KeyInfo, error) // what Redis holds for a key
 	out      *output
@@ -112,6 +113,9 @@ func (in *injector) run(plan []fault) error {
 func (in *injector) inject(f fault) (string, error) {
 	if f.Kind.runLane() {
 		return in.runFault(f)
+	}
+	if f.Kind.electLane() {
+		return in.leaderStop(f)
 	}
 	switch f.Kind {
 	case faultHolderStop:

@@ -75,7 +75,20 @@
 //     it, up to a TTL (lockwatch refuses those: exit 64). When the run
 //     stops, the lockwatch run under way gets SIGTERM, as a supervisor
 //     sends it. On single each reaches the lock Redis through a forwarder
-//     of its own.
+//     of its own;
+//   - election candidates: -candidates goroutines of this process (2 by
+//     default), each with a Locker of its own, and -candidate-procs child
+//     processes (2), all campaigning with election.Run for the one key e1
+//     of the same namespace (one more key the Cluster faults take in
+//     turn). A term's leader reads e1's Redis and PostgreSQL registers,
+//     claims its term by writing both once with the term's token, then
+//     writes e1's guarded register every 1/8 to 1/2 TTL with that token
+//     (a Guard admits the several requests of one lease), checking its
+//     term's context before each write, for 0.5 to 2 TTLs; then it
+//     returns, the term is resigned and the next candidate in the queue
+//     elected, and it campaigns again. Each term is recorded: its
+//     fence, its leader, when its function started and returned, when its
+//     context ended, and how Run said it ended (lost, late).
 //
 // # Faults
 //
@@ -199,6 +212,17 @@
 // harness reads what Redis holds for the key every TTL/20 and notes when
 // the program's lease's key expired there.
 //
+// The election has a lane of its own too, drawn the same way, with one
+// fault that touches no server:
+//
+//   - leader-stop: SIGSTOP of the leading candidate process for 2 to 3
+//     TTLs, after its check of the term's context and before its next
+//     guarded write goes out (every candidate process is armed, the first
+//     to write is stopped; where none leads within 8 TTLs the fault says
+//     so). The next leader is elected once the term's key expired, claims
+//     and writes; on resume the deposed leader's write goes out, and the
+//     Guard must refuse it.
+//
 // Every fault is printed with its timing and the seed; -seed S with the
 // same -topology, -duration, -ttl, -faults, -procs and -runs replays the
 // schedule.
@@ -273,11 +297,23 @@
 //     margin, 143 only after the run's SIGTERM) and within 10 TTLs plus
 //     20 s of that SIGTERM; no program, and nothing it left, outlived its
 //     lockwatch run;
-//  7. no goroutine and no child process outlives the run.
+//  7. no goroutine and no child process outlives the run;
+//  8. the election: its terms count as leases in check 5 (a term is live
+//     from its function's start to the first of its context's end and its
+//     return), so two leaders whose work overlapped while Redis did not
+//     lose the key, and no stop explains it, are unexplained_overlaps;
+//     in check 1 and 2 e1's guarded register may accept one token again
+//     and again, never a lower one; a leader stopped by leader-stop past
+//     its TTL must have completed late (election.ErrLateCompletion); a lost
+//     term's function returns within the cancellation window of its
+//     context's end (of the end of the write the loss found under way);
+//     and the lockwatch_election_* counters equal the terms seen: started,
+//     lost, late, and no leader left at the end.
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check, and the guarded register served without its
-// Guard. It must report violations.
+// Guard. It must report violations; with leader-stop, a deposed leader's
+// write accepted after the next leader's.
 //
 // A guarded write has one of four outcomes: accepted (204, OK), stale
 // (409, ABORTED), refused busy (503 or UNAVAILABLE FENCE_BUSY: it waited
@@ -288,6 +324,15 @@
 // The lockwatch run line gives the runs by exit status, the heartbeats,
 // and the processes that heartbeated after their key expired or their
 // lockwatch run exited.
+//
+// The election line gives its terms, losses, late completions, the
+// leaders' writes by outcome, and the time without a leader: from the
+// latest end of the terms before a term (a stopped leader's from its
+// stop) to its start. Its table gives, per fault kind active when it
+// happened (as the fault table's: a stopped leader's events for its
+// leader-stop, the others for the main lane's faults), transitions, terms
+// lost, late completions, stale writes rejected and the time without a
+// leader, in all and longest.
 //
 // The fault table counts, per fault kind active at the time (or ended less
 // than 2 TTLs before), leases lost, unknown acquires, stale writes, overlaps

@@ -85,3 +85,53 @@ func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error
 	}
 	return c, nil
 }
+
+// electionCounts are what an election's counters recorded, to compare with
+// the terms the candidates saw: terms started, lost and completed late,
+// and the leader gauge, back at zero once every candidate stopped.
+type electionCounts struct {
+	Started int64 `json:"started"`
+	Lost    int64 `json:"lost"`
+	Late    int64 `json:"late"`
+	Leading int64 `json:"leading"`
+}
+
+func (c *electionCounts) add(o electionCounts) {
+	c.Started += o.Started
+	c.Lost += o.Lost
+	c.Late += o.Late
+	c.Leading += o.Leading
+}
+
+// collectElection reads the lockwatch_election_* counters from a manual
+// reader, summed over every series.
+func collectElection(ctx context.Context, reader *sdkmetric.ManualReader) (electionCounts, error) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return electionCounts{}, err
+	}
+	var c electionCounts
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				switch m.Name {
+				case obs.ElectionTermChanges:
+					if reason, _ := dp.Attributes.Value(obs.AttrReason); reason.AsString() == string(obs.TermStarted) {
+						c.Started += dp.Value
+					}
+				case obs.ElectionLosses:
+					c.Lost += dp.Value
+				case obs.ElectionLateCompletions:
+					c.Late += dp.Value
+				case obs.ElectionLeader:
+					c.Leading += dp.Value
+				}
+			}
+		}
+	}
+	return c, nil
+}

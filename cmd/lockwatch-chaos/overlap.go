@@ -27,11 +27,17 @@ func (o overlap) String() string {
 		why = "unexplained"
 	}
 	second, first := o.second.Holder+" acquired", "lease"
-	if o.second.Run {
+	switch {
+	case o.second.Run:
 		second = o.second.Holder + "'s program heartbeated on"
+	case o.second.Term:
+		second = o.second.Holder + " began leading"
 	}
-	if o.first.Run {
+	switch {
+	case o.first.Run:
 		first = "program's work"
+	case o.first.Term:
+		first = "term"
 	}
 	return fmt.Sprintf("%s %s (fence %d) %v before %s's %s (fence %d) ended: %s",
 		second, o.second.Key, o.second.Fence, time.Duration(o.first.liveUntil()-o.second.Acquired).Round(time.Microsecond),

@@ -34,6 +34,7 @@ type summary struct {
 	MaxCancel   time.Duration  // slowest stop of a non-paused holder after its loss
 	Guard       guardFigures   // the guarded register's writes
 	Runs        runFigures     // the lockwatch run holders' runs and heartbeats
+	Elections   electionFigures
 	Failovers   []failoverFigure
 	staleOps    []op       // the stale writes accepted, for the timeline
 	injected    []injected // the faults as they happened
@@ -199,6 +200,9 @@ func (s summary) print(w io.Writer) {
 		s.Guard.Accepted, strings.Join(via, ", "), s.Guard.Rejected, s.Guard.Busy, s.Guard.Unknown, s.Guard.Logged, s.Guard.OutOfOrder)
 	if s.Runs.Runs > 0 {
 		fmt.Fprintln(w, s.Runs)
+	}
+	if s.Elections.Candidates+s.Elections.Procs > 0 {
+		s.Elections.print(w)
 	}
 	for _, f := range s.Failovers {
 		fmt.Fprintln(w, f)

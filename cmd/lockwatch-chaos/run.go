@@ -90,14 +90,17 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if cfg.skew != 0 {
 		mode += fmt.Sprintf(", replicas' clocks %v behind", cfg.skew)
 	}
-	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes + %d lockwatch runs keys=%d writes %s; %d faults planned; output in %s",
-		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.runs, cfg.keys, mode, len(plan), dir)
-	var mainPlan, runPlan []fault
+	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes + %d lockwatch runs keys=%d election candidates=%d goroutines + %d processes writes %s; %d faults planned; output in %s",
+		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.runs, cfg.keys, cfg.candidates, cfg.candProcs, mode, len(plan), dir)
+	var mainPlan, runPlan, electPlan []fault
 	for _, f := range plan {
 		fmt.Fprintf(faultLog, "plan: %s\n", f)
-		if f.Kind.runLane() {
+		switch {
+		case f.Kind.runLane():
 			runPlan = append(runPlan, f)
-		} else {
+		case f.Kind.electLane():
+			electPlan = append(electPlan, f)
+		default:
 			mainPlan = append(mainPlan, f)
 		}
 	}
@@ -117,7 +120,13 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	for i := range keys {
 		keys[i] = fmt.Sprintf("k%d", i+1)
 	}
-	lockRedis, err := startDeployment(cfg, serverDir, keys)
+	// The election's key is one more lock key to the deployment: Cluster
+	// faults take it in turn with the others.
+	deployKeys := keys
+	if cfg.elections() {
+		deployKeys = append(slices.Clone(keys), electionKey)
+	}
+	lockRedis, err := startDeployment(cfg, serverDir, deployKeys)
 	if err != nil {
 		return sum, fmt.Errorf("start the lock Redis (%s): %w", cfg.topology, err)
 	}
@@ -201,6 +210,22 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 		children = append(children, c)
 	}
+	// The candidate processes come after the holder processes: their
+	// indexes follow, and the main lane's faults never pick them.
+	cands := make([]*child, 0, cfg.candProcs)
+	for i := 1; i <= cfg.candProcs; i++ {
+		index, name := cfg.procs+i, fmt.Sprintf("c%d", cfg.candidates+i)
+		c, err := startChild(childConfig{
+			Index: index, Lock: lockRedis.target(), FenceAddr: fenceRedis.Addr(), Guard: guardSrv.addrs, DSN: cfg.dsn, Schema: schema,
+			TTL: cfg.ttl, Seed: cfg.seed + uint64(300+i), Unfenced: cfg.unfenced, Candidate: name,
+		}, hist, filepath.Join(dir, name+".log"), nil, false)
+		if err != nil {
+			return sum, fmt.Errorf("start candidate process %s: %w", name, err)
+		}
+		cands = append(cands, c)
+		children = append(children, c) // for the clean-up; the lanes use their own lists
+	}
+	holderProcs := children[:cfg.procs]
 	// The goroutine holders are the workers of one replica: one Locker.
 	shared := newLockClient(lockRedis.target(), cfg.ttl, tel)
 	var closeShared sync.Once
@@ -211,6 +236,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	cl.add(closeLocker)
 	var holding sync.WaitGroup
+	locals, err := startCandidates(cfg, lockRedis.target(), regs, hist, stop, &holding)
+	cl.add(locals.close)
+	if err != nil {
+		return sum, fmt.Errorf("start the election candidates: %w", err)
+	}
 	for i := range cfg.goroutines {
 		h := newHolder(fmt.Sprintf("g%d", i+1), 0, shared.locker, cfg.ttl, cfg.maxWork(), keys, tel, regs,
 			cfg.seed+uint64(100+i), hist, stop)
@@ -232,16 +262,20 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	origin := now() // the injector's start on the history's clock
 	start := time.Now()
 	newInjector := func() *injector {
-		return &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: children, runs: fleet.holders,
+		return &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: holderProcs, cands: cands, runs: fleet.holders,
 			inspect: shared.locker.Inspect, out: out, start: start, stop: stop, expired: map[workID]int64{}}
 	}
-	inj, runInj := newInjector(), newInjector() // the run holders' lane beside the main one (runfaults.go)
-	out.restart(start)                          // from here on, printed offsets are the schedule's
+	// The run holders' lane (runfaults.go) and the election's (elections.go)
+	// beside the main one.
+	inj, runInj, electInj := newInjector(), newInjector(), newInjector()
+	out.restart(start) // from here on, printed offsets are the schedule's
 	injResult := make(chan error, 1)
 	injDone := injResult
 	go func() { injResult <- inj.run(mainPlan) }()
 	runInjResult := make(chan error, 1)
 	go func() { runInjResult <- runInj.run(runPlan) }()
+	electInjResult := make(chan error, 1)
+	go func() { electInjResult <- electInj.run(electPlan) }()
 	progressDone := make(chan struct{})
 	go func() {
 		defer close(progressDone)
@@ -273,6 +307,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	stopAll()
 	injErr := <-injResult
 	runInjErr := <-runInjResult
+	electInjErr := <-electInjResult
 	<-progressDone
 	holding.Wait()
 	elapsed := time.Since(inj.start)
@@ -284,6 +319,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err := closeLocker(); err != nil {
 		harnessErr = errors.Join(harnessErr, err)
 	}
+	electMetrics, err := locals.finish()
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, err)
+	}
+	termsSent := map[int]int{}
 	for _, c := range children {
 		rep, err := c.finish(10*cfg.ttl + 20*time.Second)
 		finished[c] = true
@@ -293,6 +333,8 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 		metrics.add(rep.Metrics)
 		reported[c.index] = rep.Seen
+		electMetrics.add(rep.Election)
+		termsSent[c.index] = rep.Terms
 	}
 	own, err := collect(context.Background(), reader)
 	if err != nil {
@@ -305,17 +347,37 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 
 	ops, leases := hist.snapshot()
+	terms := hist.termsOf()
+	termWork := make([]leaseRec, len(terms))
+	for i, t := range terms {
+		termWork[i] = t.work()
+	}
 	audit, err := readAudit(context.Background(), regs.db)
 	if err != nil {
 		harnessErr = errors.Join(harnessErr, fmt.Errorf("read the audit log: %w", err))
 	}
 	logs := map[string][]acceptEntry{regPG: audit, regGuard: guarded.accepted()}
 	fos := lockRedis.failovers()
-	faults := append(inj.injected(), runInj.injected()...)
+	faults := slices.Concat(inj.injected(), runInj.injected(), electInj.injected())
 	slices.SortFunc(faults, func(a, b injected) int { return cmp.Compare(a.Start, b.Start) })
 	runWork := fleet.beats.work()
-	sum = analyse(cfg, ops, leases, runWork, faults, fos, metrics, logs, dir, children)
-	sum.Failovers = failoverFigures(fos, ops, leases)
+	sum = analyse(cfg, ops, leases, slices.Concat(runWork, termWork), faults, fos, metrics, logs, dir, children)
+	sum.Failovers = failoverFigures(fos, ops, slices.Concat(leases, termWork))
+	if cfg.elections() {
+		pauseStart := func(proc int, from, to int64) (int64, bool) {
+			if proc > 0 && proc <= len(children) {
+				return children[proc-1].pauseDuring(from, to)
+			}
+			return 0, false
+		}
+		sum.Elections = electionFiguresOf(cfg, terms, ops, faults, electMetrics, pauseStart)
+		sum.Violations = append(sum.Violations, sum.Elections.violations...)
+		for _, c := range cands {
+			if got := len(slices.DeleteFunc(slices.Clone(terms), func(t termRec) bool { return t.Proc != c.index })); got != termsSent[c.index] {
+				sum.Violations = append(sum.Violations, fmt.Sprintf("history of candidate process %d incomplete: %d terms sent, %d received", c.index, termsSent[c.index], got))
+			}
+		}
+	}
 	sum.injected = faults
 	sum.Duration = elapsed
 	if cfg.runs > 0 {
@@ -356,10 +418,13 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if runInjErr != nil && !interrupted {
 		sum.Violations = append(sum.Violations, "the run holders' faults could not be completed: "+runInjErr.Error())
 	}
+	if electInjErr != nil && !interrupted {
+		sum.Violations = append(sum.Violations, "the election's faults could not be completed: "+electInjErr.Error())
+	}
 	if harnessErr != nil {
 		sum.Violations = append(sum.Violations, "harness: "+harnessErr.Error())
 	}
-	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases); err != nil {
+	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases, terms); err != nil {
 		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
 	}
 	if cfg.runs > 0 {
@@ -373,7 +438,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 			title += " -unfenced"
 		}
 		tl := timeline{
-			title: title, start: origin, end: origin + int64(elapsed), faults: faults, ops: ops, leases: append(leases, runWork...), stale: sum.staleOps,
+			title: title, start: origin, end: origin + int64(elapsed), faults: faults, ops: ops, leases: slices.Concat(leases, runWork, termWork), stale: sum.staleOps,
 		}
 		if err := tl.write(cfg.timeline); err != nil {
 			sum.Violations = append(sum.Violations, "write the timeline: "+err.Error())
@@ -397,8 +462,9 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 }
 
 // analyse runs checks 1 to 5 on the history and on the accept logs, by
-// register, of the registers that keep one.
-func analyse(cfg config, ops []op, leases, runWork []leaseRec, faults []injected, fos []failover, metrics counts,
+// register, of the registers that keep one. work is what counts as leases
+// for the overlap check besides leases: programs' work, election terms.
+func analyse(cfg config, ops []op, leases, work []leaseRec, faults []injected, fos []failover, metrics counts,
 	logs map[string][]acceptEntry, dir string, children []*child) summary {
 	s := summary{Seed: cfg.seed, Ops: len(ops), Faults: len(faults), Metrics: metrics, Fired: map[faultKind]int{}}
 	for _, f := range faults {
@@ -490,7 +556,7 @@ func analyse(cfg config, ops []op, leases, runWork []leaseRec, faults []injected
 
 	// 5. Two live holders of one key.
 	s.Overlaps = map[string]int{}
-	for _, o := range overlaps(slices.Concat(leases, runWork), faults, fos, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
+	for _, o := range overlaps(slices.Concat(leases, work), faults, fos, cfg.ttl, cfg.cancelWindow(), pausedDuring) {
 		s.Overlaps[o.why]++
 		if o.why == overlapUnexplained {
 			s.Violations = append(s.Violations, "overlap: "+o.String())
@@ -578,7 +644,7 @@ func progress(out *output, h *history, inj *injector, planned int, every time.Du
 
 // writeHistory saves every operation and lease, one JSON object per line,
 // for a closer look at a failed run.
-func writeHistory(path string, ops []op, leases []leaseRec) error {
+func writeHistory(path string, ops []op, leases []leaseRec, terms []termRec) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -592,6 +658,12 @@ func writeHistory(path string, ops []op, leases []leaseRec) error {
 	}
 	for i := range leases {
 		if err := enc.Encode(childMsg{Lease: &leases[i]}); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	for i := range terms {
+		if err := enc.Encode(childMsg{Term: &terms[i]}); err != nil {
 			f.Close()
 			return err
 		}

@@ -51,6 +51,9 @@ const (
 	faultRunProgramStop faultKind = "run-program-stop" // SIGSTOP or SIGTSTP of its program's process group
 	faultRunLeaveChild  faultKind = "run-leave-child"  // the program leaves a child heartbeating after it exits
 	faultRunIgnoreTerm  faultKind = "run-ignore-term"  // the program ignores SIGTERM when its lease is lost
+
+	// Election candidates, on a lane of their own (elections.go).
+	faultLeaderStop faultKind = "leader-stop" // SIGSTOP of the leading candidate process past its term, before a write
 )
 
 // promotes reports whether k makes the sentinels or the cluster promote a
@@ -72,6 +75,7 @@ var allFaults = []faultKind{
 	faultPrimaryKill, faultPrimaryStop, faultPrimaryPartition, faultSentinelRestart, faultFailoverTwice,
 	faultMasterKill, faultMasterPartition, faultClusterFailover, faultClusterTakeover, faultSlotMigrate,
 	faultRunStop, faultRunJobStop, faultRunProgramStop, faultRunLeaveChild, faultRunIgnoreTerm,
+	faultLeaderStop,
 }
 
 func faultNames(kinds []faultKind) []string {
@@ -139,6 +143,8 @@ func (f fault) String() string {
 			f.Delay.Round(time.Millisecond), f.Work.Round(time.Millisecond))
 	case faultRunLeaveChild:
 		s += fmt.Sprintf(" (run holder r%d, a %s child after a program of %v)", f.Target+1, f.Dir, f.Work.Round(time.Millisecond))
+	case faultLeaderStop:
+		s += " (the leading candidate process, before a write)"
 	case faultRunIgnoreTerm:
 		grace := "the default --grace"
 		if f.Grace > 0 {
@@ -188,19 +194,24 @@ const (
 // enough for one round sees every kind. The plan depends on nothing but its
 // arguments; what the faults hit at run time (which holder is in its
 // Commit, which key a restart empties) depends on timing and is logged.
-// The run holders' faults are a lane of their own (runfaults.go), drawn
-// from a stream of the seed of their own, numbered after the main lane's.
+// The run holders' faults are a lane of their own (runfaults.go), and so
+// are the election's (elections.go), each drawn from a stream of the seed
+// of its own, numbered after the lanes before it.
 func schedule(seed uint64, duration, ttl time.Duration, kinds []faultKind, procs, runs int) []fault {
-	var mainKinds, runKinds []faultKind
+	var mainKinds, runKinds, electKinds []faultKind
 	for _, k := range kinds {
-		if k.runLane() {
+		switch {
+		case k.runLane():
 			runKinds = append(runKinds, k)
-		} else {
+		case k.electLane():
+			electKinds = append(electKinds, k)
+		default:
 			mainKinds = append(mainKinds, k)
 		}
 	}
 	plan := lane(rand.New(rand.NewPCG(seed, 0x6c6f636b77617463)), nil, duration, ttl, mainKinds, procs, runs) // second word: "lockwatc"
-	return lane(rand.New(rand.NewPCG(seed, 0x72756e6c616e65)), plan, duration, ttl, runKinds, procs, runs)    // "runlane"
+	plan = lane(rand.New(rand.NewPCG(seed, 0x72756e6c616e65)), plan, duration, ttl, runKinds, procs, runs)    // "runlane"
+	return lane(rand.New(rand.NewPCG(seed, 0x656c6563746c6e)), plan, duration, ttl, electKinds, procs, runs)  // "electln"
 }
 
 // lane appends to plan the faults of kinds, one after the other, drawn
@@ -315,6 +326,11 @@ func lane(rng *rand.Rand, plan []fault, duration, ttl time.Duration, kinds []fau
 					}
 					f.Dir = []string{lossCut, lossStop}[rng.IntN(2)]
 				}
+			case faultLeaderStop:
+				// Past the term with a margin, as holder-stop: the next
+				// leader is elected and writes before the stopped one
+				// resumes and finishes its write.
+				f.Dur = ttls(2, 3)
 			case faultRunLeaveChild:
 				f.Target = rng.IntN(max(runs, 1))
 				f.Work = ttls(0.1, 0.5)
@@ -322,6 +338,9 @@ func lane(rng *rand.Rand, plan []fault, duration, ttl time.Duration, kinds []fau
 				f.Dir = []string{leaveGroup, leaveSetsid}[rng.IntN(2)]
 			}
 			length := f.Dur + f.Down
+			if f.Kind.electLane() {
+				length += time.Duration(leaderArmTTLs * float64(ttl))
+			}
 			if f.Kind.runLane() {
 				length += f.Delay + time.Duration(armTTLs*float64(ttl))
 				if f.Kind == faultRunLeaveChild {
