@@ -42,6 +42,7 @@ local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 if not EFFECTS then
   return redis.error_reply('LOCKWATCH refused: the server cannot replicate script effects')
 end
+local handoff, enqueue = queue()
 local holder = redis.call('GET', lockKey)
 if holder == owner then
   return heldBy(fenceKey)

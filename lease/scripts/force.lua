@@ -37,6 +37,7 @@ if held then
   if ok then
     redis.call('DEL', lockKey)
     barOwner(fenceKey, held, retention, '!')
+    local handoff = queue()
     handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
     return {1, hash, fence}
   end

@@ -151,70 +151,77 @@ end
 -- TIME, and the grant channel of the waiter's Locker ('': none). An entry
 -- is live while its expiry is ahead; both keys expire with the longest
 -- entry, and a token is in both or in neither.
-local function nowMs()
-  now = now or redis.call('TIME')
-  return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-end
-
-local function entryOf(entriesKey, owner)
-  local entry = redis.call('HGET', entriesKey, owner)
-  local expiry, ttl, channel = string.match(entry or '', '^(%d+) (%d+) ?(.*)$')
-  return entry, expiry and tonumber(expiry) > nowMs(), ttl, channel
-end
-
-local function keepEntries(queueKey, entriesKey, entryTTL)
-  if redis.call('PTTL', entriesKey) < entryTTL then
-    redis.call('PEXPIRE', queueKey, entryTTL)
-    redis.call('PEXPIRE', entriesKey, entryTTL)
+--
+-- queue returns its functions: handoff, enqueue, entryOf, keepEntries and
+-- nowMs. A script builds them where it reaches the queue (release.lua once
+-- it finds one), as each closure costs every call that builds it.
+local function queue()
+  local function nowMs()
+    now = now or redis.call('TIME')
+    return tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
   end
-end
 
--- enqueue puts owner at the queue's tail, live for entryTTL ms, its lease
--- to last ttl ms once granted and its grant published on channel, and
--- returns its place (1: the head; 0: it was queued already, and its entry
--- is pushed back).
-local function enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
-  local place = 0
-  local entry = string.format('%d %s %s', nowMs() + entryTTL, ttl, channel)
-  if redis.call('HSET', entriesKey, owner, entry) == 1 then
-    place = redis.call('RPUSH', queueKey, owner)
+  local function entryOf(entriesKey, owner)
+    local entry = redis.call('HGET', entriesKey, owner)
+    local expiry, ttl, channel = string.match(entry or '', '^(%d+) (%d+) ?(.*)$')
+    return entry, expiry and tonumber(expiry) > nowMs(), ttl, channel
   end
-  keepEntries(queueKey, entriesKey, entryTTL)
-  return place
-end
 
--- handoff gives a free key to the queue's first live entry: the expired
--- ones before it are dropped, and the live one gets the lock for its
--- lease TTL, a fence minted as acquire.lua mints, and the grant message
--- "<owner> <fence>" on its entry's channel (its Locker's alone). It
--- returns the owner granted; nil when no entry is live (the key stays
--- free); nil and the refusal when no fence can be minted (nothing
--- written). The publish may fail (an ACL without the channel): the
--- waiter then learns of the grant at its next refresh.
-local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
-  if redis.call('EXISTS', queueKey) == 0 then
-    return nil
+  local function keepEntries(queueKey, entriesKey, entryTTL)
+    if redis.call('PTTL', entriesKey) < entryTTL then
+      redis.call('PEXPIRE', queueKey, entryTTL)
+      redis.call('PEXPIRE', entriesKey, entryTTL)
+    end
   end
-  local rec = redis.call('GET', fenceKey)
-  local last, ended, cont = parse(rec)
-  local why = refusal(rec, last, ended)
-  if why then
-    return nil, why
+
+  -- enqueue puts owner at the queue's tail, live for entryTTL ms, its lease
+  -- to last ttl ms once granted and its grant published on channel, and
+  -- returns its place (1: the head; 0: it was queued already, and its entry
+  -- is pushed back).
+  local function enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
+    local place = 0
+    local entry = string.format('%d %s %s', nowMs() + entryTTL, ttl, channel)
+    if redis.call('HSET', entriesKey, owner, entry) == 1 then
+      place = redis.call('RPUSH', queueKey, owner)
+    end
+    keepEntries(queueKey, entriesKey, entryTTL)
+    return place
   end
-  while true do
-    local owner = redis.call('LPOP', queueKey)
-    if not owner then
+
+  -- handoff gives a free key to the queue's first live entry: the expired
+  -- ones before it are dropped, and the live one gets the lock for its
+  -- lease TTL, a fence minted as acquire.lua mints, and the grant message
+  -- "<owner> <fence>" on its entry's channel (its Locker's alone). It
+  -- returns the owner granted; nil when no entry is live (the key stays
+  -- free); nil and the refusal when no fence can be minted (nothing
+  -- written). The publish may fail (an ACL without the channel): the
+  -- waiter then learns of the grant at its next refresh.
+  local function handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
+    if redis.call('EXISTS', queueKey) == 0 then
       return nil
     end
-    local _, live, ttl, channel = entryOf(entriesKey, owner)
-    redis.call('HDEL', entriesKey, owner)
-    if live then
-      local fence = mint(fenceKey, retention, last, ended, cont)
-      redis.call('SET', lockKey, owner, 'PX', ttl)
-      if channel ~= '' then
-        redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
+    local rec = redis.call('GET', fenceKey)
+    local last, ended, cont = parse(rec)
+    local why = refusal(rec, last, ended)
+    if why then
+      return nil, why
+    end
+    while true do
+      local owner = redis.call('LPOP', queueKey)
+      if not owner then
+        return nil
       end
-      return owner
+      local _, live, ttl, channel = entryOf(entriesKey, owner)
+      redis.call('HDEL', entriesKey, owner)
+      if live then
+        local fence = mint(fenceKey, retention, last, ended, cont)
+        redis.call('SET', lockKey, owner, 'PX', ttl)
+        if channel ~= '' then
+          redis.pcall('PUBLISH', channel, owner .. ' ' .. string.format('%d', fence))
+        end
+        return owner
+      end
     end
   end
+  return handoff, enqueue, entryOf, keepEntries, nowMs
 end

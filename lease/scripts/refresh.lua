@@ -19,6 +19,7 @@ local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
 --               expired entry is dropped). A next attempt joins the tail.
 --   error "LOCKWATCH ..."  a free key cannot be handed on (acquire.lua's
 --               refusals), or the lock holds owner without a fence.
+local handoff, _, entryOf, keepEntries, nowMs = queue()
 local holder = redis.call('GET', lockKey)
 if not holder then
   local why

@@ -38,6 +38,7 @@ if redis.call('EXISTS', queueKey) == 1 then
     redis.call('LREM', queueKey, 1, owner)
   end
   if not holder or holder == owner then
+    local handoff = queue()
     handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
   end
 end
