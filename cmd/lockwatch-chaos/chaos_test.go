@@ -208,9 +208,10 @@ func checkRuns(t *testing.T, cfg config, sum summary) {
 	}
 }
 
-// checkElection: the candidates led terms and handed them over, a
-// leader-stop stopped a leading candidate process past its term, and the
-// Guard refused its late write; the election's counters equal the terms.
+// checkElection: the candidates led terms and handed them over, the
+// lockwatch elect candidates among them, a leader-stop stopped a leading
+// candidate process past its term, and the Guard refused its late write;
+// the election's counters equal the terms.
 // (Overlapping terms and a stopped leader that did not complete late are
 // violations, which TestChaos's caller asserts there are none of.)
 func checkElection(t *testing.T, sum summary) {
@@ -221,7 +222,11 @@ func checkElection(t *testing.T, sum summary) {
 	assert.Zero(t, e.Metrics.Leading, "no candidate leads once the run ended")
 	total := e.Rows[len(e.Rows)-1]
 	assert.Equal(t, "total", total.Name)
-	assert.Equal(t, e.Terms-1, total.Transitions, "every term but the first is a transition")
+	assert.Equal(t, e.Terms+e.Programs-1, total.Transitions, "every term but the first is a transition")
+	assert.Positive(t, e.Programs, "lockwatch elect candidates led")
+	assert.Positive(t, sum.Elects.Programs)
+	assert.Zero(t, sum.Elects.Other, "no lockwatch elect exited with a status it does not document for what happened")
+	assert.Zero(t, sum.Elects.AfterExit)
 	assert.Equal(t, e.Late, total.Late)
 	assert.Equal(t, e.Leaderless, total.Leaderless)
 	assert.Positive(t, e.Paused, "a leader-stop stopped a leading candidate process")
@@ -296,7 +301,7 @@ func electionUnfencedControl(t *testing.T, topo topology) {
 	cfg.duration = 10 * time.Second // one leader-stop, and its effects
 	cfg.unfenced = true
 	cfg.runs, cfg.procs, cfg.keys = 0, 0, 1
-	cfg.candidates, cfg.candProcs = 0, 2 // every leader can be stopped
+	cfg.candidates, cfg.candProcs, cfg.elects = 0, 2, 0 // every leader can be stopped
 	cfg.faults = []faultKind{faultLeaderStop}
 	// As in unfencedControl: a loaded machine may miss the moment, and a
 	// control that tries the next seed still shows that the checks see a

@@ -25,6 +25,7 @@ type config struct {
 	runs       int    // holders that are lockwatch run processes
 	candidates int    // election candidates in this process, one Locker each
 	candProcs  int    // election candidates in child processes of their own
+	elects     int    // election candidates that are lockwatch elect processes
 	lockwatch  string // the lockwatch binary they run; "" builds cmd/lockwatch
 	keys       int
 	faults     []faultKind
@@ -50,6 +51,7 @@ func defaultConfig() config {
 		runs:       2,
 		candidates: 2,
 		candProcs:  2,
+		elects:     2,
 		keys:       3,
 		faults:     topoSingle.faults(),
 		dsn:        pgtest.DSN(),
@@ -96,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.runs, "runs", cfg.runs, "holders that are lockwatch run processes, their programs heartbeating with the fence")
 	fs.IntVar(&cfg.candidates, "candidates", cfg.candidates, "election candidates running as goroutines of this process, each with a Locker of its own, all campaigning for the one election key")
 	fs.IntVar(&cfg.candProcs, "candidate-procs", cfg.candProcs, "election candidates running as child processes of their own (the ones leader-stop stops)")
+	fs.IntVar(&cfg.elects, "elects", cfg.elects, "election candidates that are lockwatch elect processes, their programs heartbeating with the term's fence")
 	fs.StringVar(&cfg.lockwatch, "lockwatch", "", "the lockwatch binary the run holders run (default: cmd/lockwatch built from the module the harness runs in)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
@@ -144,10 +147,10 @@ func (c config) validate() error {
 		return errors.New("-runs must not be negative")
 	case slices.ContainsFunc(c.faults, faultKind.runLane) && c.runs == 0:
 		return errors.New("the run-* faults need -runs > 0")
-	case c.candidates < 0 || c.candProcs < 0:
-		return errors.New("-candidates and -candidate-procs must not be negative")
-	case c.candidates+c.candProcs == 1:
-		return errors.New("an election needs at least two candidates (-candidates plus -candidate-procs), or none")
+	case c.candidates < 0 || c.candProcs < 0 || c.elects < 0:
+		return errors.New("-candidates, -candidate-procs and -elects must not be negative")
+	case c.candidates+c.candProcs+c.elects == 1:
+		return errors.New("an election needs at least two candidates (-candidates, -candidate-procs and -elects), or none")
 	case slices.Contains(c.faults, faultLeaderStop) && c.candProcs == 0:
 		return errors.New("the leader-stop fault needs -candidate-procs > 0")
 	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:

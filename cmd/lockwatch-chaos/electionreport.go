@@ -13,6 +13,7 @@ import (
 // its leaders' writes, and, per fault kind, what the faults cost it.
 type electionFigures struct {
 	Candidates, Procs         int // goroutines of this process, candidate processes
+	Elects, Programs          int // lockwatch elect candidates, and the programs they ran, one per term
 	Terms, Lost, Late, Paused int // terms; lost; late completions; stopped by leader-stop
 	Accepted, Rejected        int // the leaders' writes, by outcome (every register)
 	Unknown                   int
@@ -42,9 +43,19 @@ type electionRow struct {
 // must equal the terms seen. (Overlapping terms are check 5's, with the
 // leases'.) pauseStart gives the start of a stop of process proc between
 // from and to, if any.
-func electionFiguresOf(cfg config, terms []termRec, ops []op, faults []injected, metrics electionCounts,
+func electionFiguresOf(cfg config, terms []termRec, work []leaseRec, ops []op, faults []injected, metrics electionCounts,
 	pauseStart func(proc int, from, to int64) (int64, bool)) electionFigures {
-	e := electionFigures{Candidates: cfg.candidates, Procs: cfg.candProcs, Terms: len(terms), Metrics: metrics}
+	e := electionFigures{Candidates: cfg.candidates, Procs: cfg.candProcs, Elects: cfg.elects, Terms: len(terms), Metrics: metrics}
+	// A lockwatch elect program's work is its term's, from its first
+	// heartbeat to the last of its fence: for the transitions and the time
+	// without a leader. Its lockwatch keeps its counters.
+	all := slices.Clone(terms)
+	for _, w := range work {
+		if w.Key == electionKey {
+			e.Programs++
+			all = append(all, termRec{Holder: w.Holder, Key: w.Key, Fence: w.Fence, Start: w.Acquired, Done: w.Done, End: w.Done})
+		}
+	}
 	var events []electionEvent
 	type termID struct {
 		holder string
@@ -86,7 +97,7 @@ func electionFiguresOf(cfg config, terms []termRec, ops []op, faults []injected,
 			e.Unknown++
 		}
 	}
-	events = append(events, handovers(terms, pauseStart)...)
+	events = append(events, handovers(all, pauseStart)...)
 	for _, ev := range events {
 		if ev.kind == evLeaderless {
 			e.Leaderless += ev.d
@@ -242,8 +253,8 @@ func activeFault(faults []injected, at int64, tail time.Duration, in func(faultK
 
 // print writes the election's line and table.
 func (e electionFigures) print(w io.Writer) {
-	fmt.Fprintf(w, "election %s: %d candidates (%d goroutines, %d processes), %d terms, %d lost, %d late completions (%d stopped before a write); leaders' writes accepted %d, stale rejected %d, unknown %d; without a leader %v in all, longest %v; election metrics exact %t\n",
-		electionKey, e.Candidates+e.Procs, e.Candidates, e.Procs, e.Terms, e.Lost, e.Late, e.Paused, e.Accepted, e.Rejected, e.Unknown,
+	fmt.Fprintf(w, "election %s: %d candidates (%d goroutines, %d processes, %d lockwatch elects), %d terms and %d lockwatch elect programs, %d lost, %d late completions (%d stopped before a write); leaders' writes accepted %d, stale rejected %d, unknown %d; without a leader %v in all, longest %v; election metrics exact %t\n",
+		electionKey, e.Candidates+e.Procs+e.Elects, e.Candidates, e.Procs, e.Elects, e.Terms, e.Programs, e.Lost, e.Late, e.Paused, e.Accepted, e.Rejected, e.Unknown,
 		e.Leaderless.Round(time.Millisecond), e.Longest.Round(time.Millisecond), e.MetricsExact)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "fault\tinjected\ttransitions\tterms lost\tlate completions\tstale writes rejected\twithout a leader\tlongest\t")

@@ -326,7 +326,7 @@ func (cs *localCandidates) finish() (electionCounts, error) {
 }
 
 // elections reports whether the run has an election.
-func (c config) elections() bool { return c.candidates+c.candProcs > 0 }
+func (c config) elections() bool { return c.candidates+c.candProcs+c.elects > 0 }
 
 // electLane reports whether k is a fault of the election's lane: it runs
 // beside the main lane, as the run holders' does, so that the main lane's

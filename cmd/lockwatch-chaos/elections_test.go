@@ -79,7 +79,7 @@ func TestHandovers(t *testing.T) {
 		{fault: fault{Kind: faultRedisStop}, Start: 5 * sec, End: 8 * sec},
 	}
 	cfg := testConfigPlain()
-	e := electionFiguresOf(cfg, terms, nil, faults, electionCounts{Started: 5, Lost: 1, Late: 1}, pauseStart)
+	e := electionFiguresOf(cfg, terms, nil, nil, faults, electionCounts{Started: 5, Lost: 1, Late: 1}, pauseStart)
 	assert.Empty(t, e.violations)
 	assert.True(t, e.MetricsExact)
 	assert.Equal(t, time.Duration(10+20)+time.Second+5*time.Second, e.Leaderless)
@@ -101,7 +101,7 @@ func TestHandovers(t *testing.T) {
 	assert.Equal(t, 3, rows["no fault"].Transitions)
 	assert.Equal(t, 4, rows["total"].Transitions)
 
-	miscounted := electionFiguresOf(cfg, terms, nil, faults, electionCounts{Started: 5, Lost: 1}, pauseStart)
+	miscounted := electionFiguresOf(cfg, terms, nil, nil, faults, electionCounts{Started: 5, Lost: 1}, pauseStart)
 	assert.False(t, miscounted.MetricsExact)
 	assert.Len(t, miscounted.violations, 1)
 }

@@ -20,7 +20,7 @@ import (
 type heartbeats struct {
 	mu     sync.Mutex
 	spans  map[spanID]*span
-	starts map[runID]beat // each program's first heartbeat
+	starts map[runID][]beat // the first heartbeat of each program a run (or campaign) ran
 	total  int
 }
 
@@ -50,7 +50,7 @@ type runID struct {
 }
 
 func newHeartbeats() *heartbeats {
-	return &heartbeats{spans: map[spanID]*span{}, starts: map[runID]beat{}}
+	return &heartbeats{spans: map[spanID]*span{}, starts: map[runID][]beat{}}
 }
 
 // read takes the heartbeats of one run holder's pipe until it closes, and
@@ -82,7 +82,8 @@ func (hb *heartbeats) add(b beat) {
 	s.first, s.last = min(s.first, b.At), max(s.last, b.At)
 	s.n++
 	if b.Start {
-		hb.starts[runID{b.Holder, b.Seq}] = b
+		id := runID{b.Holder, b.Seq}
+		hb.starts[id] = append(hb.starts[id], b)
 	}
 }
 
@@ -91,8 +92,19 @@ func (hb *heartbeats) add(b beat) {
 func (hb *heartbeats) start(holder string, seq int) (beat, bool) {
 	hb.mu.Lock()
 	defer hb.mu.Unlock()
-	b, ok := hb.starts[runID{holder, seq}]
-	return b, ok
+	bs := hb.starts[runID{holder, seq}]
+	if len(bs) == 0 {
+		return beat{}, false
+	}
+	return bs[0], true
+}
+
+// startsOf returns the first heartbeats of every program that run seq of
+// holder ran: one for a lockwatch run, one per term for a lockwatch elect.
+func (hb *heartbeats) startsOf(holder string, seq int) []beat {
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	return slices.Clone(hb.starts[runID{holder, seq}])
 }
 
 // work is each program's work as a lease record for the overlap check:

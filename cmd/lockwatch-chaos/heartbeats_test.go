@@ -91,12 +91,35 @@ func TestRunFigures(t *testing.T) {
 		{Holder: "r2", Seq: 8, Key: "k2", Status: exitUsage, Grace: margin, Said: "lockwatch: --grace"},
 		{Holder: "r2", Seq: 9, Key: "k2", Status: exitTerm, Said: "got terminated"},
 		{Holder: "r2", Seq: 10, Key: "k3", Status: exitInternal, Said: "boom"},
-	}, hb, margin)
-	assert.Equal(t, runFigures{Runs: 10, Ran: 1, Exit0: 1, Lost: 1, Held: 1, Unknown: 1, Down: 1, Refused: 1, Stopped: 1, Other: 3,
+	}, hb, margin, false)
+	assert.Equal(t, runFigures{Runs: 10, Ran: 1, Programs: 1, Exit0: 1, Lost: 1, Held: 1, Unknown: 1, Down: 1, Refused: 1, Stopped: 1, Other: 3,
 		exited: map[workID]int64{{"r1", 9}: 500 * ms},
 		unexpected: []string{
 			"r2: lockwatch run #10 on k3 exited 70: boom",
 			"r2: lockwatch run #8 on k2 exited 64: lockwatch: --grace",
 			"r2: lockwatch run #9 on k2 exited 143: got terminated",
 		}}, fig, "a --grace within the margin must not be refused, and a SIGTERM only the run's end sends")
+}
+
+// TestElectFigures: a lockwatch elect runs a program per term it leads,
+// each fence its own, and never exits 75 or 76, which are lockwatch run's.
+func TestElectFigures(t *testing.T) {
+	ms := int64(time.Millisecond)
+	hb := newHeartbeats()
+	for _, b := range []beat{
+		{Holder: "c5", Fence: 7, Key: electionKey, Pid: 10, Role: roleProgram, At: 100 * ms, Start: true, Seq: 1},
+		{Holder: "c5", Fence: 9, Key: electionKey, Pid: 11, Role: roleProgram, At: 300 * ms, Start: true, Seq: 1},
+	} {
+		hb.add(b)
+	}
+	fig := runFiguresOf([]runRec{
+		{Holder: "c5", Elect: true, Seq: 1, Key: electionKey, Status: 0, Exit: 400 * ms},
+		{Holder: "c5", Elect: true, Seq: 2, Key: electionKey, Status: exitHeld, Said: "held"},
+	}, hb, time.Second/20, true)
+	assert.Equal(t, 1, fig.Ran)
+	assert.Equal(t, 2, fig.Programs)
+	assert.Equal(t, map[workID]int64{{"c5", 7}: 400 * ms, {"c5", 9}: 400 * ms}, fig.exited)
+	assert.Equal(t, 1, fig.Other)
+	assert.Equal(t, []string{"c5: lockwatch elect #2 exited 75: held"}, fig.unexpected)
+	assert.Contains(t, fig.String(), "lockwatch elect: 2 campaigns, 1 led, 2 programs run")
 }

@@ -88,7 +88,15 @@
 //     returns, the term is resigned and the next candidate in the queue
 //     elected, and it campaigns again. Each term is recorded: its
 //     fence, its leader, when its function started and returned, when its
-//     context ended, and how Run said it ended (lost, late).
+//     context ended, and how Run said it ended (lost, late);
+//   - -elects lockwatch elect candidates (2), each a run holder that
+//     loops lockwatch elect --key e1 --ttl TTL --identity cN with this
+//     binary as its program, as a lockwatch run holder loops lockwatch
+//     run (the same draws of work, SIGTERM ignored and --grace): its
+//     program heartbeats with the term's fence until its work is done,
+//     lockwatch resigns and exits with its status, and the holder
+//     campaigns again. A term lost meanwhile ends the program, and
+//     lockwatch campaigns again itself.
 //
 // # Faults
 //
@@ -308,7 +316,12 @@
 //     term's function returns within the cancellation window of its
 //     context's end (of the end of the write the loss found under way);
 //     and the lockwatch_election_* counters equal the terms seen: started,
-//     lost, late, and no leader left at the end.
+//     lost, late, and no leader left at the end. A lockwatch elect
+//     program's work counts as a term, as a lockwatch run program's counts
+//     as a lease; no process heartbeated with a fence after the lockwatch
+//     elect that led with it exited, and each exited with a status its
+//     manual gives (0, 79, 69, 64 only for a --grace past the margin, 143
+//     only after the run's SIGTERM).
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check, and the guarded register served without its
@@ -325,14 +338,16 @@
 // and the processes that heartbeated after their key expired or their
 // lockwatch run exited.
 //
-// The election line gives its terms, losses, late completions, the
-// leaders' writes by outcome, and the time without a leader: from the
-// latest end of the terms before a term (a stopped leader's from its
-// stop) to its start. Its table gives, per fault kind active when it
-// happened (as the fault table's: a stopped leader's events for its
-// leader-stop, the others for the main lane's faults), transitions, terms
-// lost, late completions, stale writes rejected and the time without a
-// leader, in all and longest.
+// The lockwatch elect line gives the campaigns by exit status and the
+// programs they ran. The election line gives its terms (the lockwatch
+// elect programs apart), losses, late completions, the leaders' writes by
+// outcome, and the time without a leader: from the latest end of the
+// terms before a term (a stopped leader's from its stop) to its start.
+// Its table gives, per fault kind active when it happened (as the fault
+// table's: a stopped leader's events for its leader-stop, the others for
+// the main lane's faults), transitions, terms lost, late completions,
+// stale writes rejected and the time without a leader, in all and
+// longest.
 //
 // The fault table counts, per fault kind active at the time (or ended less
 // than 2 TTLs before), leases lost, unknown acquires, stale writes, overlaps

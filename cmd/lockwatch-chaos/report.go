@@ -35,6 +35,7 @@ type summary struct {
 	Guard       guardFigures   // the guarded register's writes
 	Runs        runFigures     // the lockwatch run holders' runs and heartbeats
 	Elections   electionFigures
+	Elects      runFigures // the lockwatch elect candidates' campaigns
 	Failovers   []failoverFigure
 	staleOps    []op       // the stale writes accepted, for the timeline
 	injected    []injected // the faults as they happened
@@ -201,7 +202,10 @@ func (s summary) print(w io.Writer) {
 	if s.Runs.Runs > 0 {
 		fmt.Fprintln(w, s.Runs)
 	}
-	if s.Elections.Candidates+s.Elections.Procs > 0 {
+	if s.Elects.Runs > 0 {
+		fmt.Fprintln(w, s.Elects)
+	}
+	if s.Elections.Candidates+s.Elections.Procs+s.Elections.Programs > 0 {
 		s.Elections.print(w)
 	}
 	for _, f := range s.Failovers {

@@ -90,8 +90,8 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if cfg.skew != 0 {
 		mode += fmt.Sprintf(", replicas' clocks %v behind", cfg.skew)
 	}
-	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes + %d lockwatch runs keys=%d election candidates=%d goroutines + %d processes writes %s; %d faults planned; output in %s",
-		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.runs, cfg.keys, cfg.candidates, cfg.candProcs, mode, len(plan), dir)
+	out.event("seed=%d topology=%s duration=%v ttl=%v holders=%d goroutines + %d processes + %d lockwatch runs keys=%d election candidates=%d goroutines + %d processes + %d lockwatch elects writes %s; %d faults planned; output in %s",
+		cfg.seed, cfg.topology, cfg.duration, cfg.ttl, cfg.goroutines, cfg.procs, cfg.runs, cfg.keys, cfg.candidates, cfg.candProcs, cfg.elects, mode, len(plan), dir)
 	var mainPlan, runPlan, electPlan []fault
 	for _, f := range plan {
 		fmt.Fprintf(faultLog, "plan: %s\n", f)
@@ -105,7 +105,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 		}
 	}
 	bin := cfg.lockwatch
-	if bin == "" && cfg.runs > 0 {
+	if bin == "" && cfg.runs+cfg.elects > 0 {
 		if bin, err = buildLockwatch(serverDir); err != nil {
 			return sum, err
 		}
@@ -262,7 +262,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	origin := now() // the injector's start on the history's clock
 	start := time.Now()
 	newInjector := func() *injector {
-		return &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: holderProcs, cands: cands, runs: fleet.holders,
+		return &injector{seed: cfg.seed, ttl: cfg.ttl, redis: lockRedis, children: holderProcs, cands: cands, runs: fleet.runHolders(),
 			inspect: shared.locker.Inspect, out: out, start: start, stop: stop, expired: map[workID]int64{}}
 	}
 	// The run holders' lane (runfaults.go) and the election's (elections.go)
@@ -370,7 +370,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 			}
 			return 0, false
 		}
-		sum.Elections = electionFiguresOf(cfg, terms, ops, faults, electMetrics, pauseStart)
+		sum.Elections = electionFiguresOf(cfg, terms, runWork, ops, faults, electMetrics, pauseStart)
 		sum.Violations = append(sum.Violations, sum.Elections.violations...)
 		for _, c := range cands {
 			if got := len(slices.DeleteFunc(slices.Clone(terms), func(t termRec) bool { return t.Proc != c.index })); got != termsSent[c.index] {
@@ -381,15 +381,26 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	sum.injected = faults
 	sum.Duration = elapsed
 	if cfg.runs > 0 {
-		sum.Runs = runFiguresOf(fleet.runs(), fleet.beats, cfg.ttl/20)
+		sum.Runs = runFiguresOf(fleet.runs(false), fleet.beats, cfg.ttl/20, false)
 		sum.Runs.Beats, sum.Runs.Unsupervised = fleet.beats.counts()
 		after := fleet.beats.after(sum.Runs.exited, "its lockwatch run had exited")
 		sum.Runs.AfterExit = len(after)
 		expired := fleet.beats.after(runInj.expiries(), "its key expired in Redis")
 		sum.Runs.AfterExpiry = len(expired)
-		for _, v := range slices.Concat(sum.Runs.unexpected, after, expired, outlived, runInj.violations()) {
+		for _, v := range slices.Concat(sum.Runs.unexpected, after, expired, runInj.violations()) {
 			sum.Violations = append(sum.Violations, "lockwatch run: "+v)
 		}
+	}
+	if cfg.elects > 0 {
+		sum.Elects = runFiguresOf(fleet.runs(true), fleet.beats, cfg.ttl/20, true)
+		after := fleet.beats.after(sum.Elects.exited, "its lockwatch elect had exited")
+		sum.Elects.AfterExit = len(after)
+		for _, v := range slices.Concat(sum.Elects.unexpected, after) {
+			sum.Violations = append(sum.Violations, "lockwatch elect: "+v)
+		}
+	}
+	for _, v := range outlived {
+		sum.Violations = append(sum.Violations, "lockwatch run or elect: "+v)
 	}
 	for i, seen := range reported {
 		var pops []op
@@ -427,8 +438,8 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err := writeHistory(filepath.Join(dir, "history.jsonl"), ops, leases, terms); err != nil {
 		sum.Violations = append(sum.Violations, "write the history: "+err.Error())
 	}
-	if cfg.runs > 0 {
-		if err := writeRuns(filepath.Join(dir, "runs.jsonl"), fleet.runs(), runWork); err != nil {
+	if cfg.runs+cfg.elects > 0 {
+		if err := writeRuns(filepath.Join(dir, "runs.jsonl"), slices.Concat(fleet.runs(false), fleet.runs(true)), runWork); err != nil {
 			sum.Violations = append(sum.Violations, "write the runs: "+err.Error())
 		}
 	}

@@ -43,7 +43,8 @@ type runFleet struct {
 }
 
 // startRuns starts cfg.runs run holders of lockwatch binary bin against
-// target, each logging to rN.log in dir. On single, each reaches the lock
+// target, and cfg.elects lockwatch elect candidates, each logging to
+// <its name>.log in dir. On single, each reaches the lock
 // Redis through a forwarder of its own, which run-ignore-term can cut.
 func startRuns(cfg config, bin, dir string, target lockTarget, keys []string, stop <-chan struct{}) (*runFleet, error) {
 	f := &runFleet{beats: newHeartbeats()}
@@ -62,9 +63,12 @@ func (f *runFleet) setUp(cfg config, bin, dir string, target lockTarget, keys []
 	if err != nil {
 		return err
 	}
-	for i := 1; i <= cfg.runs; i++ {
+	for i := 1; i <= cfg.runs+cfg.elects; i++ {
 		h := &runHolder{id: fmt.Sprintf("r%d", i), bin: bin, self: self, ttl: cfg.ttl, keys: keys,
 			rng: rand.New(rand.NewPCG(cfg.seed+uint64(200+i), 0x72756e)), stop: stop, starts: make(chan beat, 8), done: make(chan struct{})}
+		if i > cfg.runs { // the lockwatch elect candidates, after the others
+			h.id, h.elect, h.keys = fmt.Sprintf("c%d", cfg.candidates+cfg.candProcs+i-cfg.runs), true, []string{electionKey}
+		}
 		f.holders = append(f.holders, h)
 		var r *os.File
 		if r, h.pipe, err = os.Pipe(); err != nil {
@@ -144,40 +148,59 @@ func (f *runFleet) close() error {
 	return errors.Join(errs...)
 }
 
-// runs are every holder's lockwatch runs.
-func (f *runFleet) runs() []runRec {
+// runs are every holder's lockwatch runs (elect false) or lockwatch elect
+// campaigns (elect true).
+func (f *runFleet) runs(elect bool) []runRec {
 	var out []runRec
 	for _, h := range f.holders {
 		h.mu.Lock()
-		out = append(out, h.runs...)
+		if h.elect == elect {
+			out = append(out, h.runs...)
+		}
 		h.mu.Unlock()
 	}
 	return out
 }
 
+// runHolders are the lockwatch run holders, which the run lane's faults
+// pick from.
+func (f *runFleet) runHolders() []*runHolder {
+	return slices.DeleteFunc(slices.Clone(f.holders), func(h *runHolder) bool { return h.elect })
+}
+
 // runFigures are the run holders' lockwatch runs by how they ended, and
 // their programs' heartbeats.
 type runFigures struct {
-	Runs, Ran                        int // lockwatch runs, and those whose program started
-	Exit0, Lost, Held, Unknown, Down int // by status: 0, 79, 75, 76, 69
-	Refused, Stopped, Other          int // 64 for a --grace past the margin; 143 after the run's SIGTERM; the rest
+	Elect                            bool // the lockwatch elect candidates' campaigns
+	Runs, Ran                        int  // lockwatch runs, and those whose program started
+	Programs                         int  // programs started: one per run, one per term of a campaign
+	Exit0, Lost, Held, Unknown, Down int  // by status: 0, 79, 75, 76, 69
+	Refused, Stopped, Other          int  // 64 for a --grace past the margin; 143 after the run's SIGTERM; the rest
 	Beats, Unsupervised              int
 	AfterExit, AfterExpiry           int              // processes that heartbeated after their lockwatch run exited, after their key expired
 	exited                           map[workID]int64 // when the run that held each program's fence exited
 	unexpected                       []string
 }
 
-// runFiguresOf sorts runs by how they ended. A status lockwatch run does
-// not document for what happened is a violation, and so is a --grace
-// refused that was within the margin.
-func runFiguresOf(runs []runRec, hb *heartbeats, margin time.Duration) runFigures {
-	fig := runFigures{Runs: len(runs), exited: map[workID]int64{}}
+// runFiguresOf sorts runs by how they ended. A status lockwatch run (or
+// elect) does not document for what happened is a violation, and so is a
+// --grace refused that was within the margin. A lockwatch elect runs a
+// program in each term it leads, and exits when one exits by itself while
+// leading (0), or was lost as it did (79).
+func runFiguresOf(runs []runRec, hb *heartbeats, margin time.Duration, elect bool) runFigures {
+	fig := runFigures{Elect: elect, Runs: len(runs), exited: map[workID]int64{}}
 	for _, r := range runs {
-		if b, ok := hb.start(r.Holder, r.Seq); ok {
+		if bs := hb.startsOf(r.Holder, r.Seq); len(bs) > 0 {
 			fig.Ran++
-			fig.exited[workID{r.Holder, b.Fence}] = r.Exit
+			fig.Programs += len(bs)
+			for _, b := range bs {
+				fig.exited[workID{r.Holder, b.Fence}] = r.Exit
+			}
 		}
 		switch {
+		case elect && (r.Status == exitHeld || r.Status == exitUnknown):
+			fig.Other++
+			fig.unexpected = append(fig.unexpected, fmt.Sprintf("%s: lockwatch elect #%d exited %d: %s", r.Holder, r.Seq, r.Status, r.Said))
 		case r.Status == 0:
 			fig.Exit0++
 		case r.Status == exitLost:
@@ -202,6 +225,10 @@ func runFiguresOf(runs []runRec, hb *heartbeats, margin time.Duration) runFigure
 }
 
 func (f runFigures) String() string {
+	if f.Elect {
+		return fmt.Sprintf("lockwatch elect: %d campaigns, %d led, %d programs run (exit 0 %d, lost 79 %d), unavailable 69 %d, --grace refused 64 %d, ended waiting 143 %d, other %d; processes heartbeating after their lockwatch elect exited %d",
+			f.Runs, f.Ran, f.Programs, f.Exit0, f.Lost, f.Down, f.Refused, f.Stopped, f.Other, f.AfterExit)
+	}
 	return fmt.Sprintf("lockwatch run: %d runs, %d ran their program (exit 0 %d, lost 79 %d), held 75 %d, unknown 76 %d, unavailable 69 %d, --grace refused 64 %d, ended waiting 143 %d, other %d; %d heartbeats, %d left out as unsupervised; processes heartbeating after their key expired %d, after their lockwatch run exited %d",
 		f.Runs, f.Ran, f.Exit0, f.Lost, f.Held, f.Unknown, f.Down, f.Refused, f.Stopped, f.Other, f.Beats, f.Unsupervised, f.AfterExpiry, f.AfterExit)
 }

@@ -21,6 +21,10 @@ import (
 // --name): a metric attribute of the lockwatch process only.
 const runLockName = "chaos-run"
 
+// electLockName is the election name of the lockwatch elect holders
+// (lockwatch elect --name).
+const electLockName = "chaos-elect"
+
 // runHolder is a holder that is a lockwatch run process, as cron or a
 // supervisor starts one: it loops, running
 //
@@ -33,6 +37,7 @@ const runLockName = "chaos-run"
 // leaves them out.
 type runHolder struct {
 	id     string
+	elect  bool              // a candidate: lockwatch elect --key e1, not lockwatch run
 	bin    string            // the lockwatch binary
 	self   string            // the program: this binary
 	conn   []string          // connection flags
@@ -69,6 +74,7 @@ type arming struct {
 // runRec is one lockwatch run as the harness saw it.
 type runRec struct {
 	Holder     string        `json:"h"`
+	Elect      bool          `json:"elect,omitempty"` // lockwatch elect
 	Seq        int           `json:"seq"`
 	Key        string        `json:"key"`
 	Grace      time.Duration `json:"grace,omitempty"` // 0: the default, TTL/20
@@ -111,7 +117,7 @@ func (h *runHolder) draw() (programSpec, string, time.Duration, time.Duration) {
 	case 1:
 		grace = time.Duration((1.1 + 8.9*h.rng.Float64()) * float64(h.margin()))
 	}
-	if h.rng.IntN(waitShare) == 0 {
+	if h.rng.IntN(waitShare) == 0 && !h.elect {
 		wait = time.Duration((0.5 + 1.5*h.rng.Float64()) * float64(h.ttl))
 	}
 	if a := h.armed; a != nil {
@@ -129,6 +135,14 @@ func (h *runHolder) once() {
 	spec, key, grace, wait := h.draw()
 	args := append([]string{"run"}, h.conn...)
 	args = append(args, "--key", key, "--ttl", h.ttl.String(), "--namespace", lockNamespace, "--name", runLockName)
+	if h.elect {
+		// A campaign: it runs the program in each term it leads, until
+		// the program exits by itself while leading (lockwatch resigns and
+		// exits with its status) or the run's SIGTERM.
+		args = append([]string{"elect"}, h.conn...)
+		args = append(args, "--key", key, "--ttl", h.ttl.String(), "--namespace", lockNamespace, "--name", electLockName,
+			"--identity", h.id)
+	}
 	if grace > 0 {
 		args = append(args, "--grace", grace.String())
 	}
@@ -143,7 +157,7 @@ func (h *runHolder) once() {
 	// left behind) closes them.
 	cmd.Stdout, cmd.Stderr = h.pipe, h.log
 	cmd.SysProcAttr = childAttr()
-	rec := runRec{Holder: h.id, Seq: spec.Seq, Key: key, Grace: grace, Fault: spec.Fault, IgnoreTerm: spec.IgnoreTerm}
+	rec := runRec{Holder: h.id, Elect: h.elect, Seq: spec.Seq, Key: key, Grace: grace, Fault: spec.Fault, IgnoreTerm: spec.IgnoreTerm}
 	from, _ := h.log.Seek(0, io.SeekEnd)
 	rec.Start = now()
 	if err := cmd.Start(); err != nil {
