@@ -1,6 +1,6 @@
-// Package bench measures what a lockwatch lease costs, against the floor
-// of a bare Redis lock and against other Go lock libraries, in one run on
-// one machine.
+// Package bench measures what a lockwatch lease costs, against the floor of
+// a bare Redis lock and against other Go lock libraries, in one run on one
+// machine.
 //
 // It is a module of its own so that the libraries it compares with never
 // enter lockwatch's dependencies. Every figure that matters is a ratio to a
@@ -44,5 +44,6 @@
 //     at most once).
 //
 // cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
-// (make bench).
+// (make bench), with the leader failover of bench/failover beside etcd's
+// election: a module of its own, outside go.work (make bench-failover).
 package bench
