@@ -40,8 +40,8 @@ rule {
   }
 }
 
-// The fencing alerts are per resource (the fence is the resource's), every
-// other alert per lock.
+// The fencing alerts are per resource (the fence is the resource's), the
+// election alerts per election, every other alert per lock.
 rule {
   match {
     kind = "alerting"
@@ -55,9 +55,19 @@ rule {
 rule {
   match {
     kind = "alerting"
+    name = "LockwatchElection.+"
+  }
+  aggregate ".+" {
+    keep    = ["election"]
+    comment = "Election alerts are per election: keep `election` in the aggregation."
+  }
+}
+rule {
+  match {
+    kind = "alerting"
   }
   ignore {
-    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused)"
+    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused|Election.+)"
   }
   aggregate ".+" {
     keep    = ["lock_name"]
