@@ -20,15 +20,19 @@
 // successor starts at once, not after a TTL.
 //
 // The leader's function runs on the term's lease context, which is
-// cancelled, with a *lease.LostError cause, before the key can expire. The
-// function is awaited before the term is resigned (Release: the key is
-// handed on and the term's token barred), so the next term starts only once
-// it returned, unless the key expired or was taken by force
-// (Locker.ForceRelease) first. A function is a late completion
-// (ErrLateCompletion) when it may have overlapped the next term: its
-// release finds the key gone (expired, or taken by force and not yet
-// noticed), or cannot reach Redis after the function returned past the
-// instant its lost term's key may have expired
+// cancelled, with a *lease.LostError cause, before the key can expire while
+// the process runs. A process stopped past that point (a pause, a frozen
+// VM) runs again with its context cancelled a moment later, not at once: a
+// step that must not run late checks the term's lease
+// (lease.FromContext(ctx).Err() answers from the clock) or writes through
+// Lease.Commit, and the fence refuses what still gets through. The function
+// is awaited before the term is resigned (Release: the key is handed on and
+// the term's token barred), so the next term starts only once it returned,
+// unless the key expired or was taken by force (Locker.ForceRelease) first.
+// A function is a late completion (ErrLateCompletion) when it may have
+// overlapped the next term: its release finds the key gone (expired, or
+// taken by force and not yet noticed), or cannot reach Redis after the
+// function returned past the instant its lost term's key may have expired
 // (lease.LostError.KeyHeldUntil). A release that deletes the key proves
 // nobody led meanwhile, and a function that stopped within the safety
 // margin after its loss cannot have overlapped a successor, even when a
