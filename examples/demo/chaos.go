@@ -36,6 +36,7 @@ const (
 	killEveryTTLs    = 11.0
 	killDownTTLs     = 2.0 // how long a killed job's process stays down
 	killWaitTTLs     = 4.0 // how long a kill waits for a leader to kill, at most
+	reportWaitTTLs   = 0.1 // how long a report waits for another's on its account
 	leaderPauseTTLs  = 6.0 // how long a pause waits for the job leader's next write, at most
 )
 

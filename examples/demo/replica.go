@@ -97,7 +97,10 @@ func newReplica(d *demo, name string) (*replica, error) {
 
 	// gRPC: the same Locker behind both interceptors, otelgrpc's stats
 	// handler beside them for the server spans. Reports may hold their
-	// lease for maxHold at most.
+	// lease for maxHold at most. A report asked for while another
+	// replica writes the same account waits for it up to reportWaitTTLs
+	// (first come, first served); reports run longer, so most such waits
+	// time out, and the wait saturation signal has data.
 	reportKey := func(account string) string {
 		if account == "" {
 			return "" // no lock: the handler answers the bad request
@@ -108,7 +111,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 		grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(d.providers.TracerProvider),
 			otelgrpc.WithMeterProvider(d.providers.MeterProvider))),
-		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker, func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) }, middleware.Config{Lease: lease.Config{MaxHold: d.maxHold()}})),
+		grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(r.locker, func(_ context.Context, _ string, req any) string { return reportKey(accountOf(req)) }, middleware.Config{Lease: lease.Config{MaxHold: d.maxHold(), Wait: d.ttls(reportWaitTTLs)}})),
 		grpc.ChainStreamInterceptor(middleware.StreamServerInterceptor(r.locker, func(ctx context.Context, _ string) string { return reportKey(accountFromMetadata(ctx)) }, middleware.Config{Lease: lease.Config{MaxHold: d.maxHold()}})),
 	)
 	reportspb.RegisterReportsServer(r.grpcSrv, &reports{r: r})
