@@ -48,7 +48,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	start := clock.Now()
 	ev := acquireEvent{Result: obs.AcquireError}
 	defer set.observeWaitEnd(actx, &ev) // every way out of a wait, a panic included
-	a := &acquisition{lk: lk, ctx: ctx, actx: actx, set: set, key: key, keys: keys}
+	a := &acquisition{lk: lk, ctx: ctx, actx: actx, parent: ctx, set: set, key: key, keys: keys}
 	var l *Lease
 	l, ev.Result, ev.Err = a.run(&ev)
 	ev.Attempts = a.attempts
@@ -73,15 +73,17 @@ func (lk *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 }
 
 // acquisition is one Acquire's attempts on one key. Redis calls go under
-// actx (the lease.acquire span); the lease's context derives from ctx.
+// actx (the lease.acquire span); ctx ends the wait, and the lease's
+// context derives from parent (ctx itself, unless a semaphore's Acquire
+// ends a slot's wait on its own: acquireSlot).
 type acquisition struct {
-	lk        *Locker
-	ctx, actx context.Context
-	set       *settings
-	key       string
-	keys      leasekeys.Keys
-	until     time.Duration // the end of the wait (Config.Wait)
-	attempts  int
+	lk                *Locker
+	ctx, actx, parent context.Context
+	set               *settings
+	key               string
+	keys              leasekeys.Keys
+	until             time.Duration // the end of the wait (Config.Wait)
+	attempts          int
 }
 
 // run makes attempts until one ends the Acquire: the lease, or the
@@ -351,7 +353,7 @@ func (a *acquisition) newLease(acq acquireArgs, r attemptResult) *Lease {
 		renewIdx:    -1,
 		deadlineIdx: -1,
 	}
-	l.ctx, l.cancel = leaseContext(a.ctx, l)
+	l.ctx, l.cancel = leaseContext(a.parent, l)
 	cancelAt := sentAt + set.cancelAfter()
 	if set.MaxHold > 0 {
 		l.maxHoldAt = sentAt + set.MaxHold

@@ -33,3 +33,18 @@ func TestGrantChannel(t *testing.T) {
 	assert.True(t, strings.HasPrefix(ch, "lockwatch:{"), "under the lease's ACL channel pattern")
 	assert.Equal(t, "abc", ch[strings.IndexByte(ch, '{')+1:strings.IndexByte(ch, '}')], "its own hash tag")
 }
+
+func TestOfSlot(t *testing.T) {
+	k, s3 := Of("lockwatch", "exports"), OfSlot("lockwatch", "exports", 3)
+	assert.Equal(t, k.Lock+"#3", s3.Lock)
+	assert.Equal(t, k.Entries+"#3", s3.Entries)
+	assert.Equal(t, HashTag(k.Lock), HashTag(s3.Queue), "one hash tag for every permit of a key")
+	seen := map[string]bool{k.Lock: true, k.Fence: true, k.Queue: true, k.Entries: true}
+	for slot := 0; slot < 12; slot++ {
+		s := OfSlot("lockwatch", "exports", slot)
+		for _, name := range []string{s.Lock, s.Fence, s.Queue, s.Entries} {
+			assert.False(t, seen[name], "%s is the name of one thing only", name)
+			seen[name] = true
+		}
+	}
+}

@@ -104,6 +104,18 @@ var Metrics = []Metric{
 		[]string{AttrElection, AttrReason}, nil},
 	{ElectionLateCompletions, PromElectionLateCompletions, Counter, "{completion}", "Leaders' functions that returned after their term's key may have passed on: their writes may overlap the next term's, and only the fence stops them.",
 		[]string{AttrElection}, nil},
+	{PermitsHeld, PromPermitsHeld, UpDownCounter, "{permit}", "Permits the process holds, from Acquire's return to the permit's release or loss. The sum over the processes, against lockwatch_permits_limit, is the semaphore's saturation.",
+		[]string{AttrSemaphore}, nil},
+	{PermitsLimit, PromPermitsLimit, UpDownCounter, "{permit}", "The semaphore's limit (permits.Config.Limit) as the process's newest Semaphore of that name set it.",
+		[]string{AttrSemaphore}, nil},
+	{PermitsWaiting, PromPermitsWaiting, UpDownCounter, "{caller}", "Callers waiting in Acquire for a permit (Config.Wait): from the moment none was free until Acquire returns.",
+		[]string{AttrSemaphore}, nil},
+	{PermitsAcquires, PromPermitsAcquires, Counter, "{acquire}", "Acquire calls by result: acquired, contended (every permit held, also after the wait), unknown, error.",
+		[]string{AttrSemaphore, AttrResult}, nil},
+	{PermitsWaitDuration, PromPermitsWaitDuration, Histogram, "s", "Time Acquire calls waited for a permit, by result: acquired, timed_out, cancelled, unknown or error. Acquires that found a free permit are not counted.",
+		[]string{AttrSemaphore, AttrResult}, waitBuckets},
+	{PermitsLosses, PromPermitsLosses, Counter, "{loss}", "Permits lost before their release, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
+		[]string{AttrSemaphore, AttrReason}, nil},
 }
 
 // metricByName returns the table entry of an instrument name.

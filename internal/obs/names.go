@@ -65,6 +65,18 @@ const (
 	PromElectionLosses             = "lockwatch_election_losses_total"
 	ElectionLateCompletions        = "lockwatch.election.late_completions"
 	PromElectionLateCompletions    = "lockwatch_election_late_completions_total"
+	PermitsHeld                    = "lockwatch.permits.held"
+	PromPermitsHeld                = "lockwatch_permits_held"
+	PermitsLimit                   = "lockwatch.permits.limit"
+	PromPermitsLimit               = "lockwatch_permits_limit"
+	PermitsWaiting                 = "lockwatch.permits.waiting"
+	PromPermitsWaiting             = "lockwatch_permits_waiting"
+	PermitsAcquires                = "lockwatch.permits.acquires"
+	PromPermitsAcquires            = "lockwatch_permits_acquires_total"
+	PermitsWaitDuration            = "lockwatch.permits.wait.duration"
+	PromPermitsWaitDuration        = "lockwatch_permits_wait_duration_seconds"
+	PermitsLosses                  = "lockwatch.permits.losses"
+	PromPermitsLosses              = "lockwatch_permits_losses_total"
 )
 
 // Attribute keys (on metrics and spans) and the Prometheus labels they
@@ -82,6 +94,9 @@ const (
 	// AttrCandidate is a candidate's identity, on the leader gauge only:
 	// one series per election per process (election.Config.Identity).
 	AttrCandidate = "candidate"
+	// AttrSemaphore is a semaphore's name (permits.Config.Name), bounded
+	// as lock names are.
+	AttrSemaphore = "semaphore"
 )
 
 // Span-only attributes: high cardinality, never on a metric.

@@ -41,11 +41,13 @@ type Recorder struct {
 	waitDuration    metric.Float64Histogram
 	forceReleases   metric.Int64Counter
 	elections
+	permits
 
 	mu    sync.RWMutex
 	attrs map[attrKey]*attrOpts
 	known map[attrKey]bool // lock names and resources whose series exist
 	terms map[string]int64 // each election's newest term, as its gauge holds it
+	limit map[string]int64 // each semaphore's limit, as its gauge holds it
 }
 
 // elections are the instruments of the election side.
@@ -81,6 +83,7 @@ func New(c Config) *Recorder {
 		attrs:   make(map[attrKey]*attrOpts),
 		known:   make(map[attrKey]bool),
 		terms:   make(map[string]int64),
+		limit:   make(map[string]int64),
 	}
 	t.create(meter)
 	return t
@@ -117,6 +120,12 @@ func (t *Recorder) create(meter metric.Meter) {
 	t.leaderless = histogram(ElectionLeaderlessDuration)
 	t.electionLosses = counter(ElectionLosses)
 	t.electionLate = counter(ElectionLateCompletions)
+	t.permitsHeld = updown(PermitsHeld)
+	t.permitsLimit = updown(PermitsLimit)
+	t.permitsWaiting = updown(PermitsWaiting)
+	t.permitsAcquires = counter(PermitsAcquires)
+	t.permitsWait = histogram(PermitsWaitDuration)
+	t.permitsLosses = counter(PermitsLosses)
 }
 
 // instruments creates instruments on a meter from their entries in Metrics.

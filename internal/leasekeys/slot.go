@@ -1,0 +1,22 @@
+package leasekeys
+
+import "strconv"
+
+// OfSlot returns the names of permit slot of key's semaphore (package
+// permits) in namespace: key's names (Of) with "#<slot>" after each, so
+// that every permit of a key shares the key's hash tag (one Redis Cluster
+// slot, where one MGET reads them all), and none is the name of the
+// exclusive lease on key, nor of another key's permit.
+func OfSlot(namespace, key string, slot int) Keys {
+	k := Of(namespace, key)
+	suffix := "#" + strconv.Itoa(slot)
+	return Keys{
+		Lock: k.Lock + suffix, Fence: k.Fence + suffix,
+		Queue: k.Queue + suffix, Entries: k.Entries + suffix,
+	}
+}
+
+// SlotKey is the key of permit slot of key's semaphore, as callers see it:
+// the lease's Key, its token's Scope, and the name under which a resource
+// keeps the permit's mark.
+func SlotKey(key string, slot int) string { return key + "#" + strconv.Itoa(slot) }
