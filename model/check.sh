@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# check.sh: model-check lease.pml with SPIN (README.md says what each run
-# means).
+# check.sh: model-check lease.pml and permits.pml with SPIN (README.md says
+# what each run means).
 #
 #   check.sh            every scenario, exhaustively, two at a time: each
 #                       must end with 0 errors and a complete search (exit
 #                       status 0)
-#   check.sh NAME       the mutant NAME (a line of MUTANTS), which puts a
+#   check.sh NAME       the mutant NAME (a line of MUTANTS, or a "mutant
+#                       NAME" line of permits.pml's header), which puts a
 #                       known defect back: the check must fail (exit status
 #                       1) and prints the counterexample, the interleaving
 #                       the server ran; 0 means the model no longer sees
 #                       the defect
-#   check.sh mutants    every mutant of MUTANTS, two at a time: exit status
-#                       0 when each of them failed with a trail
+#   check.sh mutants    every mutant of both models, two at a time: exit
+#                       status 0 when each of them failed with a trail
 #
 # MODEL_SKIP (names of scenarios and mutants, space-separated) leaves
 # those out of the first and third forms; MODEL_ONLY keeps only those.
@@ -23,7 +24,21 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP)
+scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP PERMITS PSHRINK)
+# permits.pml's scenarios; its mutants are listed in its header, since
+# MUTANTS is lease.pml's (docs_test.go holds it to lease.pml)
+permits_scenarios=" PERMITS PSHRINK "
+
+permits_mutants() { sed -n 's/^ \* mutant \([A-Z0-9_]*\)$/\1/p' "$here/permits.pml"; }
+
+# model NAME: the file a scenario or mutant belongs to.
+model() {
+	if [[ "$permits_scenarios" == *" $1 "* ]] || permits_mutants | grep -qx "$1"; then
+		echo permits.pml
+	else
+		echo lease.pml
+	fi
+}
 
 # selected NAME...: the names that MODEL_ONLY and MODEL_SKIP let through.
 selected() {
@@ -40,21 +55,22 @@ selected() {
 # take longer than the build; a mutant stops at its first error, -O0),
 # pan searches. -w: the hash table's size; -m: the depth bound, above any
 # run of the model.
-build() { # dir opt defines...
-	local dir=$1 opt=$2
-	shift 2
-	cp "$here/lease.pml" "$dir/"
-	(cd "$dir" && spin -a "$@" lease.pml >spin.out 2>&1 && gcc -w $opt -DSAFETY -DNOBOUNDCHECK -o pan pan.c) || {
+build() { # dir model opt defines...
+	local dir=$1 pml=$2 opt=$3
+	shift 3
+	cp "$here/$pml" "$dir/"
+	(cd "$dir" && spin -a "$@" "$pml" >spin.out 2>&1 && gcc -w $opt -DSAFETY -DNOBOUNDCHECK -o pan pan.c) || {
 		cat "$dir/spin.out" >&2
 		return 1
 	}
 }
 
 scenario() { # name
-	local name=$1 dir start
+	local name=$1 dir start pml
+	pml=$(model "$name")
 	dir=$(mktemp -d)
 	start=$EPOCHREALTIME
-	build "$dir" -O1 "-DSCENARIO=$name" || { finish "$dir"; return 2; }
+	build "$dir" "$pml" -O1 "-DSCENARIO=$name" || { finish "$dir"; return 2; }
 	(cd "$dir" && ./pan -m100000 -w22 >pan.out 2>&1) || true
 	local states errors secs
 	states=$(awk '/states, stored/ {print $1}' "$dir/pan.out")
@@ -62,22 +78,23 @@ scenario() { # name
 	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}')
 	if [ "$errors" != 0 ] || grep -q "Search not completed" "$dir/pan.out"; then
 		echo "model: scenario $name FAILED ($errors errors):"
-		(cd "$dir" && spin -t "-DSCENARIO=$name" lease.pml 2>&1 | grep -E '^ *@|^spin:' | sed 's/  */ /g') || true
+		(cd "$dir" && spin -t "-DSCENARIO=$name" "$pml" 2>&1 | grep -E '^ *@|^spin:' | sed 's/  */ /g') || true
 		finish "$dir"
 		return 1
 	fi
-	printf 'model: scenario %-6s ok: %9s states, 0 errors, %.1f s\n' "$name" "$states" "$secs"
+	printf 'model: scenario %-7s ok: %9s states, 0 errors, %.1f s\n' "$name" "$states" "$secs"
 	finish "$dir"
 }
 
 # mutant NAME [quiet]: 1 when the check fails with a counterexample (it
 # must), 0 when it passes, 2 when it cannot run.
 mutant() { # name [quiet]
-	local name=$1 quiet=${2:-} dir start
-	if ! grep -qx "$name" "$here/MUTANTS"; then
-		echo "model: $name is not a mutant of model/MUTANTS" >&2
+	local name=$1 quiet=${2:-} dir start pml
+	if ! grep -qx "$name" "$here/MUTANTS" && ! permits_mutants | grep -qx "$name"; then
+		echo "model: $name is not a mutant of model/MUTANTS or model/permits.pml" >&2
 		return 2
 	fi
+	pml=$(model "$name")
 	dir=$(mktemp -d)
 	start=$EPOCHREALTIME
 	# Alone, the shortest trail (-i, which needs -DREACH) is worth the
@@ -86,25 +103,25 @@ mutant() { # name [quiet]
 	if [ -z "$quiet" ]; then
 		opt="-O1 -DREACH" short=-i
 	fi
-	build "$dir" "$opt" "-D$name" || { finish "$dir"; return 2; }
+	build "$dir" "$pml" "$opt" "-D$name" || { finish "$dir"; return 2; }
 	(cd "$dir" && ./pan -m100000 -w22 $short >pan.out 2>&1) || true
 	local errors secs line inv steps
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$dir/pan.out")
 	secs=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {print b - a}')
-	if [ "${errors:-0}" = 0 ] || [ ! -f "$dir/lease.pml.trail" ]; then
+	if [ "${errors:-0}" = 0 ] || [ ! -f "$dir/$pml.trail" ]; then
 		echo "model: mutant $name NOT CAUGHT: the model passes with the defect put back"
 		finish "$dir"
 		return 0
 	fi
-	(cd "$dir" && spin -t "-D$name" lease.pml >trail.out 2>&1) || true
-	line=$(sed -n 's/^spin: lease.pml:\([0-9]*\), Error: assertion violated.*/\1/p' "$dir/trail.out" | head -1)
+	(cd "$dir" && spin -t "-D$name" "$pml" >trail.out 2>&1) || true
+	line=$(sed -n "s/^spin: $pml:\\([0-9]*\\), Error: assertion violated.*/\\1/p" "$dir/trail.out" | head -1)
 	steps=$(sed -n 's/^spin: trail ends after \([0-9]*\) steps.*/\1/p' "$dir/trail.out")
-	inv=$(awk -v n="$line" 'NR <= n && /^inline / {name = $2} END {sub(/\(.*/, "", name); print name}' "$here/lease.pml")
-	printf 'model: mutant %-26s fails: %s (lease.pml:%s), trail of %s steps, %.1f s\n' "$name" "$inv" "$line" "$steps" "$secs"
+	inv=$(awk -v n="$line" 'NR <= n && /^inline / {name = $2} END {sub(/\(.*/, "", name); print name}' "$here/$pml")
+	printf 'model: mutant %-26s fails: %s (%s:%s), trail of %s steps, %.1f s\n' "$name" "$inv" "$pml" "$line" "$steps" "$secs"
 	if [ -z "$quiet" ]; then
 		echo "model: the steps the server ran, and the assertion violated:"
 		grep -E '^ *@' "$dir/trail.out" | sed 's/^ *//; s/  */ /g; s/^/  /'
-		grep -E '^spin: (lease|text)' "$dir/trail.out" | sed 's/^/  /'
+		grep -E "^spin: ($pml|text)" "$dir/trail.out" | sed 's/^/  /'
 	fi
 	finish "$dir"
 	return 1
@@ -120,17 +137,17 @@ finish() { # dir
 
 case "${1:-}" in
 "")
-	export -f scenario build finish
-	export here
+	export -f scenario build finish model permits_mutants
+	export here permits_scenarios
 	status=0
 	selected "${scenarios[@]}" | xargs -P 2 -I{} bash -c 'scenario {}' || status=1
 	exit $status
 	;;
 mutants)
-	export -f mutant build finish
-	export here
+	export -f mutant build finish model permits_mutants
+	export here permits_scenarios
 	status=0
-	selected $(grep -v '^#' "$here/MUTANTS" | grep .) | xargs -P 2 -I{} bash -c 'mutant {} quiet; [ $? = 1 ] || exit 255' || status=1
+	selected $(grep -v '^#' "$here/MUTANTS" | grep .) $(permits_mutants) | xargs -P 2 -I{} bash -c 'mutant {} quiet; [ $? = 1 ] || exit 255' || status=1
 	if [ $status != 0 ]; then
 		echo "model: a mutant was not caught, or could not be checked"
 	fi
