@@ -19,6 +19,7 @@ func init() {
 	leaseslot.Held = func(locker any, ctx context.Context, key string, limit int) ([]bool, error) {
 		return locker.(*Locker).heldSlots(ctx, key, limit)
 	}
+	leaseslot.KeyHash = func(l any) string { return hashTag(l.(*Lease).lockKey) }
 }
 
 // acquireSlot takes a semaphore's permit slot (leaseslot.Acquire): the

@@ -20,8 +20,9 @@ type Permit struct {
 	// Index is the permit's number, 0 to the limit - 1.
 	Index int
 
-	sem   *Semaphore
-	ended atomic.Bool // off the held gauge: released or lost
+	sem    *Semaphore
+	ended  atomic.Bool // off the held gauge: released or lost
+	unlist func()      // takes it off the process's held permits
 }
 
 // Key returns the key of permit index of key's semaphore, "<key>#<index>":
@@ -34,14 +35,14 @@ func Key(key string, index int) string { return leasekeys.SlotKey(key, index) }
 // Release releases the permit as lease.Lease.Release does: the next
 // waiter for it, if any, holds it when the release's script returns.
 func (p *Permit) Release(ctx context.Context) error {
-	p.end(ctx, "", nil)
+	p.finish(ctx)
 	return p.Lease.Release(ctx)
 }
 
 // ReleaseAsync releases the permit in the background, as
 // lease.Lease.ReleaseAsync does.
 func (p *Permit) ReleaseAsync(ctx context.Context) {
-	p.end(ctx, "", nil)
+	p.finish(ctx)
 	p.Lease.ReleaseAsync(ctx)
 }
 
@@ -55,9 +56,22 @@ func (p *Permit) watch(ctx context.Context) {
 	})
 }
 
-// end takes the permit off the held gauge once, counting a loss.
+// finish ends a released permit: as lost if its context ended with a
+// loss that watch's callback has not recorded yet, else as released.
+func (p *Permit) finish(ctx context.Context) {
+	var lost *lease.LostError
+	if cause := context.Cause(p.Context()); errors.As(cause, &lost) {
+		p.end(ctx, lost.Reason, cause)
+		return
+	}
+	p.end(ctx, "", nil)
+}
+
+// end takes the permit off the held gauge and the process's held permits
+// once, counting a loss.
 func (p *Permit) end(ctx context.Context, reason obs.LossReason, err error) {
 	if p.ended.CompareAndSwap(false, true) {
+		p.unlist()
 		p.sem.rec.PermitEnded(ctx, p.sem.cfg.Name, reason, err)
 	}
 }

@@ -28,3 +28,8 @@ var Acquire func(locker any, ctx, wait context.Context, slot Slot) (any, error)
 // round trip (an MGET: the slots share a hash slot), and says which are
 // held. A slot held by an expired owner is free in Redis, and so here.
 var Held func(locker any, ctx context.Context, key string, limit int) ([]bool, error)
+
+// KeyHash returns the hash of a slot lease's key (its names' hash tag,
+// the semaphore key's): what spans, the Locker's snapshot and the debug
+// page show instead of the raw key.
+var KeyHash func(lease any) string

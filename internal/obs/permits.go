@@ -1,8 +1,11 @@
 package obs
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -32,16 +35,26 @@ type PermitAcquire struct {
 	waitStart time.Time
 }
 
-// PermitsLimit sets the semaphore's limit gauge to limit.
+// PermitsLimit sets the semaphore's limit gauge to limit. The
+// semaphore's other series exist from then on (introduceSemaphore).
 func (t *Recorder) PermitsLimit(ctx context.Context, semaphore string, limit int) {
 	t.mu.Lock()
 	delta := int64(limit) - t.limit[semaphore]
 	t.limit[semaphore] = int64(limit)
 	t.mu.Unlock()
-	one := t.opts(AttrSemaphore, semaphore, "", "")
-	t.permitsLimit.Add(ctx, delta, one.add...)
-	t.permitsHeld.Add(ctx, 0, one.add...)
-	t.permitsWaiting.Add(ctx, 0, one.add...)
+	t.permitsLimit.Add(ctx, delta, t.opts(AttrSemaphore, semaphore, "", "").add...)
+}
+
+// introduceSemaphore creates a semaphore's counters at zero, by every
+// result and reason, and its held and waiting gauges at zero: a
+// semaphore none of whose permits was ever taken shows 0 held, not no
+// series, against its limit.
+func (t *Recorder) introduceSemaphore(result, reason attrKey) {
+	one := t.opts(AttrSemaphore, result.first, "", "").add
+	zero(t, t.permitsAcquires, result, AcquireResults)
+	zero(t, t.permitsLosses, reason, LossReasons)
+	t.permitsHeld.Add(context.Background(), 0, one...)
+	t.permitsWaiting.Add(context.Background(), 0, one...)
 }
 
 // PermitWaitStarted counts the Acquire on the waiting gauge.
@@ -92,4 +105,54 @@ func (t *Recorder) PermitEnded(ctx context.Context, semaphore string, reason Los
 	t.permitsLosses.Add(ctx, 1, t.opts(AttrSemaphore, semaphore, AttrReason, string(reason)).add...)
 	t.warn(ctx, "lockwatch: permit lost; its work is cancelled",
 		withErr(err, slog.String(AttrSemaphore, semaphore), slog.String(AttrReason, string(reason)))...)
+}
+
+// HeldPermit is one permit the process holds, as the debug page lists it.
+type HeldPermit struct {
+	Semaphore string    // permits.Config.Name
+	KeyHash   string    // the semaphore key's hash, as on spans and in Redis
+	Key       string    // the raw key, only with Config.RawKeys
+	Index     int       // the permit's number, 0 to the limit - 1
+	Fence     int64     // the permit's fencing token
+	Since     time.Time // when Acquire took it
+}
+
+// HeldPermits are the permits the process holds: package permits adds
+// each from Acquire's return until its release or loss, debugpage lists
+// them.
+var HeldPermits = &heldPermits{held: map[int]HeldPermit{}}
+
+type heldPermits struct {
+	mu   sync.Mutex
+	next int
+	held map[int]HeldPermit
+}
+
+// Add lists a held permit until remove.
+func (h *heldPermits) Add(p HeldPermit) (remove func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	id := h.next
+	h.next++
+	h.held[id] = p
+	return func() {
+		h.mu.Lock()
+		delete(h.held, id)
+		h.mu.Unlock()
+	}
+}
+
+// List returns the held permits by semaphore, then key hash, then index.
+func (h *heldPermits) List() []HeldPermit {
+	h.mu.Lock()
+	out := make([]HeldPermit, 0, len(h.held))
+	for _, p := range h.held {
+		out = append(out, p)
+	}
+	h.mu.Unlock()
+	slices.SortFunc(out, func(a, b HeldPermit) int {
+		return cmp.Or(cmp.Compare(a.Semaphore, b.Semaphore), cmp.Compare(a.KeyHash, b.KeyHash),
+			cmp.Compare(a.Index, b.Index), cmp.Compare(a.Fence, b.Fence))
+	})
+	return out
 }

@@ -246,11 +246,11 @@ func (t *Recorder) resource(name, key, value string) *attrOpts {
 	return t.opts(AttrResource, name, key, value)
 }
 
-// introduce creates every counter series of a lock name, resource or
-// election at zero the first time it is seen (and does nothing after that).
-// A counter series born at its first event has no earlier sample, so rate()
-// and increase() would miss that event: the first stale write a resource
-// ever rejected would page nobody.
+// introduce creates every counter series of a lock name, resource,
+// election or semaphore at zero the first time it is seen (and does
+// nothing after that). A counter series born at its first event has no
+// earlier sample, so rate() and increase() would miss that event: the
+// first stale write a resource ever rejected would page nobody.
 func (t *Recorder) introduce(firstKey, name string) {
 	k := attrKey{firstKey: firstKey, first: name}
 	t.mu.RLock()
@@ -280,6 +280,9 @@ func (t *Recorder) introduce(firstKey, name string) {
 		zero(t, t.electionLosses, reason, LossReasons)
 		t.electionLate.Add(ctx, 0, one...)
 		t.term.Add(ctx, 0, one...)
+		return
+	case AttrSemaphore:
+		t.introduceSemaphore(result, reason)
 		return
 	}
 	zero(t, t.acquires, result, AcquireResults)
