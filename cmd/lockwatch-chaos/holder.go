@@ -182,15 +182,16 @@ func (h *holder) once() {
 		}
 	}
 
-	// The protected work: read the register, then compute on the lease's
-	// context for up to h.work (by default 1.5 TTLs: most leases are renewed
-	// at least once, so every fault of the lock Redis finds renewals to
-	// break).
+	// The protected work, all of it on the lease's context: read the
+	// registers (a read that a fault slows is cancelled by the loss, as a
+	// service's would be), then compute for up to h.work (by default 1.5
+	// TTLs: most leases are renewed at least once, so every fault of the
+	// lock Redis finds renewals to break).
 	for _, reg := range []string{regRedis, regPG} {
 		r := h.base(kindRead, key)
 		r.Reg = reg
 		r.Invoke = now()
-		h.regs.read(ctx, &r)
+		h.regs.read(l.Context(), &r)
 		r.Return = now()
 		h.rec.op(r)
 	}
