@@ -33,6 +33,9 @@ const (
 	// LossClosed: the Locker was closed while the lease was held (a
 	// graceful shutdown: alerts on losses exclude it).
 	LossClosed = obs.LossClosed
+	// LossYielded: a reader of a shared lease (permits.Shared) stopped
+	// renewing for a writer; the cancel point came before the key expired.
+	LossYielded = obs.LossYielded
 )
 
 // acquireEvent describes one Acquire call, after its last attempt.

@@ -31,6 +31,7 @@ type Lease struct {
 	token     fence.Token
 	sentAt    time.Duration // when the acquire that took it was sent
 	maxHoldAt time.Duration // instant at which max_hold ends it; 0 for none
+	yielded   bool          // renewal stopped for a writer (yield); under the scheduler's mutex
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 
@@ -108,7 +109,10 @@ func (l *Lease) Err() error {
 // deadlineReason says why a lease reached its cancel point at t: its max
 // hold, or a renewal that was not confirmed in time.
 func (l *Lease) deadlineReason(t time.Duration) LossReason {
-	if l.maxHoldAt > 0 && t >= l.maxHoldAt {
+	switch {
+	case l.yielded:
+		return LossYielded
+	case l.maxHoldAt > 0 && t >= l.maxHoldAt:
 		return LossMaxHold
 	}
 	return LossDeadline

@@ -2,8 +2,11 @@ package lease
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/leaseslot"
 )
@@ -15,6 +18,17 @@ func init() {
 			return nil, err // a nil *Lease in an any is not nil
 		}
 		return l, err
+	}
+	leaseslot.Yield = func(l any) { l.(*Lease).locker.sched.yield(l.(*Lease)) }
+	leaseslot.Lose = func(l any, cause error) {
+		var lost *LostError
+		if errors.As(cause, &lost) {
+			l.(*Lease).locker.sched.lose(l.(*Lease), lost.Reason)
+		}
+	}
+	leaseslot.Period = func(locker any) time.Duration {
+		set := locker.(*Locker).set
+		return min(set.renewEvery, set.BackoffMax)
 	}
 	leaseslot.Held = func(locker any, ctx context.Context, key string, limit int) ([]bool, error) {
 		return locker.(*Locker).heldSlots(ctx, key, limit)
@@ -29,7 +43,7 @@ func init() {
 // without queueing through a Locker with a Wait gets the Locker's settings
 // with none.
 func (lk *Locker) acquireSlot(ctx, wait context.Context, slot leaseslot.Slot) (*Lease, error) {
-	if slot.Key == "" || slot.Index < 0 {
+	if slot.Key == "" || slot.Index < leaseslot.Exclusive {
 		return nil, invalidf("permit %d of key %q", slot.Index, slot.Key)
 	}
 	set := lk.set
@@ -38,9 +52,9 @@ func (lk *Locker) acquireSlot(ctx, wait context.Context, slot leaseslot.Slot) (*
 		fast.Wait = 0
 		set = &fast
 	}
-	a := &acquisition{
-		lk: lk, ctx: wait, parent: ctx, actx: wait, set: set, key: leasekeys.SlotKey(slot.Key, slot.Index),
-		keys: leasekeys.OfSlot(set.Namespace, slot.Key, slot.Index),
+	a := &acquisition{lk: lk, ctx: wait, parent: ctx, actx: wait, set: set, key: slot.Key, keys: keysOf(set.Namespace, slot.Key)}
+	if slot.Index != leaseslot.Exclusive {
+		a.key, a.keys = leasekeys.SlotKey(slot.Key, slot.Index), leasekeys.OfSlot(set.Namespace, slot.Key, slot.Index)
 	}
 	l, _, err := a.run(&acquireEvent{waiting: true})
 	return l, err
@@ -53,15 +67,45 @@ func (lk *Locker) heldSlots(ctx context.Context, key string, limit int) ([]bool,
 	for i := range names {
 		names[i] = leasekeys.OfSlot(lk.set.Namespace, key, i).Lock
 	}
+	if limit == 0 { // the key's own lock
+		names = []string{keysOf(lk.set.Namespace, key).Lock}
+	}
 	ctx, cancel := context.WithTimeout(ctx, lk.set.AcquireTimeout)
 	defer cancel()
 	vals, err := lk.client.MGet(ctx, names...).Result()
 	if err != nil {
 		return nil, fmt.Errorf("lease: reading the permits of %q: %w", key, err)
 	}
-	held := make([]bool, limit)
+	held := make([]bool, len(names))
 	for i, v := range vals {
 		held[i] = v != nil
 	}
 	return held, nil
+}
+
+// yield stops renewing l (leaseslot.Yield): its cancel point stays where
+// the last confirmed renewal put it, where it is lost with reason yielded,
+// before its key can expire; a renewal in flight may still extend the key,
+// never the cancel point. A reader of a shared lease makes way for a
+// writer so: the writer takes the key once it expires or is released.
+func (s *scheduler) yield(l *Lease) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if state(l.state.Load()) != stateActive || l.yielded {
+		return
+	}
+	l.yielded = true
+	l.maxHoldAt = time.Duration(l.cancelAt.Load())
+	s.renewQ.remove(l)
+}
+
+// lose loses l at once with reason, as a rejected renewal would, and
+// reports it: the Lose of leaseslot.
+func (s *scheduler) lose(l *Lease, reason LossReason) {
+	s.mu.Lock()
+	newly := s.loseLocked(l, &LostError{Reason: reason}, clock.Now())
+	s.mu.Unlock()
+	if newly {
+		s.lk.background(func() { reportLoss(l) })
+	}
 }

@@ -17,12 +17,14 @@ import (
 // resource keeps the permit's mark.
 type Permit struct {
 	*lease.Lease
-	// Index is the permit's number, 0 to the limit - 1.
+	// Index is the permit's number, 0 to the limit - 1; -1 for a shared
+	// lease's writer (Shared.Write), whose Key is the key itself.
 	Index int
 
 	sem    *Semaphore
-	ended  atomic.Bool // off the held gauge: released or lost
-	unlist func()      // takes it off the process's held permits
+	ended  atomic.Bool    // off the held gauge: released or lost
+	unlist func()         // takes it off the process's held permits
+	slots  []*lease.Lease // a writer's: every reader's permit (Shared.Write)
 }
 
 // Key returns the key of permit index of key's semaphore, "<key>#<index>":
@@ -33,10 +35,12 @@ type Permit struct {
 func Key(key string, index int) string { return leasekeys.SlotKey(key, index) }
 
 // Release releases the permit as lease.Lease.Release does: the next
-// waiter for it, if any, holds it when the release's script returns.
+// waiter for it, if any, holds it when the release's script returns. A
+// writer's releases the key's lease, then the readers' permits.
 func (p *Permit) Release(ctx context.Context) error {
 	p.finish(ctx)
-	return p.Lease.Release(ctx)
+	err := p.Lease.Release(ctx)
+	return errors.Join(err, releaseAll(ctx, p.slots))
 }
 
 // ReleaseAsync releases the permit in the background, as
@@ -44,6 +48,9 @@ func (p *Permit) Release(ctx context.Context) error {
 func (p *Permit) ReleaseAsync(ctx context.Context) {
 	p.finish(ctx)
 	p.Lease.ReleaseAsync(ctx)
+	for _, l := range p.slots {
+		l.ReleaseAsync(ctx)
+	}
 }
 
 // watch records the permit's loss when its context ends with one.

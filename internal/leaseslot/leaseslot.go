@@ -6,7 +6,14 @@
 // package cannot import lease, which imports it.
 package leaseslot
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// Exclusive is the Index of a Slot that names the key's own lease, not
+// one of its permits: a shared lease's writer takes it first.
+const Exclusive = -1
 
 // Slot is one permit of a semaphore's key, and how to take it: Queue
 // waits in the slot's queue for as long as the Locker's Config.Wait and
@@ -26,8 +33,22 @@ var Acquire func(locker any, ctx, wait context.Context, slot Slot) (any, error)
 
 // Held reads the locks of slots 0..limit-1 of key's semaphore in one
 // round trip (an MGET: the slots share a hash slot), and says which are
-// held. A slot held by an expired owner is free in Redis, and so here.
+// held; with limit 0, whether the key's own lease is. A lock whose TTL
+// ran out is free in Redis, and so here.
 var Held func(locker any, ctx context.Context, key string, limit int) ([]bool, error)
+
+// Yield stops renewing lease (a *lease.Lease): it is lost with reason
+// yielded at its cancel point, before its key can expire.
+var Yield func(lease any)
+
+// Lose loses lease (a *lease.Lease) at once with cause's reason (cause is
+// a *lease.LostError: a writer's permit lost takes the writer's own lease
+// with it, so that its Err and Commit tell).
+var Lose func(lease any, cause error)
+
+// Period is how often a shared lease's readers look for a writer:
+// locker's renewal interval, or its BackoffMax if shorter.
+var Period func(locker any) time.Duration
 
 // KeyHash returns the hash of a slot lease's key (its names' hash tag,
 // the semaphore key's): what spans, the Locker's snapshot and the debug

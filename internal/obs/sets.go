@@ -61,6 +61,7 @@ const (
 	LossDeadline        LossReason = "deadline"
 	LossMaxHold         LossReason = "max_hold"
 	LossClosed          LossReason = "closed"
+	LossYielded         LossReason = "yielded"
 )
 
 // CommitResult is the result attribute of lockwatch.lease.commits.
@@ -160,7 +161,7 @@ var (
 	AcquireResults    = []AcquireResult{AcquireAcquired, AcquireContended, AcquireUnknown, AcquireError}
 	ResolutionResults = []ResolutionResult{ResolutionReleased, ResolutionAbsent, ResolutionUnresolved}
 	RenewalResults    = []RenewalResult{RenewalRenewed, RenewalRejected, RenewalUnknown}
-	LossReasons       = []LossReason{LossRenewalRejected, LossForceReleased, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed}
+	LossReasons       = []LossReason{LossRenewalRejected, LossForceReleased, LossRenewalUnknown, LossDeadline, LossMaxHold, LossClosed, LossYielded}
 	CommitResults     = []CommitResult{CommitCommitted, CommitNearExpiry, CommitRefused, CommitStale, CommitFailed}
 	ReleaseResults    = []ReleaseResult{ReleaseReleased, ReleaseNotHeld, ReleaseUnknown}
 	WaitResults       = []WaitResult{WaitAcquired, WaitTimedOut, WaitCancelled, WaitUnknown, WaitError}

@@ -1,0 +1,96 @@
+package permits
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/lockwatch/lockwatch/internal/leaseslot"
+	"github.com/lockwatch/lockwatch/lease"
+)
+
+// Write takes the writer's side of the key: first the key's own lease,
+// whose fence is the writer's token (strictly increasing across writers,
+// so a resource's mark under the key orders each writer's writes after
+// every earlier writer's), then every reader's permit, queued behind the
+// readers that hold them and ahead of every reader that comes later.
+// With Config.Wait it waits for both, within the one bound; without, it
+// fails fast. It fails as Semaphore.Acquire does, and a writer that got
+// part of what it needs releases it before returning.
+//
+// The writer's Permit has Index -1 and Key the key; its lease is the
+// key's own, lost (context cancelled, Err and Commit refusing) as soon as
+// any of the permits it holds is lost. Release releases them all.
+func (s *Shared) Write(ctx context.Context) (*Permit, error) {
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	sem, queue := s.sem, s.sem.cfg.Wait > 0
+	wctx, stop := ctx, context.CancelFunc(func() {})
+	if queue {
+		wctx, stop = context.WithTimeout(ctx, sem.cfg.Wait)
+	}
+	defer stop()
+	v, err := leaseslot.Acquire(sem.waiting, ctx, wctx, leaseslot.Slot{Key: sem.key, Index: leaseslot.Exclusive, Queue: queue})
+	if v == nil {
+		return nil, timedOut(ctx, sem.key, err)
+	}
+	own := v.(*lease.Lease)
+	slots, err := s.takeAll(ctx, wctx, queue)
+	if err != nil {
+		_ = own.Release(context.WithoutCancel(ctx))
+		return nil, timedOut(ctx, sem.key, err)
+	}
+	for _, l := range slots {
+		context.AfterFunc(l.Context(), func() { leaseslot.Lose(own, context.Cause(l.Context())) })
+	}
+	p := &Permit{Lease: own, Index: leaseslot.Exclusive, slots: slots, sem: sem}
+	p.ended.Store(true) // a writer is on no gauge or list of permits
+	return p, nil
+}
+
+// takeAll takes every reader's permit for a writer, each in its own
+// queue, or none: what it got is released when one fails.
+func (s *Shared) takeAll(ctx, wctx context.Context, queue bool) ([]*lease.Lease, error) {
+	n := s.sem.cfg.Limit
+	slots, errs := make([]*lease.Lease, n), make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { slots[i], errs[i] = s.sem.take(ctx, wctx, i, queue) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err != nil {
+		releaseAll(context.WithoutCancel(ctx), slots)
+		return nil, err
+	}
+	return slots, nil
+}
+
+// releaseAll releases leases (nil ones skipped) at once, each on its own
+// goroutine, and says what failed.
+func releaseAll(ctx context.Context, leases []*lease.Lease) error {
+	errs := make([]error, len(leases))
+	var wg sync.WaitGroup
+	for i, l := range leases {
+		if l != nil {
+			wg.Go(func() { errs[i] = l.Release(ctx) })
+		}
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// timedOut is the error a writer's wait ends with: an unknown attempt's,
+// or contention alone when the caller's context is live (the wait's own
+// bound passed, or it did not wait), as a lease's Acquire says it, else
+// err.
+func timedOut(ctx context.Context, key string, err error) error {
+	switch {
+	case errors.Is(err, lease.ErrUnknown):
+		return err
+	case errors.Is(err, lease.ErrNotAcquired) && context.Cause(ctx) == nil:
+		return &lease.NotAcquiredError{Key: key}
+	}
+	return err
+}
