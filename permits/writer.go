@@ -20,7 +20,8 @@ import (
 //
 // The writer's Permit has Index -1 and Key the key; its lease is the
 // key's own, lost (context cancelled, Err and Commit refusing) as soon as
-// any of the permits it holds is lost. Release releases them all.
+// any of the permits it holds is lost, and then renews none of them. Release
+// releases them all.
 func (s *Shared) Write(ctx context.Context) (*Permit, error) {
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
@@ -44,6 +45,16 @@ func (s *Shared) Write(ctx context.Context) (*Permit, error) {
 	for _, l := range slots {
 		context.AfterFunc(l.Context(), func() { leaseslot.Lose(own, context.Cause(l.Context())) })
 	}
+	// Lost, the writer renews nothing more: what it holds expires unless
+	// it releases it first, and the next writer or the readers go on.
+	context.AfterFunc(own.Context(), func() {
+		var lost *lease.LostError
+		if errors.As(context.Cause(own.Context()), &lost) {
+			for _, l := range slots {
+				leaseslot.Yield(l)
+			}
+		}
+	})
 	p := &Permit{Lease: own, Index: leaseslot.Exclusive, slots: slots, sem: sem}
 	p.ended.Store(true) // a writer is on no gauge or list of permits
 	return p, nil
