@@ -21,7 +21,8 @@
 // and apart from the exclusive lease on K. No script is the semaphore's own:
 // each permit runs the lease's protocol, which the model checks per key, and
 // model/permits.pml checks what this package adds, the composition: never
-// more than N live holders, one permit per Acquire.
+// more than N live holders, one permit per Acquire; model/shared.pml the
+// shared leases'.
 //
 // # Acquiring
 //
@@ -54,6 +55,29 @@
 // and callers with limit N wait for a permit below N. So while the callers
 // of a key disagree (a rolling change), at most the larger limit hold at
 // once, and once the holders of the permits above N are gone, at most N.
+//
+// # Shared and exclusive leases
+//
+// Shared (NewShared) is many readers or one writer per key. A reader holds
+// one of the key's Config.Limit permits (Read). A writer (Write) holds the
+// key's own lease, whose fence is its token, and then every permit, queued
+// in each permit's queue: a reader that comes later queues behind it, so a
+// stream of readers cannot starve it. While a writer holds the key, the
+// readers stop renewing (the process looks every third of the TTL, or
+// every lease.Config.BackoffMax if shorter): each is lost, with reason
+// lease.LossYielded, at its cancel point, before its key can expire, and
+// the writer takes its permit when it is released or expires. So a writer
+// waits at most a look's period, a reader's validity (one TTL), one
+// refresh of its queued attempt and a round trip. A writer is lost when
+// any of its leases is, and then renews none of them.
+//
+// The fencing contract: writers write under the key's mark with the
+// writer's token, which strictly increases across writers, so a resource
+// orders every writer's writes after every earlier writer's and rejects a
+// deposed writer's. Readers read: a permit's token orders nothing against
+// a writer, and a read is not fenced (a reader paused past its validity
+// can read while a writer writes); a reader that acts on what it read
+// checks its lease (Err) first, or writes through the resource's mark.
 //
 // # Signals
 //
