@@ -42,6 +42,12 @@
 //     each acquire against waiters−1, and the most times any one other
 //     waiter was served again during one wait (first come, first served:
 //     at most once).
+//   - BenchmarkPermitsCycle and BenchmarkPermits: lockwatch's permits
+//     beside Go re-implementations of Redisson's RSemaphore (a counter,
+//     woken by Pub/Sub) and of the Node library redis-semaphore (a sorted
+//     set, polling): the acquire + release cycle with a permit free, the
+//     hand-off to one waiter with every permit held, and 16 and 256
+//     waiters on 4 permits, with the wake-up benchmark's measures.
 //
 // cmd/benchmd runs them and writes BENCHMARKS.md at the repository root
 // (make bench), with the leader failover of bench/failover beside etcd's

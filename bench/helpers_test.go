@@ -104,7 +104,11 @@ func counted(b *testing.B, addr string) (*redis.Client, *roundTrips) {
 // shared redis-server's (redis-µs/op, from INFO cpu). On this 2-core
 // machine client and server share the cores, so under load what an op
 // costs in CPU bounds the ops per second more than its latency does.
-func measure(b *testing.B, rt *roundTrips, body func()) {
+func measure(b *testing.B, rt *roundTrips, body func()) { measureBy(b, &rt.n, "rtt/op", body) }
+
+// measureBy is measure with the requests counted by sent, reported per op
+// in unit.
+func measureBy(b *testing.B, sent *atomic.Int64, unit string, body func()) {
 	b.Helper()
 	b.ReportAllocs()
 	b.StopTimer() // the server's CPU is read outside the timed ops
@@ -113,7 +117,7 @@ func measure(b *testing.B, rt *roundTrips, body func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	before := rt.n.Load()
+	before := sent.Load()
 	c0 := selfCPU()
 	b.StartTimer()
 	body()
@@ -125,7 +129,7 @@ func measure(b *testing.B, rt *roundTrips, body func()) {
 	}
 	if b.N > 0 {
 		n := float64(b.N)
-		b.ReportMetric(float64(rt.n.Load()-before)/n, "rtt/op")
+		b.ReportMetric(float64(sent.Load()-before)/n, unit)
 		b.ReportMetric(float64((c1-c0).Nanoseconds())/1e3/n, "cpu-µs/op")
 		b.ReportMetric(float64((r1-r0).Nanoseconds())/1e3/n, "redis-µs/op")
 	}
