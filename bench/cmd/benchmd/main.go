@@ -13,7 +13,8 @@
 // the existing report, which states its own revision, date and load. -only
 // failover does the same with the failover benchmark (bench/failover, a
 // module of its own, run with GOWORK=off) and its section, and adds its
-// command to the Reproduce block.
+// command to the Reproduce block; -only permits with the permits
+// benchmarks (BenchmarkPermitsCycle, BenchmarkPermits) and theirs.
 package main
 
 import (
@@ -35,7 +36,8 @@ func main() {
 	slowCount := flag.Int("slow-count", 3, "runs of the scale and loss-detection benchmarks, which take seconds each")
 	wakeCount := flag.Int("wake-count", 3, "runs of the wake-up benchmark, about a minute each")
 	failoverCount := flag.Int("failover-count", 1, "runs of the failover benchmark, about eight minutes each")
-	only := flag.String("only", "", `"wakeup" or "failover": run only that benchmark and replace only its section of -out`)
+	permitsCount := flag.Int("permits-count", 3, "runs of the permits benchmarks, about a minute each")
+	only := flag.String("only", "", `"wakeup", "permits" or "failover": run only that benchmark and replace only its section of -out`)
 	in := flag.String("in", "", "comma-separated files of saved `go test -bench` output to report on instead of running")
 	raw := flag.String("raw", "", "also save the raw benchmark output to this file")
 	goCmd := flag.String("go", "go", "the go command")
@@ -45,35 +47,41 @@ func main() {
 	if *rev == "" {
 		*rev = output("git", "describe", "--always", "--dirty")
 	}
-	if *only != "" && *only != "wakeup" && *only != "failover" {
-		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the sections are wakeup and failover\n", *only)
+	if *only != "" && *only != "wakeup" && *only != "permits" && *only != "failover" {
+		fmt.Fprintf(os.Stderr, "benchmd: -only %q: the sections are wakeup, permits and failover\n", *only)
 		os.Exit(2)
 	}
-	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *charts, *count, *slowCount, *wakeCount, *failoverCount); err != nil {
+	counts := runCounts{cycle: *count, slow: *slowCount, wake: *wakeCount, permits: *permitsCount, failover: *failoverCount}
+	if err := run(*out, *in, *raw, *goCmd, *rev, *only, *charts, counts); err != nil {
 		fmt.Fprintln(os.Stderr, "benchmd:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCount, failoverCount int) error {
+// runCounts are how many times each group of benchmarks runs.
+type runCounts struct{ cycle, slow, wake, permits, failover int }
+
+func run(out, in, raw, goCmd, rev, only, charts string, n runCounts) error {
 	// Each run is a go test process of its own, with -count 1: with
 	// -count n, go test repeats every sub-benchmark n times in a row, so
 	// the floor and the implementation compared with it would be measured
 	// minutes apart on a machine whose speed drifts; this way every run
 	// measures them all within seconds, against its own redis-server, and the
 	// report takes each ratio within a run.
+	wake, perm, fail := []benchRun{wakeRun(n.wake)}, permitsRuns(n.permits), []benchRun{failoverRun(n.failover)}
 	runs := []benchRun{
-		{times: count, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
-		{times: slowCount, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection|RedisInstructions)$", "-benchtime", "1x", "-benchmem",
+		{times: n.cycle, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Cycle|Clients|HTTP)$", "-benchmem", "-count", "1", "-timeout", "30m", "."}},
+		{times: n.slow, args: []string{"test", "-run", "^$", "-bench", "^Benchmark(Scale|LossDetection|RedisInstructions)$", "-benchtime", "1x", "-benchmem",
 			"-count", "1", "-timeout", "30m", "."}},
-		wakeRun(wakeCount),
-		failoverRun(failoverCount),
 	}
+	runs = append(append(append(runs, wake...), perm...), fail...)
 	switch only {
 	case "wakeup":
-		runs = runs[2:3]
+		runs = wake
+	case "permits":
+		runs = perm
 	case "failover":
-		runs = runs[3:]
+		runs = fail
 	}
 	var cmds []string
 	for _, r := range runs {
@@ -144,14 +152,22 @@ func run(out, in, raw, goCmd, rev, only, charts string, count, slowCount, wakeCo
 	return os.WriteFile(out, md.Bytes(), 0o644)
 }
 
-// onlySection returns report old with the section of only (wakeup or
-// failover) written anew from rp.
+// onlySection returns report old with the section of only (wakeup,
+// permits or failover) written anew from rp.
 func (rp *report) onlySection(only, old string) (string, error) {
 	var section strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&section, format, args...) }
-	if only == "wakeup" {
+	switch only {
+	case "wakeup":
 		rp.writeWakeup(p, true)
 		return spliceSection(old, section.String()), rp.err
+	case "permits":
+		rp.writePermits(p, true)
+		s := splicePermits(old, section.String())
+		for _, r := range permitsRuns(max(rp.permitsRunCount(), 1)) {
+			s = addReproduce(s, r.shell())
+		}
+		return s, rp.err
 	}
 	rp.writeFailover(p, true)
 	return addReproduce(splice(old, section.String(), failBegin, failEnd), failoverRun(1).shell()), rp.err

@@ -78,6 +78,7 @@ func (rp *report) write(w io.Writer) error {
 	rp.writeScale(p)
 	rp.writeLoss(p)
 	rp.writeWakeup(p, false)
+	rp.writePermits(p, false)
 	rp.writeFailover(p, false)
 	p("## Reproduce\n\n```sh\nmake bench   # the runs below, then writes BENCHMARKS.md (and the lease package's own benchmark)\ncd bench\n")
 	for _, c := range rp.cmds {
