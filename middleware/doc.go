@@ -25,6 +25,17 @@
 // Redis then goes in the background, off the request's critical path
 // (Config.SyncRelease waits for it).
 //
+// Config.Permits bounds a route or method instead of serializing it: each
+// request takes one of that many permits of its key's semaphore (package
+// permits), a lease of its own, so at most that many requests for the key
+// run at once across the replicas, and the next is refused
+// PERMITS_SATURATED, after Config.Lease.Wait if set (first come, first
+// served). A key function returning a constant bounds the whole route. The
+// handler's context, loss, release and late completions are the permit's
+// lease's, as above; its token is scoped to the permit's key (permits.Key),
+// under which a fenced resource keeps the permit's mark. An acquire costs
+// one round trip more than a lease's: the read of which permits are free.
+//
 // Client side: RoundTripper, UnaryClientInterceptor and
 // StreamClientInterceptor copy the token of the lease on the call's context
 // to the Fencing-Token header or fencing-token metadata, on every call they
@@ -103,6 +114,7 @@
 //	LEASE_UNKNOWN            503   UNAVAILABLE          yes    Redis did not answer the acquire in time; the work did not run
 //	LEASE_UNAVAILABLE        503   UNAVAILABLE          yes    Redis failed or the Locker is closed; the work did not run
 //	LEASE_LOST               503   UNAVAILABLE          yes    the lease was lost before the answer; the work may not have completed
+//	PERMITS_SATURATED        429   RESOURCE_EXHAUSTED   yes    every permit of the key is held (Config.Permits), after the optional wait
 //	FENCE_STALE              409   ABORTED              no     a newer lease holder has already written the resource
 //	FENCE_MALFORMED          400   INVALID_ARGUMENT     no     the token is not a single value in the wire form
 //	FENCE_MISSING            428   FAILED_PRECONDITION  no     the request carries no token

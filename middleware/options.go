@@ -26,6 +26,18 @@ type Config struct {
 	// else the route or method), whatever Lease.Name says. An invalid field
 	// makes HTTP and the interceptors panic, as lease.NewLocker does.
 	Lease lease.Config
+	// Permits, above 0, makes each request take one of Permits permits of
+	// its key's semaphore (package permits) instead of the key's exclusive
+	// lease: at most Permits requests per key run at once across every
+	// replica giving the key this limit, and the next is refused
+	// PERMITS_SATURATED. The handler's context is the permit's lease's
+	// (lease.FromContext gives it; its token is scoped to the permit's key,
+	// permits.Key). Lease.Wait bounds the wait for a permit (the Locker's
+	// own Wait does not apply); Lease.Telemetry receives the permits'
+	// signals and their leases' (default: the global providers, so give it
+	// the Locker's Telemetry). 1 to permits.MaxLimit; more makes HTTP and
+	// the interceptors panic. Default 0: the exclusive lease.
+	Permits int
 	// SyncRelease makes the middleware wait for the release's round trip to
 	// Redis before the answer goes out. Default: the lease ends when the
 	// handler returns (its context is cancelled at once), and the key is
@@ -80,6 +92,7 @@ type GuardConfig struct {
 type holderConfig struct {
 	lease       lease.Config
 	name        string // "": the route or method
+	permits     int    // 0: the exclusive lease
 	errorWriter func(http.ResponseWriter, *http.Request, *Problem)
 	syncRelease bool
 }
@@ -93,7 +106,7 @@ type guardConfig struct {
 }
 
 func newHolderConfig(c Config) holderConfig {
-	h := holderConfig{lease: c.Lease, name: c.Name, errorWriter: c.ErrorWriter, syncRelease: c.SyncRelease}
+	h := holderConfig{lease: c.Lease, name: c.Name, permits: c.Permits, errorWriter: c.ErrorWriter, syncRelease: c.SyncRelease}
 	if h.errorWriter == nil {
 		h.errorWriter = writeProblem
 	}

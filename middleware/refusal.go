@@ -37,6 +37,7 @@ const (
 	reasonUnknown               = "LEASE_UNKNOWN"
 	reasonUnavailable           = "LEASE_UNAVAILABLE"
 	reasonLost                  = "LEASE_LOST"
+	reasonSaturated             = "PERMITS_SATURATED"
 	reasonFenceStale            = "FENCE_STALE"
 	reasonFenceMalformed        = "FENCE_MALFORMED"
 	reasonFenceMissing          = "FENCE_MISSING"
@@ -54,6 +55,7 @@ var (
 	refuseUnknown     = refusal{reasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
 	refuseUnavailable = refusal{reasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
 	refuseLost        = refusal{reasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
+	refuseSaturated   = refusal{reasonSaturated, http.StatusTooManyRequests, codes.ResourceExhausted, "All permits held", "as many requests as this route allows are running on the replicas; the work did not run", time.Second, false}
 	refuseStale       = refusal{reasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
 	refuseMalformed   = refusal{reasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}
 	refuseMissing     = refusal{reasonFenceMissing, http.StatusPreconditionRequired, codes.FailedPrecondition, "Fencing token required", "send the lease's token in the " + tokenHeader + " header (gRPC: " + tokenMetadata + " metadata)", 0, false}
@@ -65,12 +67,14 @@ var (
 	refuseFenceStore  = refusal{reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Fence store unavailable", "the fence store did not answer", time.Second, false}
 )
 
-// acquireRefusal classifies an Acquire error: contended (retry after the
-// holder's TTL), unknown (the work did not run; the clean-up frees the key
-// within moments), or anything else.
+// acquireRefusal classifies an Acquire error: every permit held, contended
+// (retry after the holder's TTL), unknown (the work did not run; the
+// clean-up frees the key within moments), or anything else.
 func acquireRefusal(err error) refusal {
 	var busy *lease.NotAcquiredError
 	switch {
+	case errors.Is(err, errSaturated):
+		return refuseSaturated
 	case errors.As(err, &busy):
 		r := refuseContended
 		r.retry = max(busy.HolderTTL, time.Second)

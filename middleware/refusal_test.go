@@ -48,6 +48,7 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 		{errKeyBusy, fenceRefusal, reasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{errors.New("connection refused"), fenceRefusal, reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{lease.ErrLost, func(error) refusal { return refuseLost }, reasonLost, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
+		{fmt.Errorf("%w: %w", errSaturated, &lease.NotAcquiredError{Key: "k"}), acquireRefusal, reasonSaturated, http.StatusTooManyRequests, codes.ResourceExhausted, time.Second},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
 			r := tc.of(tc.err)
@@ -89,6 +90,7 @@ var rows = map[string]refusal{
 	"refuseUnknown":     refuseUnknown,
 	"refuseUnavailable": refuseUnavailable,
 	"refuseLost":        refuseLost,
+	"refuseSaturated":   refuseSaturated,
 	"refuseStale":       refuseStale,
 	"refuseMalformed":   refuseMalformed,
 	"refuseMissing":     refuseMissing,
