@@ -118,6 +118,32 @@
 // A pause of the whole machine (a frozen VM) stops the watchdog with
 // lockwatch: that, as every pause, is the fence's case.
 //
+// # lockwatch run --permits
+//
+//	lockwatch run --key K --permits N [--wait 0] [other run flags] -- PROGRAM ARGS...
+//
+// takes one of the N permits of K (package permits) instead of K's
+// exclusive lease, so that at most N PROGRAMs run at once under K, on any
+// number of hosts: the four exports, the two calls into a partner's rate
+// limit. N is 1 to 1024 (permits.MaxLimit), and every run on K should give
+// the same N (the permits package doc says what happens while they
+// differ). A permit is a lease, so lockwatch holds it as it holds the
+// lease: renewed, its loss ending PROGRAM before its key can expire,
+// supervised and watched the same way. Without a permit free, lockwatch
+// exits 75 at once, or after --wait, which waits for whichever permit is
+// released first, first come, first served, without running PROGRAM.
+//
+// PROGRAM gets the permit's LOCKWATCH_FENCE and LOCKWATCH_FENCE_TOKEN, and
+// LOCKWATCH_KEY is the permit's key, K#i (permits.Key), not K: each permit
+// is a fencing domain of its own, whose fences increase per permit and
+// whose token is scoped to K#i, so a fenced store that the N PROGRAMs
+// write keeps a mark per permit under LOCKWATCH_KEY, and a late holder of
+// permit i is refused once the next holder of permit i wrote.
+// LOCKWATCH_PERMIT is i, 0 to N-1, for what PROGRAM keeps per permit. The
+// permits of K and the exclusive lease on K are apart: a run without
+// --permits neither waits for nor excludes a run with them. lockwatch
+// inspect and release --force take the exclusive lease's key only.
+//
 // # lockwatch elect
 //
 //	lockwatch elect --key K [--ttl 10s] [--grace TTL/20] [--identity hostname-pid] [--name K] [--namespace lockwatch] -- PROGRAM ARGS...
@@ -228,13 +254,13 @@
 //	0          inspect, release: done; fence: nothing to repair, or --force set the mark back
 //	1          release: the key was free, or held by another holder: nothing changed;
 //	           fence: the mark is bricked, and was left as it is (no --force, or it moved since read)
-//	64         usage error: bad flags, missing --key, no PROGRAM, release without --force,
+//	64         usage error: bad flags, missing --key, no PROGRAM, --permits not 1 to 1024, release without --force,
 //	           fence --force without --to when no minted fence is remembered
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
 //	           inspect, fence: a read failed; release, fence --force: the outcome is unknown;
 //	           elect: Redis unreachable or unsafe at the start: it never campaigned
 //	70         any other internal failure; fence: the stored mark is not a fence
-//	75         run: the key is held by another (at once, or after --wait): PROGRAM never ran
+//	75         run: the key is held by another, or with --permits all N permits are (at once, or after --wait): PROGRAM never ran
 //	76         run: the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
 //	79         run: the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated;
 //	           elect: the term was lost as PROGRAM's run ended (it exited by itself as the loss was found, or a signal had asked lockwatch to end)

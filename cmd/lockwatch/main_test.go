@@ -139,7 +139,7 @@ func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
-		case envRedisURL, envPassword, envRedisCLIAuth, envSentinelPassword, envFence, envFenceToken, envKey, envSecrets:
+		case envRedisURL, envPassword, envRedisCLIAuth, envSentinelPassword, envFence, envFenceToken, envKey, envPermit, envSecrets:
 		default:
 			env = append(env, kv)
 		}

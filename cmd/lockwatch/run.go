@@ -39,7 +39,7 @@ var runCmd = &command{
 	name:     "run",
 	synopsis: "run a program while holding a fenced lease on a key",
 	usage: `
-Usage: lockwatch run --key K [--ttl D] [--wait D] [--namespace NS] [--name N] [--grace D] [connection flags] -- PROGRAM ARGS...
+Usage: lockwatch run --key K [--permits N] [--ttl D] [--wait D] [--namespace NS] [--name N] [--grace D] [connection flags] -- PROGRAM ARGS...
 
 Takes a fenced lease on K, runs PROGRAM with $LOCKWATCH_FENCE (the lease's
 fence, decimal), $LOCKWATCH_FENCE_TOKEN (its token, for a guarded service's
@@ -48,6 +48,17 @@ releases the lease when PROGRAM exits. $LOCKWATCH_TOKEN_SECRETS
 (id=BASE64,..., the first active) signs the token; PROGRAM does not get it. Flags come before "--"; everything
 after it is the program and its arguments. PROGRAM inherits stdin, stdout and
 stderr, and runs while the lease is renewed (every TTL/3) by lockwatch.
+
+With --permits N, lockwatch takes one of N permits of K instead of its
+exclusive lease, so that at most N programs run at once under K, on any
+number of hosts; every run on K should give the same N. A permit is a
+lease of its own, held, renewed and lost as this text says of the lease.
+$LOCKWATCH_KEY is then the permit's key, K#i, to which its token is
+scoped: each permit's fences increase on their own, so a fenced store
+keeps a mark per permit, under that key. $LOCKWATCH_PERMIT is i, 0 to
+N-1. --wait waits for whichever permit is free first, first come, first
+served. The permits of K and the exclusive lease on K are apart: a run
+without --permits neither waits for nor excludes a run with them.
 
 PROGRAM runs in a process group of its own. When stdin is a terminal whose
 foreground group is lockwatch's, that group gets the terminal while PROGRAM
@@ -100,10 +111,10 @@ harmless.
 
 Exit statuses:
   PROGRAM's own  PROGRAM exited with it (128+n when it was killed by signal n)
-  64   usage error: bad flags, missing --key, no PROGRAM
+  64   usage error: bad flags, missing --key, no PROGRAM, --permits not 1 to 1024
   69   Redis unreachable, unsafe for leases (lease.Locker.Check), or it refused the acquire: nothing was taken, PROGRAM never ran
   70   any other internal failure
-  75   K is held by another (at once, or after --wait): PROGRAM never ran
+  75   K is held by another, or with --permits all N permits are (at once, or after --wait): PROGRAM never ran
   76   the acquire's result is unknown: PROGRAM never ran; lockwatch cleans the key up before exiting (else it expires by its TTL)
   79   the lease was lost before PROGRAM (and what it left behind) exited: PROGRAM was terminated, whatever it returned
   126  PROGRAM found but not executable
@@ -117,7 +128,8 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 		f := &runFlags{}
 		f.register(fs)
 		fs.DurationVar(&f.ttl, "ttl", defaultTTL, "the lease's time to live in Redis, renewed every TTL/3")
-		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another before exiting 75")
+		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another (with --permits: for a permit) before exiting 75")
+		fs.IntVar(&f.permits, "permits", 0, "hold one of `N` permits of the key (1 to 1024), not its exclusive lease: at most N programs run at once")
 		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
 		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss, and for what PROGRAM left behind; at most TTL/20, half the safety margin (the default)")
 		return func(args []string, _, stderr io.Writer) error {
@@ -134,8 +146,9 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 type runFlags struct {
 	keyFlags
 	holdFlags
-	name string
-	wait time.Duration
+	name    string
+	wait    time.Duration
+	permits int // 0: the exclusive lease on the key
 }
 
 // check validates the flags and fills in the grace default. The TTL's
@@ -152,6 +165,9 @@ func (f *runFlags) check(set map[string]bool, args []string) error {
 		return usageErr("run", "no program to run: give it after --")
 	case f.wait < 0:
 		return usageErr("run", "--wait must not be negative")
+	}
+	if err := f.checkPermits(set); err != nil {
+		return err
 	}
 	return f.checkHold("run", set)
 }
@@ -170,7 +186,7 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 		return err
 	}
 	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
-		Wait: f.wait, Namespace: f.namespace, Name: f.name, Secrets: secrets})
+		Wait: f.leaseWait(), Namespace: f.namespace, Name: f.name, Secrets: secrets})
 	if err != nil {
 		return err
 	}
@@ -192,43 +208,46 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 	// signal during the acquire, or once the lease is released.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	l, sig, err := acquire(ctx, cancel, lk, f.key, sigs)
+	h, sig, err := f.acquire(ctx, cancel, lk, sigs, stderr)
 	if err != nil || sig != nil {
-		return f.notRun(l, sig, err)
+		return f.notRun(h, sig, err)
 	}
 
-	j := &job{key: f.key, grace: f.grace, path: path, args: args, sigs: sigs, stderr: stderr}
-	s, err := j.runUnder(l, w, leaseEnv(f.key, l.Fence(), l.Token()))
+	j := &job{key: h.key(), grace: f.grace, path: path, args: args, sigs: sigs, stderr: stderr}
+	s, err := j.runUnder(h.l, w, h.env())
 	if err != nil {
-		f.release(l, nil, stderr)
+		f.release(h, nil, stderr)
 		return err
 	}
-	f.release(l, s.lost, stderr)
+	f.release(h, s.lost, stderr)
 	return s.status()
 }
 
-// acquire takes the lease on key. A signal that asks to stop cancels it
-// and is returned: with a lease, if the acquire won the race.
-func acquire(ctx context.Context, cancel context.CancelFunc, lk *lease.Locker, key string, sigs <-chan os.Signal) (*lease.Lease, os.Signal, error) {
+// acquire takes the lease on the key, or one of its permits. A signal that
+// asks to stop cancels it and is returned: with what was taken, if the
+// acquire won the race.
+func (f *runFlags) acquire(ctx context.Context, cancel context.CancelFunc, lk *lease.Locker, sigs <-chan os.Signal, stderr io.Writer) (*holding, os.Signal, error) {
 	stop := endOnSignal(sigs, func(os.Signal) { cancel() })
-	l, err := lk.Acquire(ctx, key)
-	return l, stop(), err
+	h, err := f.take(ctx, lk, stderr)
+	return h, stop(), err
 }
 
 // notRun maps an acquire that did not lead to running the program to its
 // status.
-func (f *runFlags) notRun(l *lease.Lease, sig os.Signal, err error) error {
-	var held *lease.NotAcquiredError
+func (f *runFlags) notRun(h *holding, sig os.Signal, err error) error {
+	var contended *lease.NotAcquiredError
 	switch {
 	case errors.Is(err, lease.ErrUnknown):
 		return fail(exitUnknown, "%s: the acquire's result is unknown, the program did not run; lockwatch cleans the key up before it exits, or it expires by its TTL: %v", f.key, err)
 	case sig != nil:
-		if l != nil {
-			_ = l.Release(context.Background())
+		if h != nil {
+			_ = h.release(context.Background())
 		}
 		return fail(exitSignalBase+signalNumber(sig), "%s: got %v before the program started; it did not run", f.key, sig)
-	case errors.As(err, &held):
-		return fail(exitHeld, "%s is held by another for %v more: the program did not run", f.key, held.HolderTTL.Round(time.Millisecond))
+	case f.permits > 0 && errors.Is(err, lease.ErrNotAcquired):
+		return fail(exitHeld, "%s: all %d permits are held by others: the program did not run", f.key, f.permits)
+	case errors.As(err, &contended):
+		return fail(exitHeld, "%s is held by another for %v more: the program did not run", f.key, contended.HolderTTL.Round(time.Millisecond))
 	default:
 		return fail(exitUnavailable, "%s: the acquire failed, nothing was taken: %v", f.key, err)
 	}
@@ -237,10 +256,10 @@ func (f *runFlags) notRun(l *lease.Lease, sig os.Signal, err error) error {
 // release ends the lease. A lost lease is released too, in case its key is
 // still there; only a release that fails for a lease still held is worth a
 // warning: the key then stays held until its TTL.
-func (f *runFlags) release(l *lease.Lease, lost *lease.LostError, stderr io.Writer) {
-	err := l.Release(context.Background())
+func (f *runFlags) release(h *holding, lost *lease.LostError, stderr io.Writer) {
+	err := h.release(context.Background())
 	if err != nil && lost == nil {
-		fmt.Fprintf(stderr, "lockwatch: warning: %s: release failed, the key stays held until its TTL: %v\n", f.key, err)
+		fmt.Fprintf(stderr, "lockwatch: warning: %s: release failed, the key stays held until its TTL: %v\n", h.key(), err)
 	}
 }
 
