@@ -43,7 +43,7 @@ func Example() {
 		fmt.Println("error:", err)
 		return
 	}
-	defer p.Release(ctx)
+	defer func() { _ = p.Release(ctx) }()
 
 	// The work runs on the permit's context, cancelled when the permit is
 	// lost. The final write carries the permit's token, checked at the
