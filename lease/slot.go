@@ -36,12 +36,14 @@ func init() {
 	leaseslot.KeyHash = func(l any) string { return hashTag(l.(*Lease).lockKey) }
 }
 
-// acquireSlot takes a semaphore's permit slot (leaseslot.Acquire): the
-// attempts of Acquire on the slot's names, for the lease of the key
-// leasekeys.SlotKey names. ev starts as waiting, so that no wait is
-// recorded: the semaphore records its own, once per Acquire. A slot taken
-// without queueing through a Locker with a Wait gets the Locker's settings
-// with none.
+// acquireSlot takes a semaphore's permit slot (leaseslot.Acquire), or with
+// Index leaseslot.Exclusive the key's own lease: the attempts of Acquire on
+// the slot's names, for the lease of the key leasekeys.SlotKey names. ev
+// starts as waiting, so that no wait is recorded: the semaphore records its
+// own, once per Acquire. Its calls go under ctx, not wait: a call in flight
+// when another slot's grant ends the wait is answered, not abandoned as
+// unknown. A slot taken without queueing through a Locker with a Wait gets
+// the Locker's settings with none.
 func (lk *Locker) acquireSlot(ctx, wait context.Context, slot leaseslot.Slot) (*Lease, error) {
 	if slot.Key == "" || slot.Index < leaseslot.Exclusive {
 		return nil, invalidf("permit %d of key %q", slot.Index, slot.Key)
@@ -52,7 +54,7 @@ func (lk *Locker) acquireSlot(ctx, wait context.Context, slot leaseslot.Slot) (*
 		fast.Wait = 0
 		set = &fast
 	}
-	a := &acquisition{lk: lk, ctx: wait, parent: ctx, actx: wait, set: set, key: slot.Key, keys: keysOf(set.Namespace, slot.Key)}
+	a := &acquisition{lk: lk, ctx: wait, parent: ctx, actx: ctx, set: set, key: slot.Key, keys: keysOf(set.Namespace, slot.Key)}
 	if slot.Index != leaseslot.Exclusive {
 		a.key, a.keys = leasekeys.SlotKey(slot.Key, slot.Index), leasekeys.OfSlot(set.Namespace, slot.Key, slot.Index)
 	}

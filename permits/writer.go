@@ -72,7 +72,7 @@ func (s *Shared) takeAll(ctx, wctx context.Context, queue bool) ([]*lease.Lease,
 	wg.Wait()
 	err := errors.Join(errs...)
 	if err != nil {
-		releaseAll(context.WithoutCancel(ctx), slots)
+		_ = releaseAll(context.WithoutCancel(ctx), slots) // what failed expires
 		return nil, err
 	}
 	return slots, nil
