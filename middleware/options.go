@@ -35,8 +35,8 @@ type Config struct {
 	// permits.Key). Lease.Wait bounds the wait for a permit (the Locker's
 	// own Wait does not apply); Lease.Telemetry receives the permits'
 	// signals and their leases' (default: the global providers, so give it
-	// the Locker's Telemetry). 1 to permits.MaxLimit; more makes HTTP and
-	// the interceptors panic. Default 0: the exclusive lease.
+	// the Locker's Telemetry). A value outside 0 to permits.MaxLimit makes
+	// HTTP and the interceptors panic. Default 0: the exclusive lease.
 	Permits int
 	// SyncRelease makes the middleware wait for the release's round trip to
 	// Redis before the answer goes out. Default: the lease ends when the

@@ -228,9 +228,23 @@ func TestGRPCPermits(t *testing.T) {
 	}
 	close(g.release)
 	for range 2 {
-		assert.NoError(t, <-errs)
+		require.NoError(t, <-errs)
 	}
 	assert.EqualValues(t, 2, g.most.Load())
 	require.Eventually(t, func() bool { return freePermits(t, lk, "exports", 2) == 2 },
 		5*time.Second, 10*time.Millisecond, "the permits are released when the handlers return")
+}
+
+// TestPermitsOutOfRangePanic: a limit no semaphore takes is refused when
+// the middleware is made, as an invalid lease field is, not per request.
+func TestPermitsOutOfRangePanic(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = client.Close() })
+	lk := lease.NewLocker(client, lease.Config{Telemetry: telemetrytest.New(t).Tel})
+	t.Cleanup(func() { _ = lk.Close() })
+	for _, n := range []int{-1, permits.MaxLimit + 1} {
+		assert.Panics(t, func() { HTTP(lk, exportsKey, Config{Permits: n}) }, "Permits %d", n)
+		assert.Panics(t, func() { UnaryServerInterceptor(lk, unaryKey, Config{Permits: n}) }, "Permits %d", n)
+	}
+	assert.NotPanics(t, func() { HTTP(lk, exportsKey, Config{Permits: permits.MaxLimit}) })
 }
