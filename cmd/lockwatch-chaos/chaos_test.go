@@ -139,6 +139,7 @@ func TestChaos(t *testing.T) {
 			checkFailovers(t, sum)
 			checkRuns(t, cfg, sum)
 			checkElection(t, sum)
+			checkPermits(t, cfg, sum)
 			if slices.Contains(cfg.faults, faultHolderPartition) {
 				want := "the cuts fall back to per-holder forwarders"
 				if netnsAvailable() == nil {
@@ -232,6 +233,42 @@ func checkElection(t *testing.T, sum summary) {
 	assert.Positive(t, e.Paused, "a leader-stop stopped a leading candidate process")
 	assert.Positive(t, e.Late, "a stopped leader completed late")
 	assert.Positive(t, e.Rejected, "the fence refused a deposed leader's write")
+}
+
+// checkPermits: the permit holders took permits, contended for them,
+// held every permit at once and wrote under them; none acquired past the
+// limit unexplained, and the semaphore's counters equal the history.
+// (Two live holders of one permit and an accepted stale write of a permit
+// are violations, which the caller asserts there are none of.)
+func checkPermits(t *testing.T, cfg config, sum summary) {
+	p := sum.Permits
+	assert.Equal(t, cfg.permitHolders, p.Holders)
+	assert.Positive(t, p.Acquires[outAcquired], "permit holders acquired permits")
+	assert.Positive(t, p.Acquires[outContended], "more holders than permits contend")
+	assert.Positive(t, p.Waited, "some acquires waited for a permit")
+	assert.Positive(t, p.Accepted, "permit holders wrote under their permits")
+	assert.GreaterOrEqual(t, p.MaxLive, cfg.permitLimit, "every permit was held at once")
+	assert.Zero(t, p.OverLimit)
+	assert.True(t, p.MetricsExact)
+}
+
+// TestPermitsChaos is a short run of a semaphore of 3 permits and 5
+// holders beside the lock holders, under the single topology's faults
+// that lose or split its keys in Redis (a restart without persistence, a
+// failover) and that cut every holder off: the checks stay clean.
+func TestPermitsChaos(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.duration = 20 * time.Second
+	cfg.procs, cfg.runs, cfg.candidates, cfg.candProcs, cfg.elects = 0, 0, 0, 0, 0
+	cfg.permitHolders, cfg.permitLimit = 5, 3
+	cfg.faults = []faultKind{faultKill, faultFailover, faultBlackhole, faultDuplicate}
+	sum, _ := runChaos(t, cfg)
+	assert.Empty(t, sum.Violations)
+	assert.Zero(t, sum.UnexplainedOverlaps)
+	assert.Equal(t, "ok", sum.Linearizable)
+	assert.Positive(t, sum.Faults)
+	checkPermits(t, cfg, sum)
+	assert.Positive(t, sum.Permits.Lost, "the faults cost permits")
 }
 
 // TestUnfencedControl proves the checks can fail: the same harness, writes

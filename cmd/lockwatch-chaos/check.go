@@ -286,10 +286,13 @@ func lateWork(leases []leaseRec, window time.Duration, pausedDuring func(proc in
 }
 
 // holderCounts are the counts of the history, to compare with the metrics.
+// The permit holders' acquires and permits count in their semaphore's
+// telemetry (permitFiguresOf), their writes' rejections in the registers'.
 func holderCounts(ops []op, leases []leaseRec) counts {
 	c := counts{Acquires: map[string]int64{}}
 	for _, o := range ops {
 		switch {
+		case o.Kind == kindAcquire && o.Permit:
 		case o.Kind == kindAcquire:
 			result := o.Outcome
 			if result == outError {
@@ -301,6 +304,9 @@ func holderCounts(ops []op, leases []leaseRec) counts {
 		}
 	}
 	for _, r := range leases {
+		if r.Permit {
+			continue
+		}
 		if r.Lost {
 			c.Losses++
 		}

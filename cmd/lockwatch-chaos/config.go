@@ -38,6 +38,9 @@ type config struct {
 	window     time.Duration // cancellation window; 0 means the lease's safety margin (TTL/10)
 	work       time.Duration // longest protected work per lease; 0 means 1.5 TTLs
 	progress   time.Duration // interval of the progress line
+	// permitHolders hold permits of one semaphore of permitLimit permits,
+	// goroutines of this process with a Locker each.
+	permitHolders, permitLimit int
 }
 
 func defaultConfig() config {
@@ -56,6 +59,10 @@ func defaultConfig() config {
 		faults:     topoSingle.faults(),
 		dsn:        pgtest.DSN(),
 		progress:   5 * time.Second,
+		// More holders than permits: they contend, and a slot freed is
+		// taken again at once.
+		permitHolders: 4,
+		permitLimit:   2,
 	}
 }
 
@@ -99,6 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.candidates, "candidates", cfg.candidates, "election candidates running as goroutines of this process, each with a Locker of its own, all campaigning for the one election key")
 	fs.IntVar(&cfg.candProcs, "candidate-procs", cfg.candProcs, "election candidates running as child processes of their own (the ones leader-stop stops)")
 	fs.IntVar(&cfg.elects, "elects", cfg.elects, "election candidates that are lockwatch elect processes, their programs heartbeating with the term's fence")
+	fs.IntVar(&cfg.permitHolders, "permit-holders", cfg.permitHolders, "holders of the semaphore's permits, goroutines of this process with a Locker each, writing each permit's registers with its token")
+	fs.IntVar(&cfg.permitLimit, "permit-limit", cfg.permitLimit, "the semaphore's permits: at most this many permit holders live at once")
 	fs.StringVar(&cfg.lockwatch, "lockwatch", "", "the lockwatch binary the run holders run (default: cmd/lockwatch built from the module the harness runs in)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
@@ -153,6 +162,10 @@ func (c config) validate() error {
 		return errors.New("an election needs at least two candidates (-candidates, -candidate-procs and -elects), or none")
 	case slices.Contains(c.faults, faultLeaderStop) && c.candProcs == 0:
 		return errors.New("the leader-stop fault needs -candidate-procs > 0")
+	case c.permitHolders < 0:
+		return errors.New("-permit-holders must not be negative")
+	case c.permitHolders > 0 && (c.permitLimit < 1 || c.permitLimit >= c.permitHolders):
+		return errors.New("-permit-limit must be at least 1 and below -permit-holders, so that the holders contend")
 	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:
 		return errors.New("at least two holders (-goroutines plus -procs) are needed for contention")
 	case c.keys < 1:

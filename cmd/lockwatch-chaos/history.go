@@ -60,6 +60,9 @@ type op struct {
 	Wait    time.Duration `json:"wait,omitempty"` // an acquire's lease.Config.Wait; 0 for fail fast
 	Via     string        `json:"via,omitempty"`  // a guarded write's entry point (guardEntryPoints)
 	Slow    time.Duration `json:"slow,omitempty"` // how long a guarded write held back the rest of its value
+	// Permit marks a permit holder's acquire (permitholders.go): its Key
+	// is the permit's, or the semaphore's when none was taken.
+	Permit bool `json:"permit,omitempty"`
 }
 
 // leaseRec is what one holder saw of one lease, from acquire to release.
@@ -88,6 +91,9 @@ type leaseRec struct {
 	// Term marks an election term (elections.go): Acquired is when its
 	// leader's function started, Released when it returned.
 	Term bool `json:"term,omitempty"`
+	// Permit marks a permit of the semaphore (permitholders.go): Key is
+	// the permit's, "<key>#<index>".
+	Permit bool `json:"permit,omitempty"`
 }
 
 // liveUntil is the end of the lease's live interval: its work had stopped

@@ -96,7 +96,15 @@
 //     program heartbeats with the term's fence until its work is done,
 //     lockwatch resigns and exits with its status, and the holder
 //     campaigns again. A term lost meanwhile ends the program, and
-//     lockwatch campaigns again itself.
+//     lockwatch campaigns again itself;
+//   - semaphore holders: -permit-holders goroutines of this process (4 by
+//     default), each with a Locker of its own, sharing the semaphore s1 of
+//     -permit-limit permits (2) of package permits (one more key the
+//     Cluster faults take in turn). Each loops: take a permit (one
+//     acquire in three waits up to a TTL), read the permit's Redis and
+//     PostgreSQL registers, work on its context for up to 1.5 TTLs, write
+//     both inside Commit with its token under the permit's key s1#i (a
+//     mark per permit: each permit is its own fencing domain), release.
 //
 // # Faults
 //
@@ -322,6 +330,16 @@
 //     elect that led with it exited, and each exited with a status its
 //     manual gives (0, 79, 69, 64 only for a --grace past the margin, 143
 //     only after the run's SIGTERM).
+//  9. the permits: each permit counts as a lease of its own key s1#i in
+//     checks 1 to 5 (two holders of one permit live at once, a stale
+//     write of a permit accepted after its newer holder's); a holder that
+//     took a permit while -permit-limit other holders were live, no loss
+//     in Redis of their permit's key and no stop explaining their
+//     overlap with it, is an unexplained_overlap too; and the
+//     lockwatch_permits_* counters equal the history (acquires by
+//     result, permits lost), nothing held or waiting at the end. The
+//     permits line gives acquires, permits lost, writes by outcome and
+//     the most permits live at once against the limit.
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check, and the guarded register served without its

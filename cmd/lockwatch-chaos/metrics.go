@@ -135,3 +135,51 @@ func collectElection(ctx context.Context, reader *sdkmetric.ManualReader) (elect
 	}
 	return c, nil
 }
+
+// permitCounts are what the semaphore's lockwatch_permits_* series
+// recorded, to compare with the permit holders' history: acquires by
+// result, permits lost, and the held and waiting gauges, back at zero
+// once every holder stopped; and its permits' leases' own counters.
+type permitCounts struct {
+	Acquires map[string]int64 `json:"acquires"`
+	Losses   int64            `json:"losses"`
+	Held     int64            `json:"held"`
+	Waiting  int64            `json:"waiting"`
+	Leases   counts           `json:"leases"`
+}
+
+// collectPermits reads the lockwatch_permits_* series and the lease
+// counters from a manual reader, summed over every series.
+func collectPermits(ctx context.Context, reader *sdkmetric.ManualReader) (permitCounts, error) {
+	leases, err := collect(ctx, reader)
+	if err != nil {
+		return permitCounts{}, err
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		return permitCounts{}, err
+	}
+	c := permitCounts{Acquires: map[string]int64{}, Leases: leases}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range sum.DataPoints {
+				switch m.Name {
+				case obs.PermitsAcquires:
+					result, _ := dp.Attributes.Value(obs.AttrResult)
+					c.Acquires[result.AsString()] += dp.Value
+				case obs.PermitsLosses:
+					c.Losses += dp.Value
+				case obs.PermitsHeld:
+					c.Held += dp.Value
+				case obs.PermitsWaiting:
+					c.Waiting += dp.Value
+				}
+			}
+		}
+	}
+	return c, nil
+}

@@ -36,6 +36,7 @@ type summary struct {
 	Runs        runFigures     // the lockwatch run holders' runs and heartbeats
 	Elections   electionFigures
 	Elects      runFigures // the lockwatch elect candidates' campaigns
+	Permits     permitFigures
 	Failovers   []failoverFigure
 	staleOps    []op       // the stale writes accepted, for the timeline
 	injected    []injected // the faults as they happened
@@ -207,6 +208,9 @@ func (s summary) print(w io.Writer) {
 	}
 	if s.Elections.Candidates+s.Elections.Procs+s.Elections.Programs > 0 {
 		s.Elections.print(w)
+	}
+	if s.Permits.Holders > 0 {
+		s.Permits.print(w)
 	}
 	for _, f := range s.Failovers {
 		fmt.Fprintln(w, f)

@@ -124,7 +124,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	// faults take it in turn with the others.
 	deployKeys := keys
 	if cfg.elections() {
-		deployKeys = append(slices.Clone(keys), electionKey)
+		deployKeys = append(slices.Clone(deployKeys), electionKey)
+	}
+	if cfg.permits() {
+		deployKeys = append(slices.Clone(deployKeys), permitsKey)
 	}
 	lockRedis, err := startDeployment(cfg, serverDir, deployKeys)
 	if err != nil {
@@ -241,6 +244,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err != nil {
 		return sum, fmt.Errorf("start the election candidates: %w", err)
 	}
+	perms, err := startPermitHolders(cfg, lockRedis.target(), regs, hist, stop, &holding)
+	cl.add(perms.close)
+	if err != nil {
+		return sum, fmt.Errorf("start the permit holders: %w", err)
+	}
 	for i := range cfg.goroutines {
 		h := newHolder(fmt.Sprintf("g%d", i+1), 0, shared.locker, cfg.ttl, cfg.maxWork(), keys, tel, regs,
 			cfg.seed+uint64(100+i), hist, stop)
@@ -323,6 +331,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err != nil {
 		harnessErr = errors.Join(harnessErr, err)
 	}
+	permitMetrics, err := perms.finish()
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, err)
+	}
 	termsSent := map[int]int{}
 	for _, c := range children {
 		rep, err := c.finish(10*cfg.ttl + 20*time.Second)
@@ -377,6 +389,9 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 				sum.Violations = append(sum.Violations, fmt.Sprintf("history of candidate process %d incomplete: %d terms sent, %d received", c.index, termsSent[c.index], got))
 			}
 		}
+	}
+	if cfg.permits() {
+		sum.addPermits(cfg, ops, leases, faults, fos, permitMetrics, children)
 	}
 	sum.injected = faults
 	sum.Duration = elapsed

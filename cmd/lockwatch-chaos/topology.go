@@ -131,8 +131,12 @@ type failover struct {
 	Keys []string
 }
 
-// serves reports whether the failed primary served key.
-func (f failover) serves(key string) bool { return f.Keys == nil || slices.Contains(f.Keys, key) }
+// serves reports whether the failed primary served key: a permit's key,
+// "<key>#<index>", is served where its semaphore's key is (one slot).
+func (f failover) serves(key string) bool {
+	base, _, _ := strings.Cut(key, "#")
+	return f.Keys == nil || slices.Contains(f.Keys, base)
+}
 
 // promotions records failovers as a deployment's faults make them.
 type promotions struct {
