@@ -41,7 +41,8 @@ rule {
 }
 
 // The fencing alerts are per resource (the fence is the resource's), the
-// election alerts per election, every other alert per lock.
+// election alerts per election, the permits alerts per semaphore, every
+// other alert per lock.
 rule {
   match {
     kind = "alerting"
@@ -65,9 +66,19 @@ rule {
 rule {
   match {
     kind = "alerting"
+    name = "LockwatchPermits.+"
+  }
+  aggregate ".+" {
+    keep    = ["semaphore"]
+    comment = "Permits alerts are per semaphore: keep `semaphore` in the aggregation."
+  }
+}
+rule {
+  match {
+    kind = "alerting"
   }
   ignore {
-    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused|Election.+)"
+    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused|Election.+|Permits.+)"
   }
   aggregate ".+" {
     keep    = ["lock_name"]

@@ -7,11 +7,11 @@
 // run go generate ./alerts/..., never the files.
 //
 // The alerts follow the monitoring-mixin conventions: one group per concern
-// (fencing, acquire, renewal, commit, cancellation, election), CamelCase
-// names starting with Lockwatch, a for duration, a severity label (critical
-// pages, warning opens a ticket), a static summary, a description templated
-// with $value and the series' labels, and a runbook_url pointing at the
-// alert's section of RUNBOOK.md, which explains every threshold.
+// (fencing, acquire, renewal, commit, cancellation, election, permits),
+// CamelCase names starting with Lockwatch, a for duration, a severity label
+// (critical pages, warning opens a ticket), a static summary, a description
+// templated with $value and the series' labels, and a runbook_url pointing
+// at the alert's section of RUNBOOK.md, which explains every threshold.
 //
 // The only page is LockwatchStaleWriteSpike: writes carrying a stale
 // fencing token arriving at a resource at a steady rate, meaning two

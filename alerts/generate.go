@@ -28,7 +28,7 @@ func Generate(cfg Config) (files map[string][]byte, err error) {
 		return nil, err
 	}
 	q := promql{jobSelector: cfg.JobSelector}
-	recs, alerts := recordings(q), append(catalogue(q), elections(q)...)
+	recs, alerts := recordings(q), slices.Concat(catalogue(q), elections(q), permits(q))
 	if err := checkRecordings(recs); err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ const (
 var reservedLabels = map[string]bool{
 	"__name__": true, "alertname": true, labelSeverity: true, labelLe: true,
 	labelLock: true, labelResult: true, labelReason: true, labelResource: true,
-	labelElection: true, labelCandidate: true,
+	labelElection: true, labelCandidate: true, labelSemaphore: true,
 }
 
 // window is the range of every rate and increase: five scrapes at the
