@@ -9,6 +9,7 @@ import (
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/leaseslot"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 func init() {
@@ -26,6 +27,7 @@ func init() {
 			l.(*Lease).locker.sched.lose(l.(*Lease), lost.Reason)
 		}
 	}
+	leaseslot.Telemetry = func(locker any) *telemetry.Telemetry { return locker.(*Locker).cfg.Telemetry }
 	leaseslot.Period = func(locker any) time.Duration {
 		set := locker.(*Locker).set
 		return min(set.renewEvery, set.BackoffMax)
@@ -59,6 +61,9 @@ func (lk *Locker) acquireSlot(ctx, wait context.Context, slot leaseslot.Slot) (*
 		a.key, a.keys = leasekeys.SlotKey(slot.Key, slot.Index), leasekeys.OfSlot(set.Namespace, slot.Key, slot.Index)
 	}
 	l, _, err := a.run(&acquireEvent{waiting: true})
+	if l != nil {
+		set.rec.Activated(ctx, set.Name)
+	}
 	return l, err
 }
 

@@ -33,8 +33,7 @@ type Config struct {
 	Wait time.Duration
 
 	// Telemetry receives the semaphore's signals and its permits' leases'.
-	// Default a telemetry.New on the global OpenTelemetry providers and
-	// slog.Default(); give a Locker's own Telemetry here as well.
+	// Default the Locker's.
 	Telemetry *telemetry.Telemetry
 }
 
@@ -55,9 +54,6 @@ func (c Config) withDefaults(key string) (Config, error) {
 	}
 	if c.Name == "" {
 		c.Name = key
-	}
-	if c.Telemetry == nil {
-		c.Telemetry = telemetry.New(telemetry.Config{})
 	}
 	return c, nil
 }

@@ -37,6 +37,9 @@ func New(lk *lease.Locker, key string, cfg Config) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Telemetry == nil {
+		cfg.Telemetry = leaseslot.Telemetry(lk)
+	}
 	fast, err := lk.With(lease.Config{Name: cfg.Name, Telemetry: cfg.Telemetry})
 	if err != nil {
 		return nil, err

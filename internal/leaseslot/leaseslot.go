@@ -9,6 +9,8 @@ package leaseslot
 import (
 	"context"
 	"time"
+
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Exclusive is the Index of a Slot that names the key's own lease, not
@@ -54,3 +56,7 @@ var Period func(locker any) time.Duration
 // the semaphore key's): what spans, the Locker's snapshot and the debug
 // page show instead of the raw key.
 var KeyHash func(lease any) string
+
+// Telemetry is locker's Telemetry (its Config's, or the one NewLocker
+// made): a semaphore given none records where its Locker does.
+var Telemetry func(locker any) *telemetry.Telemetry

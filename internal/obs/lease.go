@@ -135,6 +135,13 @@ func (t *Recorder) EndAcquire(ctx context.Context, span trace.Span, ev Acquire) 
 	span.End()
 }
 
+// Activated counts a lease taken without an acquire of its own to record
+// (a semaphore's permit: EndAcquire counts the others), so that its
+// release or loss takes off the active gauge what was put on it.
+func (t *Recorder) Activated(ctx context.Context, lock string) {
+	t.active.Add(ctx, 1, t.lock(lock, "", "").add...)
+}
+
 // WaitStarted records a caller starting to wait for a contended lease: one
 // more caller waiting, until WaitEnded. ctx is the lease.acquire span's.
 func (t *Recorder) WaitStarted(ctx context.Context, lock string) {
