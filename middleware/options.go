@@ -33,10 +33,10 @@ type Config struct {
 	// PERMITS_SATURATED. The handler's context is the permit's lease's
 	// (lease.FromContext gives it; its token is scoped to the permit's key,
 	// permits.Key). Lease.Wait bounds the wait for a permit (the Locker's
-	// own Wait does not apply); Lease.Telemetry receives the permits'
-	// signals and their leases' (default: the global providers, so give it
-	// the Locker's Telemetry). A value outside 0 to permits.MaxLimit makes
-	// HTTP and the interceptors panic. Default 0: the exclusive lease.
+	// own Wait does not apply); the permits' signals and their leases' go
+	// where the lease's do (Lease.Telemetry, else the Locker's). A value
+	// outside 0 to permits.MaxLimit makes HTTP and the interceptors panic.
+	// Default 0: the exclusive lease.
 	Permits int
 	// SyncRelease makes the middleware wait for the release's round trip to
 	// Redis before the answer goes out. Default: the lease ends when the
