@@ -104,6 +104,29 @@
 //   - lockwatch_election_late_completions_total{election}: leaders'
 //     functions that returned after their term's key may have passed on.
 //
+// Package permits records these, semaphore being permits.Config.Name (the
+// lock_name of its permits' leases too, whose renewals and losses above
+// are the semaphore's):
+//
+//   - lockwatch_permits_held{semaphore}: gauge of the permits the process
+//     holds, from Acquire's return to the permit's release or loss. The
+//     sum over the processes against the limit is the saturation.
+//   - lockwatch_permits_limit{semaphore}: gauge of the limit
+//     (permits.Config.Limit) the process's newest Semaphore of that name
+//     has. Every process exports it: take its max, not its sum.
+//   - lockwatch_permits_waiting{semaphore}: gauge of callers waiting in
+//     Acquire (permits.Config.Wait), from finding no permit free until
+//     Acquire returns.
+//   - lockwatch_permits_acquires_total{semaphore, result}: Acquire calls by
+//     result, as the lease's: contended is every permit held, also after
+//     the wait.
+//   - lockwatch_permits_wait_duration_seconds{semaphore, result}: histogram
+//     of those waits by result, as the lease's waits: acquired, timed_out,
+//     cancelled, unknown, error. An Acquire that found a permit free is no
+//     wait.
+//   - lockwatch_permits_losses_total{semaphore, reason}: permits lost before
+//     their release, by lease.LossReason.
+//
 // Attribute keys on metrics are short (lock.name, result, reason, resource)
 // rather than namespaced: they are scoped by their instrument's lockwatch.*
 // name, and they become the Prometheus labels that queries and alert rules
@@ -117,14 +140,15 @@
 //
 // Metric attributes come from closed sets (result, reason) plus the lock
 // name, which callers bound (a route or method, never a per-request key),
-// the resource name of fence checks, and the election name. The candidate
-// label is on the leader gauge only: each process exports one series per
-// election it campaigns in, so it churns as processes do, like the instance
-// or pod label of their scrape target. The key, owner token and fence go on
-// spans only, and the key only as its hash (lockwatch.key.hash) unless
-// Config.RawKeys is set (lockwatch.key), because keys are often customer or
-// tenant identifiers. Attribute sets are built once per lock name and value
-// and cached, so recording allocates nothing for attributes.
+// the resource name of fence checks, and the election and semaphore names.
+// The candidate label is on the leader gauge only: each process exports one
+// series per election it campaigns in, so it churns as processes do, like
+// the instance or pod label of their scrape target. The key, owner token
+// and fence go on spans only, and the key only as its hash
+// (lockwatch.key.hash) unless Config.RawKeys is set (lockwatch.key),
+// because keys are often customer or tenant identifiers. Attribute sets are
+// built once per lock name and value and cached, so recording allocates
+// nothing for attributes.
 //
 // # Exemplars and traces
 //
@@ -151,14 +175,14 @@
 //
 // # Logs
 //
-// Losses (of leases and of election terms), unknown or failed acquires,
-// their clean-up, renewal failures, late completions, fence rejections,
-// refused tokens and fence repairs are logged at Warn with trace_id and
-// span_id. The default logger is slog.Default(): these are the events an
-// operator must not miss, and a Warn per event is cheap next to the Redis
-// round trip behind it. Under a Redis outage that is two lines per lease
-// (the failed renewal, the loss); give Config.Logger a rate-limiting or
-// discarding handler (slog.DiscardHandler) if that is too many. Close loses
-// the leases still held with reason closed: alerts on losses should exclude
-// that reason.
+// Losses (of leases, election terms and permits), unknown or failed
+// acquires, their clean-up, renewal failures, late completions, fence
+// rejections, refused tokens and fence repairs are logged at Warn with
+// trace_id and span_id. The default logger is slog.Default(): these are the
+// events an operator must not miss, and a Warn per event is cheap next to
+// the Redis round trip behind it. Under a Redis outage that is two lines
+// per lease (the failed renewal, the loss); give Config.Logger a
+// rate-limiting or discarding handler (slog.DiscardHandler) if that is too
+// many. Close loses the leases still held with reason closed: alerts on
+// losses should exclude that reason.
 package telemetry

@@ -65,6 +65,11 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 	tctx, tspan := rec.StartTerm(ctx, obs.TermStart{Election: "jobs", Identity: "pod-1", Fence: 42, Leaderless: time.Second})
 	rec.EndTerm(tctx, tspan, obs.TermEnd{Election: "jobs", Identity: "pod-1", Fence: 42, Held: time.Minute,
 		Change: obs.TermLost, Loss: obs.LossDeadline, Late: true})
+	rec.PermitsLimit(ctx, "exports", 4)
+	pev := obs.PermitAcquire{Semaphore: "exports", Start: time.Now()}
+	rec.PermitWaitStarted(ctx, &pev)
+	rec.PermitAcquired(ctx, &pev, obs.AcquireAcquired)
+	rec.PermitEnded(ctx, "exports", obs.LossDeadline, nil)
 	fctx, fspan := rec.StartFenceCheck(ctx, "ledger")
 	rec.EndFenceCheck(fctx, fspan, obs.FenceCheck{Resource: "ledger", Fence: 41, HighWater: 42})
 	return p, span
