@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# check.sh: model-check lease.pml and permits.pml with SPIN (README.md says
-# what each run means).
+# check.sh: model-check lease.pml, permits.pml and shared.pml with SPIN
+# (README.md says what each run means).
 #
 #   check.sh            every scenario, exhaustively, two at a time: each
 #                       must end with 0 errors and a complete search (exit
 #                       status 0)
 #   check.sh NAME       the mutant NAME (a line of MUTANTS, or a "mutant
-#                       NAME" line of permits.pml's header), which puts a
-#                       known defect back: the check must fail (exit status
-#                       1) and prints the counterexample, the interleaving
-#                       the server ran; 0 means the model no longer sees
-#                       the defect
-#   check.sh mutants    every mutant of both models, two at a time: exit
+#                       NAME" line of permits.pml's or shared.pml's
+#                       header), which puts a known defect back: the
+#                       check must fail (exit status 1; an assertion, or
+#                       a deadlock) and prints the counterexample, the
+#                       interleaving the server ran; 0 means the model
+#                       no longer sees the defect
+#   check.sh mutants    every mutant of the models, two at a time: exit
 #                       status 0 when each of them failed with a trail
 #
 # MODEL_SKIP (names of scenarios and mutants, space-separated) leaves
@@ -24,17 +25,24 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP PERMITS PSHRINK)
-# permits.pml's scenarios; its mutants are listed in its header, since
-# MUTANTS is lease.pml's (docs_test.go holds it to lease.pml)
+scenarios=(ENDS FORCE TIME LOSS TOKENS REPAIR RLOSS FIFO QGHOST QDUP PERMITS PSHRINK
+	SHARED SWRITE SNOEND)
+# permits.pml's and shared.pml's scenarios; their mutants are listed in
+# their headers, since MUTANTS is lease.pml's (docs_test.go holds it to
+# lease.pml)
 permits_scenarios=" PERMITS PSHRINK "
+shared_scenarios=" SHARED SWRITE SNOEND "
 
-permits_mutants() { sed -n 's/^ \* mutant \([A-Z0-9_]*\)$/\1/p' "$here/permits.pml"; }
+# header_mutants FILE: the mutants of FILE's header; listed_mutants: all
+header_mutants() { sed -n 's/^ \* mutant \([A-Z0-9_]*\)$/\1/p' "$here/$1"; }
+listed_mutants() { header_mutants permits.pml; header_mutants shared.pml; }
 
 # model NAME: the file a scenario or mutant belongs to.
 model() {
-	if [[ "$permits_scenarios" == *" $1 "* ]] || permits_mutants | grep -qx "$1"; then
+	if [[ "$permits_scenarios" == *" $1 "* ]] || header_mutants permits.pml | grep -qx "$1"; then
 		echo permits.pml
+	elif [[ "$shared_scenarios" == *" $1 "* ]] || header_mutants shared.pml | grep -qx "$1"; then
+		echo shared.pml
 	else
 		echo lease.pml
 	fi
@@ -90,8 +98,8 @@ scenario() { # name
 # must), 0 when it passes, 2 when it cannot run.
 mutant() { # name [quiet]
 	local name=$1 quiet=${2:-} dir start pml
-	if ! grep -qx "$name" "$here/MUTANTS" && ! permits_mutants | grep -qx "$name"; then
-		echo "model: $name is not a mutant of model/MUTANTS or model/permits.pml" >&2
+	if ! grep -qx "$name" "$here/MUTANTS" && ! listed_mutants | grep -qx "$name"; then
+		echo "model: $name is not a mutant of model/MUTANTS, model/permits.pml or model/shared.pml" >&2
 		return 2
 	fi
 	pml=$(model "$name")
@@ -117,11 +125,17 @@ mutant() { # name [quiet]
 	line=$(sed -n "s/^spin: $pml:\\([0-9]*\\), Error: assertion violated.*/\\1/p" "$dir/trail.out" | head -1)
 	steps=$(sed -n 's/^spin: trail ends after \([0-9]*\) steps.*/\1/p' "$dir/trail.out")
 	inv=$(awk -v n="$line" 'NR <= n && /^inline / {name = $2} END {sub(/\(.*/, "", name); print name}' "$here/$pml")
+	# a deadlock: no assertion, pan's invalid end state
+	if [ -z "$line" ] && grep -q "invalid end state" "$dir/pan.out"; then
+		inv="invalid end state, a deadlock" line=end
+	fi
 	printf 'model: mutant %-26s fails: %s (%s:%s), trail of %s steps, %.1f s\n' "$name" "$inv" "$pml" "$line" "$steps" "$secs"
 	if [ -z "$quiet" ]; then
-		echo "model: the steps the server ran, and the assertion violated:"
+		echo "model: the steps the server ran, and the assertion violated (or the processes deadlocked):"
 		grep -E '^ *@' "$dir/trail.out" | sed 's/^ *//; s/  */ /g; s/^/  /'
-		grep -E "^spin: ($pml|text)" "$dir/trail.out" | sed 's/^/  /'
+		grep -E "^spin: ($pml|text)" "$dir/trail.out" | sed 's/^/  /' || true
+		# a deadlock: the processes stopped where they have no end
+		[ "$line" != end ] || grep -E '^ *[0-9]+:[[:space:]]+proc ' "$dir/trail.out" | grep -v 'valid end state' | sed 's/^ *[0-9]*:[[:space:]]*/  /' || true
 	fi
 	finish "$dir"
 	return 1
@@ -137,17 +151,17 @@ finish() { # dir
 
 case "${1:-}" in
 "")
-	export -f scenario build finish model permits_mutants
-	export here permits_scenarios
+	export -f scenario build finish model header_mutants listed_mutants
+	export here permits_scenarios shared_scenarios
 	status=0
 	selected "${scenarios[@]}" | xargs -P 2 -I{} bash -c 'scenario {}' || status=1
 	exit $status
 	;;
 mutants)
-	export -f mutant build finish model permits_mutants
-	export here permits_scenarios
+	export -f mutant build finish model header_mutants listed_mutants
+	export here permits_scenarios shared_scenarios
 	status=0
-	selected $(grep -v '^#' "$here/MUTANTS" | grep .) $(permits_mutants) | xargs -P 2 -I{} bash -c 'mutant {} quiet; [ $? = 1 ] || exit 255' || status=1
+	selected $(grep -v '^#' "$here/MUTANTS" | grep .) $(listed_mutants) | xargs -P 2 -I{} bash -c 'mutant {} quiet; [ $? = 1 ] || exit 255' || status=1
 	if [ $status != 0 ]; then
 		echo "model: a mutant was not caught, or could not be checked"
 	fi
