@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockwatch/lockwatch/internal/clock"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/leaseslot"
@@ -28,6 +30,9 @@ func init() {
 		}
 	}
 	leaseslot.Telemetry = func(locker any) *telemetry.Telemetry { return locker.(*Locker).cfg.Telemetry }
+	leaseslot.Agree = func(locker any, ctx context.Context, key string, limit int) (int, error) {
+		return locker.(*Locker).agree(ctx, key, limit)
+	}
 	leaseslot.Period = func(locker any) time.Duration {
 		set := locker.(*Locker).set
 		return min(set.renewEvery, set.BackoffMax)
@@ -115,4 +120,26 @@ func (s *scheduler) lose(l *Lease, reason LossReason) {
 	if newly {
 		s.lk.background(func() { reportLoss(l) })
 	}
+}
+
+// agree records limit as key's shared lease's number of readers' permits
+// unless one is (leaseslot.Agree), and returns the one recorded.
+func (lk *Locker) agree(ctx context.Context, key string, limit int) (int, error) {
+	name := leasekeys.Readers(lk.set.Namespace, key)
+	ctx, cancel := context.WithTimeout(ctx, lk.set.AcquireTimeout)
+	defer cancel()
+	var get *redis.StringCmd
+	_, err := lk.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.SetNX(ctx, name, limit, 0)
+		get = p.Get(ctx, name)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("lease: the readers of %q: %w", key, err)
+	}
+	n, err := get.Int()
+	if err != nil {
+		return 0, fmt.Errorf("lease: the readers of %q: record %q: %w", key, get.Val(), err)
+	}
+	return n, nil
 }

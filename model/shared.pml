@@ -408,8 +408,9 @@ proctype Reader(byte c) {
 #define HOLDS_ALL(c) (holder[0] == c + 1 && (holder[1] == c + 1 || WSLOTS == 1))
 #endif
 #ifdef WRITER_FEWER_SLOTS
-/* the writer's Readers is 1, the readers' 2: a rolling change of
- * SharedConfig.Readers, which the design lets each process set */
+/* the writer's limit is 1, the readers' 2: callers of one key with
+ * different limits, which the key's record in Redis refuses
+ * (permits.Shared's agree) */
 #define WSLOTS 1
 #else
 #define WSLOTS R

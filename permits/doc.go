@@ -67,9 +67,17 @@
 // every lease.Config.BackoffMax if shorter): each is lost, with reason
 // lease.LossYielded, at its cancel point, before its key can expire, and
 // the writer takes its permit when it is released or expires. So a writer
-// waits at most a look's period, a reader's validity (one TTL), one
-// refresh of its queued attempt and a round trip. A writer is lost when
-// any of its leases is, and then renews none of them.
+// waits, for each reader ahead of it on a permit (holding it, or queued
+// before the writer came), at most a look's period, the reader's validity
+// (one TTL), one refresh of its queued attempt and a round trip. A writer
+// is lost when any of its leases is, and then renews none of them.
+//
+// Every caller of a shared lease gives the same Config.Limit: a writer
+// that covered fewer permits than a reader uses would write beside it
+// (model/shared.pml's WRITER_FEWER_SLOTS). The first Read or Write of a
+// key records its limit in Redis, beside the key's lease, and a caller
+// with another is refused; the record stays, and changing the limit takes
+// stopping every caller and deleting it.
 //
 // The fencing contract: writers write under the key's mark with the
 // writer's token, which strictly increases across writers, so a resource

@@ -3,6 +3,7 @@ package permits
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lockwatch/lockwatch/internal/leaseslot"
@@ -13,7 +14,8 @@ import (
 // readers at once, or one writer (the package doc, "Shared and exclusive
 // leases"). It is safe for concurrent use; make one per key and keep it.
 type Shared struct {
-	sem *Semaphore // the readers' permits; a writer takes them all
+	sem    *Semaphore  // the readers' permits; a writer takes them all
+	agreed atomic.Bool // the limit is the one recorded for the key
 
 	mu       sync.Mutex
 	readers  map[*Permit]struct{} // the process's readers, which yield to a writer
@@ -38,6 +40,9 @@ func NewShared(lk *lease.Locker, key string, cfg Config) (*Shared, error) {
 // lease.LossYielded, and the writer takes the permit once the reader
 // releases it or it expires.
 func (s *Shared) Read(ctx context.Context) (*Permit, error) {
+	if err := s.agree(ctx); err != nil {
+		return nil, err
+	}
 	p, err := s.sem.Acquire(ctx)
 	if p == nil {
 		return nil, err
@@ -93,4 +98,25 @@ func (s *Shared) yield() {
 	for p := range s.readers {
 		leaseslot.Yield(p.Lease)
 	}
+}
+
+// agree checks, once per Shared, that the key's record of its number of
+// readers' permits is Config.Limit, and sets it if none is: a writer that
+// covered fewer permits than a reader uses would write beside it. The
+// record stays in Redis; to change the limit, stop every caller of the
+// key and delete it (its name: the lease's lock with "r" for "l").
+func (s *Shared) agree(ctx context.Context) error {
+	if s.agreed.Load() {
+		return nil
+	}
+	n, err := leaseslot.Agree(s.sem.fast, ctx, s.sem.key, s.sem.cfg.Limit)
+	switch {
+	case err != nil:
+		return err
+	case n != s.sem.cfg.Limit:
+		return invalidf("shared lease %q has %d readers' permits in Redis, and this caller %d: every caller of a key gives the same Limit",
+			s.sem.key, n, s.sem.cfg.Limit)
+	}
+	s.agreed.Store(true)
+	return nil
 }

@@ -211,3 +211,25 @@ func TestWriterWaitEndsCleanly(t *testing.T) {
 	require.NoError(t, r2.Release(ctx))
 	require.NoError(t, r.Release(ctx))
 }
+
+// TestSharedLimitIsTheKeys: a caller whose limit is not the one recorded
+// for the key is refused, reader and writer: a writer covering fewer
+// permits than a reader uses would write beside it.
+func TestSharedLimitIsTheKeys(t *testing.T) {
+	ctx, ns := testCtx(t), testNamespace(t)
+	c := redistest.Start(t).Client(t, leaseClient)
+	lk := newLocker(t, c, lease.Config{Namespace: ns})
+	three := newShared(t, lk, "doc", permits.Config{Limit: 3})
+	r, err := three.Read(ctx)
+	require.NoError(t, err)
+	two := newShared(t, lk, "doc", permits.Config{Limit: 2})
+	_, err = two.Write(ctx)
+	require.ErrorContains(t, err, "has 3 readers' permits in Redis, and this caller 2")
+	_, err = two.Read(ctx)
+	require.Error(t, err)
+	assert.Equal(t, "3", c.Get(ctx, leasekeys.Readers(ns, "doc")).Val())
+	require.NoError(t, r.Release(ctx))
+	w, err := three.Write(ctx)
+	require.NoError(t, err, "the key's own limit is agreed")
+	require.NoError(t, w.Release(ctx))
+}

@@ -26,6 +26,9 @@ func (s *Shared) Write(ctx context.Context) (*Permit, error) {
 	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.agree(ctx); err != nil {
+		return nil, err
+	}
 	sem, queue := s.sem, s.sem.cfg.Wait > 0
 	wctx, stop := ctx, context.CancelFunc(func() {})
 	if queue {

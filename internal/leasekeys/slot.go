@@ -20,3 +20,12 @@ func OfSlot(namespace, key string, slot int) Keys {
 // the lease's Key, its token's Scope, and the name under which a resource
 // keeps the permit's mark.
 func SlotKey(key string, slot int) string { return key + "#" + strconv.Itoa(slot) }
+
+// Readers returns the name of the record of key's shared lease (package
+// permits, Shared) that holds its number of readers' permits, in key's
+// hash slot: every caller must cover the same permits, or a writer could
+// miss a reader.
+func Readers(namespace, key string) string {
+	lock := Of(namespace, key).Lock
+	return lock[:len(lock)-1] + "r"
+}

@@ -60,3 +60,8 @@ var KeyHash func(lease any) string
 // Telemetry is locker's Telemetry (its Config's, or the one NewLocker
 // made): a semaphore given none records where its Locker does.
 var Telemetry func(locker any) *telemetry.Telemetry
+
+// Agree records limit as the number of readers' permits of key's shared
+// lease unless one is recorded (SETNX, then GET, in one pipeline: the
+// record never changes once set), and returns the one recorded.
+var Agree func(locker any, ctx context.Context, key string, limit int) (int, error)
