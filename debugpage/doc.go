@@ -23,6 +23,12 @@
 // election name and identity: whether it leads, its term (the one it
 // leads, else the last it led) and since when it leads, or campaigns.
 //
+// And the permits the process holds: every permits.Permit taken and not
+// yet released or lost, whichever Locker its Semaphore was made with, by
+// semaphore name, then key hash, then index: the permit's index, its fence
+// and since when it is held. The semaphore's key shows as its hash, raw
+// only with RawKeys, as the leases' keys do.
+//
 // It is one process's view of its own leases, by its own monotonic clock,
 // not Redis's: a lease this process still shows as held may already be gone
 // from Redis (it then loses it at its next renewal), and the page knows
@@ -71,9 +77,17 @@
 //	    "leading": true,
 //	    "term": 1764583200123456,                  // the term it leads, else the last it led; 0 before the first
 //	    "since": "2026-12-01T09:58:00Z"            // when it started leading, or campaigning
+//	  }],
+//	  "permits": [{                                // the process's held permits, by semaphore, key hash, index
+//	    "semaphore": "exports",                    // permits.Config.Name
+//	    "key_hash": "9b2e…",                       // the semaphore key's hash, as on spans and in Redis
+//	    "key": "exports:daily",                    // raw key: only with telemetry.Config.RawKeys
+//	    "index": 1,                                // the permit's index, 0 to the limit - 1
+//	    "fence": 1764583200123999,                 // the permit's fencing token
+//	    "since": "2026-12-01T09:59:30Z"            // when Acquire took it
 //	  }]
 //	}
 //
-// leases, losses and elections are [] (never null) when empty. Any other format is
-// answered 400.
+// leases, losses, elections and permits are [] (never null) when empty.
+// Any other format is answered 400.
 package debugpage

@@ -40,7 +40,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "debugpage: read-only, GET or HEAD only", http.StatusMethodNotAllowed)
 		return
 	}
-	v := newView(h.locker.Snapshot(), obs.Campaigns.List())
+	v := newView(h.locker.Snapshot(), obs.Campaigns.List(), obs.HeldPermits.List())
 	var body bytes.Buffer
 	switch format := r.URL.Query().Get("format"); format {
 	case "json":

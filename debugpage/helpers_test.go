@@ -29,6 +29,17 @@ type page struct {
 	Losses []lossJSON  `json:"losses"`
 	// Elections are the process's candidates.
 	Elections []electionJSON `json:"elections"`
+	// Permits are the process's held permits.
+	Permits []permitJSON `json:"permits"`
+}
+
+type permitJSON struct {
+	Semaphore string    `json:"semaphore"`
+	KeyHash   string    `json:"key_hash"`
+	Key       string    `json:"key"`
+	Index     int       `json:"index"`
+	Fence     int64     `json:"fence"`
+	Since     time.Time `json:"since"`
 }
 
 type electionJSON struct {

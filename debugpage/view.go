@@ -18,8 +18,11 @@ type view struct {
 	Losses []lossView  `json:"losses"`
 	// Elections are the process's, whichever Locker they campaign with.
 	Elections []electionView `json:"elections"`
+	// Permits are the process's held permits, whichever Locker they are
+	// leases of.
+	Permits []permitView `json:"permits"`
 
-	rawKeys bool // some lease or loss has its raw key: the page adds a column
+	rawKeys bool // some lease, loss or permit has its raw key: the page adds a column
 }
 
 type leaseView struct {
@@ -59,11 +62,27 @@ type electionView struct {
 	Since    time.Time `json:"since"`
 }
 
-func newView(s lease.Snapshot, campaigns []obs.Campaign) *view {
+// permitView is a permit the process holds: its semaphore, the semaphore
+// key's hash (raw key only with RawKeys), its index and fence, and since
+// when it is held.
+type permitView struct {
+	Semaphore string    `json:"semaphore"`
+	KeyHash   string    `json:"key_hash"`
+	Key       string    `json:"key,omitempty"`
+	Index     int       `json:"index"`
+	Fence     int64     `json:"fence"`
+	Since     time.Time `json:"since"`
+}
+
+func newView(s lease.Snapshot, campaigns []obs.Campaign, permits []obs.HeldPermit) *view {
 	v := &view{Taken: s.Taken, Leases: make([]leaseView, 0, len(s.Leases)), Losses: make([]lossView, 0, len(s.Losses)),
-		Elections: make([]electionView, 0, len(campaigns))}
+		Elections: make([]electionView, 0, len(campaigns)), Permits: make([]permitView, 0, len(permits))}
 	for _, c := range campaigns {
 		v.Elections = append(v.Elections, electionView{Election: c.Election, Identity: c.Identity, Leading: c.Leading, Term: c.Term, Since: c.Since})
+	}
+	for _, p := range permits {
+		v.rawKeys = v.rawKeys || p.Key != ""
+		v.Permits = append(v.Permits, permitView{Semaphore: p.Semaphore, KeyHash: p.KeyHash, Key: p.Key, Index: p.Index, Fence: p.Fence, Since: p.Since})
 	}
 	for _, l := range s.Leases {
 		v.rawKeys = v.rawKeys || l.Key != ""
