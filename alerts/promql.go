@@ -73,6 +73,11 @@ func (q promql) p99(histogram string, by []string) string {
 func eq(label, value string) string { return label + "=" + strconv.Quote(value) }
 func ne(label, value string) string { return label + "!=" + strconv.Quote(value) }
 
+// notIn matches none of the values, each literally.
+func notIn(label string, values ...string) string {
+	return strings.Replace(in(label, values...), "=~", "!~", 1)
+}
+
 // in matches any of the values, each literally.
 func in(label string, values ...string) string {
 	quoted := make([]string, len(values))

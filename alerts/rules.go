@@ -269,7 +269,7 @@ func catalogue(q promql) []alert {
 			Group:     "lockwatch-renewal",
 			Name:      "LockwatchLeasesLost",
 			Severity:  warning,
-			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(obs.PromLeaseLosses, ne(labelReason, string(obs.LossClosed)))),
+			Value:     sumBy(labels(labelJob, labelLock, labelReason), q.increase(obs.PromLeaseLosses, notIn(labelReason, string(obs.LossClosed), string(obs.LossYielded)))),
 			By:        labels(labelJob, labelLock, labelReason),
 			Threshold: 0,
 			For:       15 * time.Minute,
@@ -284,9 +284,12 @@ func catalogue(q promql) []alert {
 				Value:  5,
 			},
 			Silent: testCase{
-				About:  "ten leases a minute given up by Locker.Close (graceful shutdowns)",
-				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossClosed)), "0+10x30"}},
-				At:     20 * time.Minute,
+				About: "ten leases a minute given up by Locker.Close (graceful shutdowns) and ten readers yielding to writers",
+				Series: []series{
+					{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossClosed)), "0+10x30"},
+					{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossYielded)), "0+10x30"},
+				},
+				At: 20 * time.Minute,
 			},
 		},
 		{

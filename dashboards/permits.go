@@ -48,7 +48,7 @@ func permitsPanels(first uint32) []cog.Builder[dashboard.Panel] {
 			units.OpsPerSecond, false,
 			query{rate(permitsAcquires, v.with(obs.AttrResult)), v.legend(label(obs.AttrResult))}),
 		seriesPanel(first+5, "Permits lost",
-			"Permits lost before their release, by the lease's loss reason (renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed): the work under each was cancelled. closed is Locker.Close at shutdown.",
+			"Permits lost before their release, by the lease's loss reason (renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed, yielded): the work under each was cancelled. closed is Locker.Close at shutdown, yielded a shared lease's reader giving its permit up to a writer.",
 			units.OpsPerSecond, false,
 			query{rate(permitsLosses, v.with(obs.AttrReason)), v.legend(label(obs.AttrReason))}),
 	}

@@ -60,7 +60,7 @@ var Metrics = []Metric{
 		[]string{LabelLockName, AttrResult}, nil},
 	{LeaseRenewalDuration, PromLeaseRenewalDuration, Histogram, "s", "Round trip of the renewal pipeline each renewal was sent in.",
 		[]string{LabelLockName}, roundTripBuckets},
-	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
+	{LeaseLosses, PromLeaseLosses, Counter, "{loss}", "Leases lost, by reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed, yielded (a shared lease's reader making way for a writer).",
 		[]string{LabelLockName, AttrReason}, nil},
 	{LeaseCommits, PromLeaseCommits, Counter, "{commit}", "Commit calls by what became of the final write: committed, near_expiry (written below the warning threshold), refused (not run), stale (rejected by a fence), failed (any other error).",
 		[]string{LabelLockName, AttrResult}, nil},
@@ -100,7 +100,7 @@ var Metrics = []Metric{
 		[]string{AttrElection}, termBuckets},
 	{ElectionLeaderlessDuration, PromElectionLeaderlessDuration, Histogram, "s", "Time without a leader before a term, as its new leader measures it on the Redis clock: from the previous term's end (its resignation or loss, as that leader recorded it, else the validity it last recorded) to this term's start.",
 		[]string{AttrElection}, leaderlessBuckets},
-	{ElectionLosses, PromElectionLosses, Counter, "{loss}", "Terms lost, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
+	{ElectionLosses, PromElectionLosses, Counter, "{loss}", "Terms lost, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed, yielded (a shared lease's reader making way for a writer).",
 		[]string{AttrElection, AttrReason}, nil},
 	{ElectionLateCompletions, PromElectionLateCompletions, Counter, "{completion}", "Leaders' functions that returned after their term's key may have passed on: their writes may overlap the next term's, and only the fence stops them.",
 		[]string{AttrElection}, nil},
@@ -114,7 +114,7 @@ var Metrics = []Metric{
 		[]string{AttrSemaphore, AttrResult}, nil},
 	{PermitsWaitDuration, PromPermitsWaitDuration, Histogram, "s", "Time Acquire calls waited for a permit, by result: acquired, timed_out, cancelled, unknown or error. Acquires that found a free permit are not counted.",
 		[]string{AttrSemaphore, AttrResult}, waitBuckets},
-	{PermitsLosses, PromPermitsLosses, Counter, "{loss}", "Permits lost before their release, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed.",
+	{PermitsLosses, PromPermitsLosses, Counter, "{loss}", "Permits lost before their release, by the lease's loss reason: renewal_rejected, force_released, renewal_unknown, deadline, max_hold, closed, yielded (a shared lease's reader making way for a writer).",
 		[]string{AttrSemaphore, AttrReason}, nil},
 }
 
