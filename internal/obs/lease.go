@@ -189,7 +189,7 @@ func (t *Recorder) Lost(ctx context.Context, ev Loss) {
 	t.overrunning.Add(ctx, 1, one...)
 	trace.SpanFromContext(ctx).AddEvent(EventLost, trace.WithAttributes(
 		attribute.String(AttrLockName, ev.Lock), attribute.String(AttrReason, reason), attribute.Int64(AttrFence, ev.Fence)))
-	t.warn(ctx, "lockwatch: lease lost; its work is cancelled", withErr(ev.Err, slog.String(AttrLockName, ev.Lock),
+	t.log(ctx, lossLevel(ev.Reason), "lockwatch: lease lost; its work is cancelled", withErr(ev.Err, slog.String(AttrLockName, ev.Lock),
 		slog.String(AttrReason, reason), slog.Int64(AttrFence, ev.Fence))...)
 }
 

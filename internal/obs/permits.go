@@ -103,7 +103,7 @@ func (t *Recorder) PermitEnded(ctx context.Context, semaphore string, reason Los
 		return
 	}
 	t.permitsLosses.Add(ctx, 1, t.opts(AttrSemaphore, semaphore, AttrReason, string(reason)).add...)
-	t.warn(ctx, "lockwatch: permit lost; its work is cancelled",
+	t.log(ctx, lossLevel(reason), "lockwatch: permit lost; its work is cancelled",
 		withErr(err, slog.String(AttrSemaphore, semaphore), slog.String(AttrReason, string(reason)))...)
 }
 
