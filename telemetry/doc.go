@@ -183,7 +183,7 @@
 // the Redis round trip behind it. Under a Redis outage that is two lines
 // per lease (the failed renewal, the loss); give Config.Logger a
 // rate-limiting or discarding handler (slog.DiscardHandler) if that is too
-// many. Close loses the leases still held with reason closed, and a
-// shared lease's reader making way for a writer is lost with reason
-// yielded: alerts on losses should exclude both.
+// many. Close loses the leases still held with reason closed, and a shared
+// lease's reader making way for a writer is lost with reason yielded:
+// alerts on losses should exclude both.
 package telemetry
