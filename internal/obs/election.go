@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -109,38 +108,14 @@ type Campaign struct {
 
 // Campaigns are the candidates running in the process: package election
 // adds each Run for as long as it runs, debugpage lists them.
-var Campaigns = &campaigns{running: map[int]func() Campaign{}}
+var Campaigns = &campaigns{}
 
-type campaigns struct {
-	mu      sync.Mutex
-	next    int
-	running map[int]func() Campaign
-}
-
-// Add lists a running candidate, whose state reads its current state,
-// until remove.
-func (c *campaigns) Add(state func() Campaign) (remove func()) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	id := c.next
-	c.next++
-	c.running[id] = state
-	return func() {
-		c.mu.Lock()
-		delete(c.running, id)
-		c.mu.Unlock()
-	}
-}
+type campaigns struct{ registry[func() Campaign] }
 
 // List returns the running candidates' states, by election, then
 // identity, then term.
 func (c *campaigns) List() []Campaign {
-	c.mu.Lock()
-	states := make([]func() Campaign, 0, len(c.running))
-	for _, s := range c.running {
-		states = append(states, s)
-	}
-	c.mu.Unlock()
+	states := c.all()
 	out := make([]Campaign, 0, len(states))
 	for _, s := range states {
 		out = append(out, s())

@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -120,36 +119,13 @@ type HeldPermit struct {
 // HeldPermits are the permits the process holds: package permits adds
 // each from Acquire's return until its release or loss, debugpage lists
 // them.
-var HeldPermits = &heldPermits{held: map[int]HeldPermit{}}
+var HeldPermits = &heldPermits{}
 
-type heldPermits struct {
-	mu   sync.Mutex
-	next int
-	held map[int]HeldPermit
-}
-
-// Add lists a held permit until remove.
-func (h *heldPermits) Add(p HeldPermit) (remove func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	id := h.next
-	h.next++
-	h.held[id] = p
-	return func() {
-		h.mu.Lock()
-		delete(h.held, id)
-		h.mu.Unlock()
-	}
-}
+type heldPermits struct{ registry[HeldPermit] }
 
 // List returns the held permits by semaphore, then key hash, then index.
 func (h *heldPermits) List() []HeldPermit {
-	h.mu.Lock()
-	out := make([]HeldPermit, 0, len(h.held))
-	for _, p := range h.held {
-		out = append(out, p)
-	}
-	h.mu.Unlock()
+	out := h.all()
 	slices.SortFunc(out, func(a, b HeldPermit) int {
 		return cmp.Or(cmp.Compare(a.Semaphore, b.Semaphore), cmp.Compare(a.KeyHash, b.KeyHash),
 			cmp.Compare(a.Index, b.Index), cmp.Compare(a.Fence, b.Fence))
