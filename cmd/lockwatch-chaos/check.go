@@ -275,7 +275,7 @@ func lateWork(leases []leaseRec, window time.Duration, pausedDuring func(proc in
 			}
 			workEnd = r.Commit
 		}
-		d := time.Duration(workEnd - r.Cancel)
+		d := time.Duration(workEnd - max(r.Cancel, r.Reads))
 		maxLatency = max(maxLatency, d)
 		if d > window {
 			bad = append(bad, fmt.Sprintf("%s ran %v of protected work on %s (fence %d) after its lease was lost (window %v)",

@@ -91,8 +91,15 @@ func TestLateWork(t *testing.T) {
 		{Holder: "slow", Lost: true, Acquired: 0, Cancel: 100 * ms, End: 400 * ms},
 		{Holder: "in-commit", Lost: true, Acquired: 0, Commit: 90 * ms, Cancel: 100 * ms, End: 900 * ms, Late: true},
 		{Holder: "not-lost", Acquired: 0, End: 900 * ms},
+		// Lost while a read hung on a stale connection: counted from the
+		// read's end, and the work stopped at once after it.
+		{Holder: "stale-read", Lost: true, Acquired: 0, Cancel: 100 * ms, Reads: 2600 * ms, End: 2610 * ms},
+		{Holder: "slow-after-read", Lost: true, Acquired: 0, Cancel: 100 * ms, Reads: 2600 * ms, End: 2900 * ms},
 	}
 	bad, slowest := lateWork(leases, 50*time.Millisecond, never)
+	assert.Len(t, bad, 2)
+	assert.Contains(t, bad[1], "slow-after-read ran 300ms")
+	bad, _ = lateWork(leases[:4], 50*time.Millisecond, never)
 	assert.Len(t, bad, 1)
 	assert.Contains(t, bad[0], "slow ran 300ms")
 	assert.Equal(t, 300*time.Millisecond, slowest)

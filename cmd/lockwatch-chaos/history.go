@@ -74,12 +74,17 @@ type leaseRec struct {
 	Acquired int64  `json:"a"`            // return of the acquire
 	Cancel   int64  `json:"c,omitempty"`  // when the holder learnt of the loss (context cancelled, or Err); 0 if never
 	Commit   int64  `json:"cs,omitempty"` // when the final write (Commit's fn) started; 0 if it did not run
-	End      int64  `json:"e"`            // when the protected work, Commit included, returned
-	Lost     bool   `json:"lost,omitempty"`
-	Reason   string `json:"why,omitempty"`    // the loss's lease.LossReason
-	Late     bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
-	Paused   bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit, for a TTL or more
-	Refused  bool   `json:"refused,omitempty"`
+	// Reads is when the register reads before the work returned: a read
+	// blocked on a connection a fault left stale does not end with its
+	// context (go-redis bounds a socket read by a deadline, not by a
+	// cancellation), so late work counts from the later of it and Cancel.
+	Reads   int64  `json:"rd,omitempty"`
+	End     int64  `json:"e"` // when the protected work, Commit included, returned
+	Lost    bool   `json:"lost,omitempty"`
+	Reason  string `json:"why,omitempty"`    // the loss's lease.LossReason
+	Late    bool   `json:"late,omitempty"`   // the final write ran to its end after the loss
+	Paused  bool   `json:"paused,omitempty"` // stopped on purpose inside its Commit, for a TTL or more
+	Refused bool   `json:"refused,omitempty"`
 	// The live interval, for the overlap check: from Acquired to the first
 	// of Done (the context's Done closed) and Released (Release was called).
 	Done     int64 `json:"d"`

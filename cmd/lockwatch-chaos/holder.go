@@ -182,11 +182,11 @@ func (h *holder) once() {
 		}
 	}
 
-	// The protected work, all of it on the lease's context: read the
-	// registers (a read that a fault slows is cancelled by the loss, as a
-	// service's would be), then compute for up to h.work (by default 1.5
-	// TTLs: most leases are renewed at least once, so every fault of the
-	// lock Redis finds renewals to break).
+	// The protected work, on the lease's context: read the registers (a
+	// read on a connection a fault left stale can outlive a loss:
+	// leaseRec.Reads), then compute for up to h.work (by default 1.5 TTLs:
+	// most leases are renewed at least once, so every fault of the lock
+	// Redis finds renewals to break).
 	for _, reg := range []string{regRedis, regPG} {
 		r := h.base(kindRead, key)
 		r.Reg = reg
@@ -195,6 +195,7 @@ func (h *holder) once() {
 		r.Return = now()
 		h.rec.op(r)
 	}
+	rec.Reads = now()
 	work := time.NewTimer(time.Duration(h.rng.Int64N(int64(h.work))))
 	select {
 	case <-work.C:

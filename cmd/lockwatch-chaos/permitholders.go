@@ -105,13 +105,15 @@ func (h *permitHolder) hold(ctx context.Context, p *permits.Permit, acquired int
 			rec.Cancel = now()
 		}
 	}
-	// The reads are cancellable work: they run on the permit's context.
+	// The reads run on the permit's context (leaseRec.Reads says why late
+	// work counts from their end).
 	for _, reg := range []string{regRedis, regPG} {
 		r := op{Holder: h.id, Kind: kindRead, Key: p.Key(), Reg: reg, Invoke: now()}
 		h.regs.read(p.Context(), &r)
 		r.Return = now()
 		h.rec.op(r)
 	}
+	rec.Reads = now()
 	rest(p.Context(), time.Duration(h.rng.Int64N(int64(h.work))))
 	noticed()
 	completed := false
