@@ -71,7 +71,7 @@ func (s *Semaphore) Limit() int { return s.cfg.Limit }
 //
 // It first reads which permits are free (one round trip) and tries them
 // in random order; with a Wait and none free, it queues on every permit
-// at once and takes the first granted (the package doc, "Waiting"). The
+// at once and takes the first granted (the package doc, "Acquiring"). The
 // permit's context derives from ctx; Release it, always.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := context.Cause(ctx); err != nil {
@@ -97,11 +97,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 // the Acquire (neither contention nor an unknown attempt, which ev keeps),
 // or neither: none was taken.
 func (s *Semaphore) tryFree(ctx context.Context, ev *obs.PermitAcquire) (*Permit, error) {
-	v, err := leaseslot.Held(s.fast, ctx, s.key, s.cfg.Limit)
+	held, err := leaseslot.Held(s.fast, ctx, s.key, s.cfg.Limit)
 	if err != nil {
 		return nil, err
 	}
-	held := v
 	for _, i := range rand.Perm(len(held)) {
 		if held[i] {
 			continue
