@@ -37,6 +37,7 @@ const (
 	killDownTTLs     = 2.0 // how long a killed job's process stays down
 	killWaitTTLs     = 4.0 // how long a kill waits for a leader to kill, at most
 	reportWaitTTLs   = 0.1 // how long a report waits for another's on its account
+	exportWaitTTLs   = 0.1 // how long an export waits for one of the permits
 	leaderPauseTTLs  = 6.0 // how long a pause waits for the job leader's next write, at most
 )
 

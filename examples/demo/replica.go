@@ -90,8 +90,13 @@ func newReplica(d *demo, name string) (*replica, error) {
 	lockAccount := middleware.HTTP(r.locker, func(req *http.Request) string {
 		return "account:" + req.PathValue("id")
 	}, middleware.Config{})
+	// Exports: at most exportPermits at once across the replicas, each
+	// holding one permit of the "exports" semaphore while it runs.
+	bounded := middleware.HTTP(r.locker, func(*http.Request) string { return "exports" },
+		middleware.Config{Permits: exportPermits, Lease: lease.Config{Wait: d.ttls(exportWaitTTLs)}})
 	mux := http.NewServeMux()
 	mux.Handle("POST /accounts/{id}/deposit", d.traced(lockAccount(http.HandlerFunc(r.deposit))))
+	mux.Handle("POST /exports", d.traced(bounded(http.HandlerFunc(r.export))))
 	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	d.serve(func() error { return ignoreClosed(r.httpSrv.Serve(httpLn)) })
 
@@ -230,3 +235,19 @@ func ignoreClosed(err error) error {
 }
 
 func (r *replica) String() string { return fmt.Sprintf("%s (%s)", r.name, r.httpURL) }
+
+// exportPermits is how many exports the replicas run at once.
+const exportPermits = 2
+
+// export stands for heavy work of which the replicas may run
+// exportPermits at once: it works for a while, and stops when its
+// permit's context ends (a loss: the middleware answers for it).
+func (r *replica) export(w http.ResponseWriter, req *http.Request) {
+	t := time.NewTimer(jitter(r.d.ttls(0.3), r.d.ttls(0.9)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		w.WriteHeader(http.StatusNoContent)
+	case <-req.Context().Done():
+	}
+}

@@ -81,6 +81,34 @@ func (w *workload) start(ctx context.Context) {
 	for range w.d.cfg.workers {
 		w.wg.Go(func() { w.worker(ctx) })
 	}
+	for range 2 * exportPermits {
+		w.wg.Go(func() { w.exporter(ctx) })
+	}
+}
+
+// exporter asks a random replica for an export, again and again: twice
+// as many exporters as permits keep the semaphore saturated, so that some
+// waits for a permit time out. Exports are not counted among the
+// requests: the summary is the accounts'.
+func (w *workload) exporter(ctx context.Context) {
+	for ctx.Err() == nil {
+		i := rand.N(len(w.d.replicas))
+		rctx, cancel := context.WithTimeout(ctx, w.d.cfg.ttl)
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, w.d.replicas[i].httpURL+"/exports", nil)
+		if err == nil {
+			if resp, err := w.http.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}
+		cancel()
+		t := time.NewTimer(jitter(w.d.cfg.ttl/20, w.d.cfg.ttl/5))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 }
 
 func (w *workload) wait() { w.wg.Wait() }
