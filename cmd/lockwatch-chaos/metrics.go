@@ -49,41 +49,29 @@ func (c *counts) add(o counts) {
 // collect reads lockwatch's counters from a manual reader, summed over
 // every series (lock name, resource).
 func collect(ctx context.Context, reader *sdkmetric.ManualReader) (counts, error) {
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		return counts{}, err
-	}
 	c := counts{Acquires: map[string]int64{}, LossReasons: map[string]int64{}}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
-			}
-			for _, dp := range sum.DataPoints {
-				switch m.Name {
-				case obs.FenceRejections:
-					c.Rejections += dp.Value
-				case obs.LeaseLosses:
-					c.Losses += dp.Value
-					reason, _ := dp.Attributes.Value(obs.AttrReason)
-					c.LossReasons[reason.AsString()] += dp.Value
-				case obs.LeaseLateCompletions:
-					c.Late += dp.Value
-				case obs.LeaseActive:
-					c.Active += dp.Value
-				case obs.LeaseOverrunning:
-					c.Overrunning += dp.Value
-				case obs.LeaseWaiting:
-					c.Waiting += dp.Value
-				case obs.LeaseAcquires:
-					result, _ := dp.Attributes.Value(obs.AttrResult)
-					c.Acquires[result.AsString()] += dp.Value
-				}
-			}
+	err := eachIntSum(ctx, reader, func(name string, dp metricdata.DataPoint[int64]) {
+		switch name {
+		case obs.FenceRejections:
+			c.Rejections += dp.Value
+		case obs.LeaseLosses:
+			c.Losses += dp.Value
+			reason, _ := dp.Attributes.Value(obs.AttrReason)
+			c.LossReasons[reason.AsString()] += dp.Value
+		case obs.LeaseLateCompletions:
+			c.Late += dp.Value
+		case obs.LeaseActive:
+			c.Active += dp.Value
+		case obs.LeaseOverrunning:
+			c.Overrunning += dp.Value
+		case obs.LeaseWaiting:
+			c.Waiting += dp.Value
+		case obs.LeaseAcquires:
+			result, _ := dp.Attributes.Value(obs.AttrResult)
+			c.Acquires[result.AsString()] += dp.Value
 		}
-	}
-	return c, nil
+	})
+	return c, err
 }
 
 // electionCounts are what an election's counters recorded, to compare with
@@ -106,34 +94,22 @@ func (c *electionCounts) add(o electionCounts) {
 // collectElection reads the lockwatch_election_* counters from a manual
 // reader, summed over every series.
 func collectElection(ctx context.Context, reader *sdkmetric.ManualReader) (electionCounts, error) {
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		return electionCounts{}, err
-	}
 	var c electionCounts
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
+	err := eachIntSum(ctx, reader, func(name string, dp metricdata.DataPoint[int64]) {
+		switch name {
+		case obs.ElectionTermChanges:
+			if reason, _ := dp.Attributes.Value(obs.AttrReason); reason.AsString() == string(obs.TermStarted) {
+				c.Started += dp.Value
 			}
-			for _, dp := range sum.DataPoints {
-				switch m.Name {
-				case obs.ElectionTermChanges:
-					if reason, _ := dp.Attributes.Value(obs.AttrReason); reason.AsString() == string(obs.TermStarted) {
-						c.Started += dp.Value
-					}
-				case obs.ElectionLosses:
-					c.Lost += dp.Value
-				case obs.ElectionLateCompletions:
-					c.Late += dp.Value
-				case obs.ElectionLeader:
-					c.Leading += dp.Value
-				}
-			}
+		case obs.ElectionLosses:
+			c.Lost += dp.Value
+		case obs.ElectionLateCompletions:
+			c.Late += dp.Value
+		case obs.ElectionLeader:
+			c.Leading += dp.Value
 		}
-	}
-	return c, nil
+	})
+	return c, err
 }
 
 // permitCounts are what the semaphore's lockwatch_permits_* series
@@ -155,31 +131,39 @@ func collectPermits(ctx context.Context, reader *sdkmetric.ManualReader) (permit
 	if err != nil {
 		return permitCounts{}, err
 	}
+	c := permitCounts{Acquires: map[string]int64{}, Leases: leases}
+	err = eachIntSum(ctx, reader, func(name string, dp metricdata.DataPoint[int64]) {
+		switch name {
+		case obs.PermitsAcquires:
+			result, _ := dp.Attributes.Value(obs.AttrResult)
+			c.Acquires[result.AsString()] += dp.Value
+		case obs.PermitsLosses:
+			c.Losses += dp.Value
+		case obs.PermitsHeld:
+			c.Held += dp.Value
+		case obs.PermitsWaiting:
+			c.Waiting += dp.Value
+		}
+	})
+	return c, err
+}
+
+// eachIntSum collects reader once and calls each with every data point of
+// its integer sums (counters and up-down counters) and the instrument's
+// name.
+func eachIntSum(ctx context.Context, reader *sdkmetric.ManualReader, each func(name string, dp metricdata.DataPoint[int64])) error {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(ctx, &rm); err != nil {
-		return permitCounts{}, err
+		return err
 	}
-	c := permitCounts{Acquires: map[string]int64{}, Leases: leases}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			if !ok {
-				continue
-			}
-			for _, dp := range sum.DataPoints {
-				switch m.Name {
-				case obs.PermitsAcquires:
-					result, _ := dp.Attributes.Value(obs.AttrResult)
-					c.Acquires[result.AsString()] += dp.Value
-				case obs.PermitsLosses:
-					c.Losses += dp.Value
-				case obs.PermitsHeld:
-					c.Held += dp.Value
-				case obs.PermitsWaiting:
-					c.Waiting += dp.Value
+			if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range sum.DataPoints {
+					each(m.Name, dp)
 				}
 			}
 		}
 	}
-	return c, nil
+	return nil
 }
