@@ -92,6 +92,25 @@ deps:
 		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; \
 	fi
 	@redis-server --version
+	@# Valkey, the server many distributions ship in Redis's place: make
+	@# test runs lease, fence and middleware against it too. Debian ships
+	@# it in the release's backports suite (bookworm-backports); when that
+	@# suite is not configured, deps adds it on the mirror the machine's
+	@# Debian entries use. The tests start valkey-server --sentinel for a
+	@# sentinel, so valkey-sentinel's service package is not needed.
+	@if ! command -v valkey-server >/dev/null; then \
+		echo "installing valkey-server"; \
+		. /etc/os-release; suite=$$VERSION_CODENAME-backports; \
+		srcs=$$(ls /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null); \
+		if ! grep -qsE "^[^#]*[[:space:]]$$suite([[:space:]]|$$)" $$srcs; then \
+			uri=$$(grep -hvE '^[[:space:]]*#' $$srcs | grep -oE '[a-z+]+://[^[:space:]]+/debian/?([[:space:]]|$$)' | head -1 | tr -d '[:space:]'); \
+			[ -n "$$uri" ] || { echo "deps: no Debian mirror in $$srcs to add $$suite from"; exit 1; }; \
+			printf 'Types: deb\nURIs: %s\nSuites: %s\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+				"$$uri" "$$suite" >/etc/apt/sources.list.d/$$suite.sources || exit 1; \
+		fi; \
+		apt-get update -qq && RUNLEVEL=1 DEBIAN_FRONTEND=noninteractive apt-get install -y -qq -t $$suite valkey-server >/dev/null || exit 1; \
+	fi
+	@valkey-server --version
 	@if ! command -v gcc >/dev/null; then \
 		echo "installing gcc (internal/testenv/redistest builds its clock shim with it, and SPIN's verifiers)"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc libc6-dev >/dev/null; \
