@@ -7,13 +7,13 @@ export PATH := $(PATH):/usr/local/go/bin
 GO ?= go
 
 # The modules make test, vet and lint cover (CONTRIBUTING.md, "Modules"):
-# the library first, then the alert and dashboard generators, the
-# examples and the chaos harness. bench/ has rules of its own below;
-# tools/ only pins the linters. Each module is tested alone, as its go.mod
-# says (GOWORK=off): the committed go.work, which lets go run
+# the library first, its test kit, then the alert and dashboard
+# generators, the examples and the chaos harness. bench/ has rules of its
+# own below; tools/ only pins the linters. Each module is tested alone, as
+# its go.mod says (GOWORK=off): the committed go.work, which lets go run
 # ./examples/demo work from the root, would otherwise build the library
 # with the versions the other modules require.
-MODULES := . alerts dashboards kubernetes examples cmd/lockwatch-chaos
+MODULES := . lockwatchtest alerts dashboards kubernetes examples cmd/lockwatch-chaos
 export GOWORK := off
 
 # Runs a command in each module of $(MODULES), in order, and fails after
