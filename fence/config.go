@@ -52,7 +52,7 @@ const defaultNamespace = "lockwatch:fence"
 // recorder is where a store records its checks: t's recorder, or for a nil
 // t one on the global providers, as telemetry.New would make.
 func recorder(t *telemetry.Telemetry) *obs.Recorder {
-	if r := (*obs.Telemetry)(t).Recorder(); r != nil {
+	if r := obs.RecorderOf(t); r != nil {
 		return r
 	}
 	return obs.New(obs.Config{})

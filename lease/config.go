@@ -149,7 +149,7 @@ const (
 // place, the way Locker.With derives a Locker. A Telemetry without a
 // recorder (the zero Telemetry) counts as zero.
 func (c Config) over(base Config) Config {
-	if (*obs.Telemetry)(c.Telemetry).Recorder() == nil {
+	if obs.RecorderOf(c.Telemetry) == nil {
 		c.Telemetry = nil
 	}
 	b, top := reflect.ValueOf(&base).Elem(), reflect.ValueOf(c)

@@ -9,33 +9,33 @@ import (
 // LossReason says why a lease was lost (LostError.Reason). LOST is final:
 // nothing renews a lost lease. The values are those of the reason label of
 // lockwatch_lease_losses_total.
-type LossReason = obs.LossReason
+type LossReason string
 
 // Loss reasons.
 const (
 	// LossRenewalRejected: a renewal found the key gone or owned by another
 	// token (deleted or overwritten outside lockwatch, or expired and taken).
-	LossRenewalRejected = obs.LossRenewalRejected
+	LossRenewalRejected LossReason = "renewal_rejected"
 	// LossForceReleased: a renewal found that an administrator took the
 	// key from this lease (Locker.ForceRelease, lockwatch release
 	// --force). Told apart from renewal_rejected while the force's mark is
 	// among the 16 newest ends on the key's record; after that the same
 	// loss reads renewal_rejected.
-	LossForceReleased = obs.LossForceReleased
+	LossForceReleased LossReason = "force_released"
 	// LossRenewalUnknown: a renewal timed out or failed in transport. The
 	// lease cannot be proven held, and lockwatch never renews it again.
-	LossRenewalUnknown = obs.LossRenewalUnknown
+	LossRenewalUnknown LossReason = "renewal_unknown"
 	// LossDeadline: the cancel point (validity minus the safety margin) came
 	// without a confirmed renewal, e.g. while a renewal was still in flight.
-	LossDeadline = obs.LossDeadline
+	LossDeadline LossReason = "deadline"
 	// LossMaxHold: the bounded hold time was reached; renewal stops.
-	LossMaxHold = obs.LossMaxHold
+	LossMaxHold LossReason = "max_hold"
 	// LossClosed: the Locker was closed while the lease was held (a
 	// graceful shutdown: alerts on losses exclude it).
-	LossClosed = obs.LossClosed
+	LossClosed LossReason = "closed"
 	// LossYielded: a reader of a shared lease (permits.Shared) stopped
 	// renewing for a writer; the cancel point came before the key expired.
-	LossYielded = obs.LossYielded
+	LossYielded LossReason = "yielded"
 )
 
 // acquireEvent describes one Acquire call, after its last attempt.

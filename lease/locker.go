@@ -151,5 +151,5 @@ func (lk *Locker) background(f func()) {
 // reportLoss reports a lease that has turned LOST (and was cancelled then).
 func reportLoss(l *Lease) {
 	cause := l.loss.Load()
-	l.set.rec.Lost(l.ctx, obs.Loss{Lock: l.set.Name, Reason: cause.Reason, Fence: l.token.Fence, Err: cause.Err})
+	l.set.rec.Lost(l.ctx, obs.Loss{Lock: l.set.Name, Reason: obs.LossReason(cause.Reason), Fence: l.token.Fence, Err: cause.Err})
 }

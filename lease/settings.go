@@ -51,7 +51,7 @@ func (c Config) validateBase() error {
 // derive fills in the timings c leaves to the TTL, clamps durations to
 // forever, and boxes the script arguments once.
 func (c Config) derive() *settings {
-	s := &settings{Config: c, rec: (*obs.Telemetry)(c.Telemetry).Recorder()}
+	s := &settings{Config: c, rec: obs.RecorderOf(c.Telemetry)}
 	s.TTL = c.TTL.Truncate(time.Millisecond)
 	s.ttlMs = s.TTL.Milliseconds()
 	s.drift = s.TTL/100 + 2*time.Millisecond

@@ -52,7 +52,7 @@ func NewGuard(store fence.Admitter, c GuardConfig) *Guard {
 	if cfg.guardWait < 0 {
 		panic(fmt.Sprintf("middleware: NewGuard: negative Wait: %v", cfg.guardWait))
 	}
-	tel := (*obs.Telemetry)(cfg.tel).Recorder()
+	tel := obs.RecorderOf(cfg.tel)
 	if tel == nil {
 		tel = obs.New(obs.Config{})
 	}

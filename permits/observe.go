@@ -12,7 +12,7 @@ import (
 )
 
 func recorderOf(t *telemetry.Telemetry) *obs.Recorder {
-	return (*obs.Telemetry)(t).Recorder()
+	return obs.RecorderOf(t)
 }
 
 // observe records the Acquire's result, and lists and watches the permit

@@ -58,7 +58,7 @@ func (p *Permit) watch(ctx context.Context) {
 	context.AfterFunc(p.Context(), func() {
 		var lost *lease.LostError
 		if cause := context.Cause(p.Context()); errors.As(cause, &lost) {
-			p.end(context.WithoutCancel(ctx), lost.Reason, cause)
+			p.end(context.WithoutCancel(ctx), obs.LossReason(lost.Reason), cause)
 		}
 	})
 }
@@ -68,7 +68,7 @@ func (p *Permit) watch(ctx context.Context) {
 func (p *Permit) finish(ctx context.Context) {
 	var lost *lease.LostError
 	if cause := context.Cause(p.Context()); errors.As(cause, &lost) {
-		p.end(ctx, lost.Reason, cause)
+		p.end(ctx, obs.LossReason(lost.Reason), cause)
 		return
 	}
 	p.end(ctx, "", nil)

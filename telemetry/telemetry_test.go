@@ -25,7 +25,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // recorder is the Recorder a Telemetry records through.
-func recorder(tel *telemetry.Telemetry) *obs.Recorder { return (*obs.Telemetry)(tel).Recorder() }
+func recorder(tel *telemetry.Telemetry) *obs.Recorder { return obs.RecorderOf(tel) }
 
 func sums(t *testing.T, reader *sdkmetric.ManualReader) (map[string]int64, map[string][]string) {
 	values, exemplars, err := sumsOf(reader)

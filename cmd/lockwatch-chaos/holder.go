@@ -243,7 +243,7 @@ func (h *holder) once() {
 		// What middleware does for a handler that succeeded after its
 		// lease was lost: a potential stale write, counted.
 		rec.Late = true
-		(*obs.Telemetry)(h.tel).Recorder().LateCompletion(ctx, lockName)
+		obs.RecorderOf(h.tel).LateCompletion(ctx, lockName)
 	}
 	rec.Released = now()
 	_ = l.Release(ctx)

@@ -166,21 +166,19 @@ type Config struct {
 	RawKeys        bool // the raw key on spans, not only its hash
 }
 
-// Telemetry is the body of a telemetry.Telemetry, a type defined as this
-// one: lockwatch's packages reach its Recorder by a conversion,
-// (*obs.Telemetry)(t).Recorder(), checked at compile time, which users, who
-// cannot import this package, cannot make.
-type Telemetry struct{ rec *Recorder }
+// TelemetryRecorder returns the Recorder inside t, a *telemetry.Telemetry:
+// nil for a nil or zero one. Package telemetry sets it at init: its type
+// keeps the Recorder in an unexported field, so that no internal type shows
+// in its API, and this package cannot name it (telemetry imports obs).
+var TelemetryRecorder func(t any) *Recorder
 
-// NewTelemetry returns the body of a Telemetry that records through r.
-func NewTelemetry(r *Recorder) Telemetry { return Telemetry{rec: r} }
-
-// Recorder returns t's Recorder: nil for a nil or zero t.
-func (t *Telemetry) Recorder() *Recorder {
-	if t == nil {
+// RecorderOf is TelemetryRecorder(t), and nil before package telemetry
+// is initialised (no Telemetry exists then).
+func RecorderOf(t any) *Recorder {
+	if TelemetryRecorder == nil {
 		return nil
 	}
-	return t.rec
+	return TelemetryRecorder(t)
 }
 
 // LeaseRecorder returns the Recorder of the lease whose context ctx is (or

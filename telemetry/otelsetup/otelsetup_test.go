@@ -48,7 +48,7 @@ func recordEverySignal(t *testing.T) (*otelsetup.Providers, trace.Span) {
 
 	ctx, span := p.TracerProvider.Tracer("test").Start(ctx, "request")
 	defer span.End()
-	rec := (*obs.Telemetry)(tel).Recorder()
+	rec := obs.RecorderOf(tel)
 	actx, aspan := rec.StartAcquire(ctx, "report", obs.Key{Raw: "tenant-7", Hash: "0123456789abcdef0123456789abcdef"})
 	rec.WaitStarted(actx, "report")
 	rec.WaitEnded(actx, obs.Wait{Lock: "report", Result: obs.WaitAcquired, Waited: time.Millisecond})
@@ -195,9 +195,9 @@ func TestExemplarViewAfterTheServicesOwnViews(t *testing.T) {
 // scraped.
 func checkFreshExemplars(t *testing.T, p *otelsetup.Providers) string {
 	t.Helper()
-	tel := (*obs.Telemetry)(telemetry.New(telemetry.Config{
+	tel := obs.RecorderOf(telemetry.New(telemetry.Config{
 		MeterProvider: p.MeterProvider, TracerProvider: p.TracerProvider, Logger: slog.New(slog.DiscardHandler),
-	})).Recorder()
+	}))
 	event := func() string {
 		ctx, span := p.TracerProvider.Tracer("test").Start(context.Background(), "write")
 		defer span.End()
