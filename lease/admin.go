@@ -9,9 +9,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/lockwatch/lockwatch/internal/leaseadmin"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/script"
 )
+
+// The lockwatch command reads and force-releases permits, and keys known
+// by their hash, by their names (package leaseadmin).
+func init() {
+	leaseadmin.Inspect = func(locker any, ctx context.Context, t leaseadmin.Target) (any, error) {
+		return locker.(*Locker).inspect(ctx, t)
+	}
+	leaseadmin.ForceRelease = func(locker any, ctx context.Context, t leaseadmin.Target, holder string) (any, error) {
+		return locker.(*Locker).forceRelease(ctx, t, holder)
+	}
+}
 
 // KeyInfo is what Redis holds for one key, as Inspect and ForceRelease read
 // it: for an operator (lockwatch inspect), not for deciding who may work. A
@@ -57,14 +69,19 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
 	}
-	keys := keysOf(lk.set.Namespace, key)
+	return lk.inspect(ctx, leaseadmin.Target{Key: key, Names: keysOf(lk.set.Namespace, key)})
+}
+
+// inspect is Inspect of t's names.
+func (lk *Locker) inspect(ctx context.Context, t leaseadmin.Target) (KeyInfo, error) {
+	keys := t.Names
 	ctx, cancel := context.WithTimeout(ctx, lk.set.AcquireTimeout)
 	defer cancel()
 	vals, err := reply(script.RunOne(ctx, lk.client, inspectArgs{keys: keys}.call()), 4)
 	if err != nil {
-		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", shortKey(key), err)
+		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", targetLabel(t), err)
 	}
-	info := KeyInfo{Key: key, KeyHash: hashTag(keys.Lock), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
+	info := KeyInfo{Key: t.Key, KeyHash: hashTag(keys.Lock), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
 	info.Held = info.Holder != ""
 	switch pttl := toInt(vals[1]); {
 	case pttl >= 0:
@@ -96,15 +113,20 @@ func (lk *Locker) Inspect(ctx context.Context, key string) (KeyInfo, error) {
 // (Config.ReplicationAcks). Counted in lockwatch_lease_force_releases_total,
 // logged at Warn, bounded like Inspect (plus the ack timeout).
 func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo, error) {
-	switch {
-	case key == "":
+	if key == "" {
 		return KeyInfo{}, invalidf("empty key")
-	case !validHolder(holder):
+	}
+	return lk.forceRelease(ctx, leaseadmin.Target{Key: key, Names: keysOf(lk.set.Namespace, key)}, holder)
+}
+
+// forceRelease is ForceRelease of t's names.
+func (lk *Locker) forceRelease(ctx context.Context, t leaseadmin.Target, holder string) (KeyInfo, error) {
+	if !validHolder(holder) {
 		return KeyInfo{}, invalidf("holder %q is not a holder hash (%d lower-case hex digits, as Inspect gives)", holder, holderHashLen)
 	}
-	keys := keysOf(lk.set.Namespace, key)
+	keys := t.Names
 	lockKey := keys.Lock
-	info := KeyInfo{Key: key, KeyHash: hashTag(lockKey)}
+	info := KeyInfo{Key: t.Key, KeyHash: hashTag(lockKey)}
 	vals, err := lk.force(ctx, lockKey, forceArgs{keys: keys, retention: lk.set.retentionArg, holder: holder}.call())
 	result := obs.ReleaseUnknown
 	if vals != nil {
@@ -119,11 +141,20 @@ func (lk *Locker) ForceRelease(ctx context.Context, key, holder string) (KeyInfo
 		}
 	}
 	if result == obs.ReleaseUnknown {
-		err = fmt.Errorf("lease: force release %q: outcome unknown: %w", shortKey(key), err)
+		err = fmt.Errorf("lease: force release %q: outcome unknown: %w", targetLabel(t), err)
 	}
-	lk.set.rec.ForceReleased(ctx, obs.ForceRelease{Lock: lk.set.Name, Key: obs.Key{Raw: key, Hash: info.KeyHash}, Result: result,
+	lk.set.rec.ForceReleased(ctx, obs.ForceRelease{Lock: lk.set.Name, Key: obs.Key{Raw: t.Key, Hash: info.KeyHash}, Result: result,
 		Holder: holder, Fence: info.Fence, Err: err})
 	return info, err
+}
+
+// targetLabel names t in errors: its key, or its hash when only that is
+// known.
+func targetLabel(t leaseadmin.Target) string {
+	if t.Key == "" {
+		return hashTag(t.Names.Lock)
+	}
+	return shortKey(t.Key)
 }
 
 // force runs the force script, with WAIT behind it when the Locker asks

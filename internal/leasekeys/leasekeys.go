@@ -48,10 +48,38 @@ func Of(namespace, key string) Keys {
 	var small [256]byte // keys up to this size are hashed without an allocation
 	in := append(append(append(small[:0], namespace...), 0), key...)
 	sum := sha256.Sum256(in)
+	var h [HashLen]byte
+	hex.Encode(h[:], sum[:HashLen/2])
+	return ofHash(namespace, h[:])
+}
+
+// HashLen is the length of a key's hash in hex, as HashTag returns it.
+const HashLen = 2 * 16
+
+// OfHash returns the names of the lease whose key hashes to hash in
+// namespace (hash as HashTag returns it, which ValidHash checks): what an
+// operator who sees only the hash (spans, logs, the debug page) names.
+func OfHash(namespace, hash string) Keys { return ofHash(namespace, []byte(hash)) }
+
+// ValidHash tells whether h is a key's hash as HashTag returns it:
+// HashLen lower-case hex digits.
+func ValidHash(h string) bool {
+	if len(h) != HashLen {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func ofHash(namespace string, hash []byte) Keys {
 	// One string holds the four names: "<ns>:{h}:l<ns>:{h}:f...<ns>:{h}:e".
-	var buf [4 * (MaxNamespace + 2 + 32 + 3)]byte
+	var buf [4 * (MaxNamespace + 2 + HashLen + 3)]byte
 	b := append(append(buf[:0], namespace...), ":{"...)
-	b = hex.AppendEncode(b, sum[:16])
+	b = append(b, hash...)
 	b = append(b, "}:l"...)
 	n := len(b)
 	for _, suffix := range []byte{'f', 'q', 'e'} {
@@ -78,5 +106,5 @@ func GrantChannel(namespace, id string) string {
 // what spans carry instead of the caller's key.
 func HashTag(redisKey string) string {
 	open := strings.IndexByte(redisKey, '{')
-	return redisKey[open+1 : open+1+2*16]
+	return redisKey[open+1 : open+1+HashLen]
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestOf(t *testing.T) {
@@ -46,5 +47,16 @@ func TestOfSlot(t *testing.T) {
 			assert.False(t, seen[name], "%s is the name of one thing only", name)
 			seen[name] = true
 		}
+	}
+}
+
+func TestOfHash(t *testing.T) {
+	k := Of("lockwatch", "order:o2")
+	h := HashTag(k.Lock)
+	require.True(t, ValidHash(h))
+	assert.Equal(t, k, OfHash("lockwatch", h), "the hash names what the key names")
+	assert.Equal(t, OfSlot("lockwatch", "order:o2", 5), OfHash("lockwatch", h).Slot(5))
+	for _, bad := range []string{"", h[:31], h + "0", strings.ToUpper(h), "g" + h[1:]} {
+		assert.False(t, ValidHash(bad), "%q", bad)
 	}
 }

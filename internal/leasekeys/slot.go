@@ -7,8 +7,11 @@ import "strconv"
 // that every permit of a key shares the key's hash tag (one Redis Cluster
 // slot, where one MGET reads them all), and none is the name of the
 // exclusive lease on key, nor of another key's permit.
-func OfSlot(namespace, key string, slot int) Keys {
-	k := Of(namespace, key)
+func OfSlot(namespace, key string, slot int) Keys { return Of(namespace, key).Slot(slot) }
+
+// Slot returns the names of permit slot of the key whose names k are
+// (OfSlot): for a key known only by its hash (OfHash).
+func (k Keys) Slot(slot int) Keys {
 	suffix := "#" + strconv.Itoa(slot)
 	return Keys{
 		Lock: k.Lock + suffix, Fence: k.Fence + suffix,
