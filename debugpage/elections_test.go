@@ -25,7 +25,7 @@ func (f *fixture) campaign(t *testing.T, lk *lease.Locker, name, identity string
 	if lk == nil {
 		lk = f.locker
 	}
-	e, err := election.New(lk, f.srv.Client(t), "elected:"+name, election.Config{Name: name, Identity: identity})
+	e, err := election.New(lk, "elected:"+name, election.Config{Name: name, Identity: identity})
 	require.NoError(t, err)
 	terms := make(chan election.Term, 1)
 	ctx, cancel := context.WithCancelCause(context.Background())

@@ -25,7 +25,7 @@ func TestLockerUserRunsAnElection(t *testing.T) {
 	candidate := func(id string) *election.Election {
 		lk := lease.NewLocker(c, lease.Config{TTL: 2 * time.Second})
 		t.Cleanup(func() { _ = lk.Close() })
-		e, err := election.New(lk, c, "acl", election.Config{Identity: id, Pause: -1})
+		e, err := election.New(lk, "acl", election.Config{Identity: id, Pause: -1})
 		require.NoError(t, err)
 		return e
 	}

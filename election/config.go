@@ -8,9 +8,6 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/lockwatch/lockwatch/internal/obs"
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // Config configures an Election. The zero Config is a valid one: every
@@ -22,25 +19,12 @@ type Config struct {
 	// characters.
 	Identity string
 
-	// Namespace is the Locker's lease.Config.Namespace, which the Locker does
-	// not tell: the leader record lives beside the lease's keys, in its hash
-	// slot. Default "lockwatch", the lease's default. A namespace that is not
-	// the Locker's is refused by Run, when it first wins, and by Observe.
-	Namespace string
-
-	// Name names the election in telemetry: the election label of its
-	// lockwatch_election_* series and the lock name (lease.Config.Name) of
-	// its terms' leases, whose renewal latency, failures and losses are then
-	// those of the election. Bounded like a lock name: one per election the
-	// service runs. Default the key, which is a name the service chooses,
-	// not request input.
+	// Name is the lock name (lease.Config.Name) of the election's terms'
+	// leases, a bounded telemetry label as everywhere in lockwatch, and the
+	// election label of its lockwatch_election_* series. Default the key,
+	// which is a name the service chooses, not request input. The election
+	// records where its Locker does (lease.Config.Telemetry).
 	Name string
-
-	// Telemetry receives the election's signals (package telemetry) and its
-	// terms' leases'. Default a telemetry.New on the global OpenTelemetry
-	// providers and slog.Default(), where a Locker without a Telemetry
-	// records too; give a Locker's own Telemetry here as well.
-	Telemetry *telemetry.Telemetry
 
 	// Pause is how long a candidate waits before it campaigns again after a
 	// term it lost or a campaign attempt that failed (an error other than
@@ -62,9 +46,8 @@ type Config struct {
 }
 
 const (
-	defaultNamespace = "lockwatch"
-	defaultPause     = time.Second
-	maxIdentity      = 256
+	defaultPause = time.Second
+	maxIdentity  = 256
 )
 
 // withDefaults returns c with its zero fields set to their defaults, the
@@ -73,18 +56,12 @@ func (c Config) withDefaults(key string) Config {
 	if c.Name == "" {
 		c.Name = key
 	}
-	if (*obs.Telemetry)(c.Telemetry).Recorder() == nil { // nil, or the zero Telemetry
-		c.Telemetry = telemetry.New(telemetry.Config{})
-	}
 	if c.Identity == "" {
 		host, err := os.Hostname()
 		if err != nil || host == "" {
 			host = "unknown"
 		}
 		c.Identity = host + "-" + strconv.Itoa(os.Getpid())
-	}
-	if c.Namespace == "" {
-		c.Namespace = defaultNamespace
 	}
 	switch {
 	case c.Pause == 0:

@@ -22,24 +22,20 @@ func TestNewRefusesInvalidInput(t *testing.T) {
 	lk := lease.NewLocker(client, lease.Config{})
 	t.Cleanup(func() { _ = lk.Close() })
 	for _, c := range []struct {
-		name   string
-		lk     *lease.Locker
-		client redis.UniversalClient
-		key    string
-		cfg    election.Config
-		want   string
+		name string
+		lk   *lease.Locker
+		key  string
+		cfg  election.Config
+		want string
 	}{
-		{"nil locker", nil, client, "k", election.Config{}, "nil Locker"},
-		{"nil client", lk, nil, "k", election.Config{}, "nil client"},
-		{"empty key", lk, client, "", election.Config{}, "empty key"},
-		{"long identity", lk, client, "k", election.Config{Identity: strings.Repeat("x", 257)}, "identity of 257 bytes"},
-		{"control identity", lk, client, "k", election.Config{Identity: "a\nb"}, "control character"},
-		{"non-UTF-8 identity", lk, client, "k", election.Config{Identity: "\xff"}, "not UTF-8"},
-		{"braced namespace", lk, client, "k", election.Config{Namespace: "a{b}"}, "namespace"},
-		{"long namespace", lk, client, "k", election.Config{Namespace: strings.Repeat("n", 65)}, "namespace"},
+		{"nil locker", nil, "k", election.Config{}, "nil Locker"},
+		{"empty key", lk, "", election.Config{}, "empty key"},
+		{"long identity", lk, "k", election.Config{Identity: strings.Repeat("x", 257)}, "identity of 257 bytes"},
+		{"control identity", lk, "k", election.Config{Identity: "a\nb"}, "control character"},
+		{"non-UTF-8 identity", lk, "k", election.Config{Identity: "\xff"}, "not UTF-8"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := election.New(c.lk, c.client, c.key, c.cfg)
+			_, err := election.New(c.lk, c.key, c.cfg)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), c.want)
 			assert.True(t, strings.HasPrefix(err.Error(), "election: "), err.Error())
@@ -66,21 +62,24 @@ func TestRunRefusesMisuse(t *testing.T) {
 	assert.Contains(t, err.Error(), "another Run")
 }
 
-func TestNamespaceNotTheLockers(t *testing.T) {
+// TestRecordInTheLockersNamespace: the leader record lives in the
+// Locker's namespace, beside the lease's keys, and Observe reads it there.
+func TestRecordInTheLockersNamespace(t *testing.T) {
 	h := newHarness(t)
 	ctx, _ := testCtx(t)
 	c := h.client()
-	e, err := election.New(h.locker(c, time.Second), c, h.key, election.Config{Namespace: h.ns + "x"})
+	e, err := election.New(h.locker(c, time.Second), h.key, election.Config{Identity: "a"})
 	require.NoError(t, err)
-	_, err = e.Observe(ctx)
-	require.ErrorContains(t, err, "not the Locker's")
-	ran := false
-	err = e.Run(ctx, func(context.Context, election.Term) error { ran = true; return nil })
-	require.ErrorContains(t, err, "not the Locker's")
-	assert.False(t, ran, "no term runs on a record it would write elsewhere")
-	watcher := h.candidate("w", time.Second, election.Config{})
-	_, err = watcher.Observe(ctx)
-	require.ErrorIs(t, err, election.ErrNoLeader, "the key was released")
+	err = e.Run(ctx, func(ctx context.Context, term election.Term) error {
+		keys, err := c.Keys(ctx, h.ns+":*").Result()
+		require.NoError(t, err)
+		assert.Len(t, keys, 3, "lock, fence and leader record keys: %v", keys)
+		leader, err := e.Observe(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, "a", leader.Identity)
+		return nil
+	})
+	require.NoError(t, err)
 }
 
 func TestDefaults(t *testing.T) {
@@ -89,7 +88,7 @@ func TestDefaults(t *testing.T) {
 	c := h.client()
 	lk := lease.NewLocker(c, lease.Config{TTL: time.Second}) // namespace "lockwatch"
 	t.Cleanup(func() { _ = lk.Close() })
-	e, err := election.New(lk, c, h.key, election.Config{})
+	e, err := election.New(lk, h.key, election.Config{})
 	require.NoError(t, err)
 	host, err := os.Hostname()
 	require.NoError(t, err)

@@ -9,7 +9,7 @@
 // deposed leader's writes. Election timing alone cannot give that: a leader
 // can always pause past its term.
 //
-//	e, err := election.New(locker, client, "scheduler", election.Config{})
+//	e, err := election.New(locker, "scheduler", election.Config{})
 //	err = e.Run(ctx, func(ctx context.Context, t election.Term) error {
 //		return schedule(ctx, t.Token) // until ctx ends: the term's end
 //	})

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/internal/leaseslot"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 )
@@ -55,8 +55,7 @@ type Election struct {
 	client redis.UniversalClient
 	key    string
 	cfg    Config
-	rec    *obs.Recorder // cfg.Telemetry's
-	scope  fence.Scope   // the key's in cfg.Namespace, to tell it is lk's
+	rec    *obs.Recorder // the Locker's Telemetry's
 	record string        // the leader record's Redis key
 	// recordTTL is the leader record's expiry; a leader rewrites it every half
 	// of it.
@@ -75,15 +74,15 @@ const recordTTL = 24 * time.Hour
 
 // New returns a candidate for key, whose terms are leases of lk (any
 // Locker: New derives one that waits for the key as long as Run's context
-// lives, sharing lk's scheduler). client is the one lk was made with: the
-// leader writes its record there, in the lease's hash slot. New neither
-// campaigns nor sends anything.
-func New(lk *lease.Locker, client redis.UniversalClient, key string, cfg Config) (*Election, error) {
+// lives, sharing lk's scheduler). The leader writes its record through
+// lk's client, in the lease's namespace and hash slot, and the election
+// records where lk does, as a permits.Semaphore does: one Locker carries
+// the client, namespace and Telemetry. New neither campaigns nor sends
+// anything.
+func New(lk *lease.Locker, key string, cfg Config) (*Election, error) {
 	switch {
 	case lk == nil:
 		return nil, invalidf("nil Locker")
-	case client == nil:
-		return nil, invalidf("nil client")
 	case key == "":
 		return nil, invalidf("empty key")
 	}
@@ -91,19 +90,15 @@ func New(lk *lease.Locker, client redis.UniversalClient, key string, cfg Config)
 	if err := validIdentity(cfg.Identity); err != nil {
 		return nil, err
 	}
-	if err := validNamespace(cfg.Namespace); err != nil {
-		return nil, err
-	}
-	waiting, err := lk.With(lease.Config{Wait: math.MaxInt64, Name: cfg.Name, Telemetry: cfg.Telemetry})
+	waiting, err := lk.With(lease.Config{Wait: math.MaxInt64, Name: cfg.Name})
 	if err != nil {
 		return nil, err
 	}
 	return &Election{
-		lk: waiting, client: client, key: key, cfg: cfg,
-		scope:     fence.ScopeOf(cfg.Namespace, key),
-		record:    recordKey(cfg.Namespace, key),
+		lk: waiting, client: leaseslot.Client(lk), key: key, cfg: cfg,
+		record:    recordKey(leaseslot.Namespace(lk), key),
 		recordTTL: recordTTL,
-		rec:       (*obs.Telemetry)(cfg.Telemetry).Recorder(),
+		rec:       obs.RecorderOf(leaseslot.Telemetry(lk)),
 	}, nil
 }
 
@@ -131,20 +126,6 @@ func (e *Election) campaign() obs.Campaign {
 		t.Fence = e.last
 	}
 	return obs.Campaign{Election: e.cfg.Name, Identity: e.cfg.Identity, Leading: leading, Term: t.Fence, Since: e.since}
-}
-
-// validNamespace applies the lease's rule: printable ASCII without spaces
-// or braces, so that the namespace cannot choose the slot.
-func validNamespace(ns string) error {
-	if len(ns) > leasekeys.MaxNamespace {
-		return invalidf("namespace of %d bytes, at most %d", len(ns), leasekeys.MaxNamespace)
-	}
-	for i := range len(ns) {
-		if c := ns[i]; c <= ' ' || c > '~' || c == '{' || c == '}' {
-			return invalidf("namespace %q: byte %d is not printable ASCII without spaces or braces", ns, i)
-		}
-	}
-	return nil
 }
 
 // Ready answers 200 while this candidate leads (Leading) and 503

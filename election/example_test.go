@@ -23,7 +23,7 @@ func Example() {
 	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
 
-	e, err := election.New(locker, client, "example-scheduler", election.Config{Identity: "replica-1"})
+	e, err := election.New(locker, "example-scheduler", election.Config{Identity: "replica-1"})
 	if err != nil {
 		fmt.Println("error:", err)
 		return
@@ -47,7 +47,7 @@ func ExampleElection_Observe() {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
-	e, _ := election.New(locker, client, "example-observed", election.Config{Identity: "replica-2"})
+	e, _ := election.New(locker, "example-observed", election.Config{Identity: "replica-2"})
 
 	_, err := e.Observe(ctx)
 	fmt.Println("before:", errors.Is(err, election.ErrNoLeader))
@@ -70,7 +70,7 @@ func ExampleConfig() {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
-	e, _ := election.New(locker, client, "example-callbacks", election.Config{
+	e, _ := election.New(locker, "example-callbacks", election.Config{
 		Identity:         "replica-3",
 		OnStartedLeading: func(election.Term) { fmt.Println("started leading") },
 		OnStoppedLeading: func(_ election.Term, reason error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/lockwatch/lockwatch/election"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/lease"
+	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // event is one step of an election as a test saw it: a callback ("started",
@@ -33,6 +34,7 @@ type harness struct {
 	srv *redistest.Server
 	ns  string
 	key string
+	tel *telemetry.Telemetry // the Lockers' Telemetry; nil: the default
 
 	mu  sync.Mutex
 	log []event
@@ -52,7 +54,7 @@ func (h *harness) client() *redis.Client {
 
 // locker returns a Locker of its own, closed when the test ends.
 func (h *harness) locker(c redis.UniversalClient, ttl time.Duration) *lease.Locker {
-	lk := lease.NewLocker(c, lease.Config{TTL: ttl, Namespace: h.ns})
+	lk := lease.NewLocker(c, lease.Config{TTL: ttl, Namespace: h.ns, Telemetry: h.tel})
 	h.t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -63,9 +65,6 @@ func (h *harness) candidate(who string, ttl time.Duration, cfg election.Config) 
 	c := h.client()
 	if cfg.Identity == "" {
 		cfg.Identity = who
-	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = h.ns
 	}
 	if cfg.Pause == 0 {
 		cfg.Pause = 20 * time.Millisecond
@@ -83,7 +82,7 @@ func (h *harness) candidate(who string, ttl time.Duration, cfg election.Config) 
 			stopped(t, reason)
 		}
 	}
-	e, err := election.New(h.locker(c, ttl), c, h.key, cfg)
+	e, err := election.New(h.locker(c, ttl), h.key, cfg)
 	require.NoError(h.t, err)
 	return e
 }

@@ -19,10 +19,8 @@ import (
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults("k")
 	assert.Equal(t, time.Second, c.Pause)
-	assert.Equal(t, "lockwatch", c.Namespace)
 	assert.NotEmpty(t, c.Identity)
 	assert.Equal(t, "k", c.Name, "the key names the election")
-	assert.NotNil(t, c.Telemetry)
 	assert.Zero(t, Config{Pause: -1}.withDefaults("k").Pause, "negative: no pause")
 	assert.Equal(t, time.Minute, Config{Pause: time.Minute}.withDefaults("k").Pause)
 }
@@ -34,7 +32,7 @@ func newElection(t *testing.T, ttl time.Duration) (*Election, *redis.Client) {
 	c := srv.Client(t, func(o *redis.Options) { o.ContextTimeoutEnabled = true })
 	lk := lease.NewLocker(c, lease.Config{TTL: time.Second})
 	t.Cleanup(func() { _ = lk.Close() })
-	e, err := New(lk, c, "k", Config{Identity: "me"})
+	e, err := New(lk, "k", Config{Identity: "me"})
 	require.NoError(t, err)
 	e.recordTTL = ttl
 	return e, c

@@ -56,9 +56,6 @@ func (e *Election) Observe(ctx context.Context) (Leader, error) {
 	if err != nil {
 		return Leader{}, err
 	}
-	if info.KeyHash != leasekeys.HashTag(e.record) {
-		return Leader{}, e.namespaceError()
-	}
 	if !info.Held {
 		return Leader{}, ErrNoLeader
 	}
@@ -75,10 +72,6 @@ func (e *Election) Observe(ctx context.Context) (Leader, error) {
 		l.Identity = id
 	}
 	return l, nil
-}
-
-func (e *Election) namespaceError() error {
-	return invalidf("namespace %q is not the Locker's lease.Config.Namespace", e.cfg.Namespace)
 }
 
 // write writes t's leader record, bounded by ctx: the term is valid for

@@ -38,8 +38,7 @@ type termState struct {
 //     fn's error. When ctx ends, Run resigns any term and returns ctx's
 //     cause. Either wraps ErrLateCompletion if that term ended late.
 //
-// Run returns other errors only when it cannot campaign: lease.ErrClosed,
-// or a Config.Namespace that is not the Locker's.
+// Run returns other errors only when it cannot campaign: lease.ErrClosed.
 func (e *Election) Run(ctx context.Context, fn func(ctx context.Context, t Term) error) error {
 	if fn == nil {
 		return invalidf("nil function")
@@ -93,10 +92,6 @@ func (e *Election) wait(ctx context.Context) (*lease.Lease, error) {
 // lead runs one term on l and resigns it. It returns true and Run's result
 // when Run is over: fn returned while leading, or ctx ended.
 func (e *Election) lead(ctx context.Context, l *lease.Lease, fn func(context.Context, Term) error) (bool, error) {
-	if l.Token().Scope != e.scope {
-		_ = l.Release(ctx)
-		return true, e.namespaceError()
-	}
 	t := Term{Fence: l.Fence(), Token: l.Token(), Identity: e.cfg.Identity, Start: time.Now()}
 	endBound := l.Remaining()/3 + minRewrite // the record's end mark's
 	gap, stopRecord := e.keepRecord(l, t)
@@ -173,7 +168,7 @@ func (e *Election) endTerm(ctx context.Context, span trace.Span, t Term, lost er
 		Change: obs.TermResigned, Late: late}
 	var le *lease.LostError
 	if errors.As(lost, &le) {
-		ev.Change, ev.Loss, ev.Err = obs.TermLost, le.Reason, lost
+		ev.Change, ev.Loss, ev.Err = obs.TermLost, obs.LossReason(le.Reason), lost
 	}
 	e.rec.EndTerm(ctx, span, ev)
 }

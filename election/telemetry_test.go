@@ -28,7 +28,8 @@ func TestSignals(t *testing.T) {
 	ctx, _ := testCtx(t)
 	tel := telemetrytest.New(t)
 	const ttl = 500 * time.Millisecond
-	cfg := election.Config{Telemetry: tel.Tel, Name: "jobs"}
+	h.tel = tel.Tel
+	cfg := election.Config{Name: "jobs"}
 	a, b := h.candidate("a", ttl, cfg), h.candidate("b", ttl, cfg)
 	leader := func(who string) int64 {
 		return tel.Sum(t, obs.ElectionLeader, telemetrytest.Attrs("election", "jobs", "candidate", who))
@@ -117,7 +118,8 @@ func TestSignalsOfAPanickingLeader(t *testing.T) {
 	h := newHarness(t)
 	ctx, _ := testCtx(t)
 	tel := telemetrytest.New(t)
-	a := h.candidate("a", 5*time.Second, election.Config{Telemetry: tel.Tel})
+	h.tel = tel.Tel
+	a := h.candidate("a", 5*time.Second, election.Config{})
 	recovered := func() (r any) {
 		defer func() { r = recover() }()
 		_ = a.Run(ctx, func(context.Context, election.Term) error { panic("boom") })

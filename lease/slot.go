@@ -30,6 +30,8 @@ func init() {
 		}
 	}
 	leaseslot.Telemetry = func(locker any) *telemetry.Telemetry { return locker.(*Locker).cfg.Telemetry }
+	leaseslot.Client = func(locker any) redis.UniversalClient { return locker.(*Locker).client }
+	leaseslot.Namespace = func(locker any) string { return locker.(*Locker).set.Namespace }
 	leaseslot.Agree = func(locker any, ctx context.Context, key string, limit int) (int, error) {
 		return locker.(*Locker).agree(ctx, key, limit)
 	}

@@ -112,7 +112,7 @@ func lockwatchCandidate(addr, id string) error {
 	tel := telemetry.New(telemetry.Config{MeterProvider: metricnoop.NewMeterProvider(),
 		TracerProvider: tracenoop.NewTracerProvider(), Logger: slog.New(slog.DiscardHandler)})
 	lk := lease.NewLocker(client, lease.Config{TTL: termTTL, Telemetry: tel})
-	e, err := election.New(lk, client, lwKey, election.Config{Identity: id, Telemetry: tel,
+	e, err := election.New(lk, lwKey, election.Config{Identity: id,
 		OnStoppedLeading: func(t election.Term, reason error) {
 			emit("stopped %d %d %v", t.Fence, boolDigit(errors.Is(reason, election.ErrLateCompletion)), reason)
 		}})

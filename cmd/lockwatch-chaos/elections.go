@@ -92,8 +92,8 @@ func newCandidate(id string, proc int, lc *lockClient, ttl time.Duration, tel *t
 	regs *registers, seed uint64, rec recorder, stop <-chan struct{}) (*candidate, error) {
 	c := &candidate{id: id, proc: proc, ttl: ttl, regs: regs, rec: rec, stop: stop,
 		rng: rand.New(rand.NewPCG(seed, 0x63616e64))} // "cand"
-	el, err := election.New(lc.locker, lc.client, electionKey, election.Config{
-		Identity: id, Namespace: lockNamespace, Name: electionName, Telemetry: tel,
+	el, err := election.New(lc.locker, electionKey, election.Config{
+		Identity: id, Name: electionName,
 		OnStoppedLeading: c.stopped,
 	})
 	c.el = el

@@ -115,7 +115,7 @@ func (f *electFlags) run(conn *connFlags, set map[string]bool, args []string, st
 	if err != nil {
 		return err
 	}
-	lk, client, closeAll, err := connect(conn, set, stderr, "elect", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
+	lk, _, closeAll, err := connect(conn, set, stderr, "elect", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
 		Namespace: f.namespace, Secrets: secrets})
 	if err != nil {
 		return err
@@ -125,8 +125,7 @@ func (f *electFlags) run(conn *connFlags, set map[string]bool, args []string, st
 		return fail(exitUnavailable, "%v", err)
 	}
 	c := &candidate{job: job{key: f.key, grace: f.grace, path: path, args: args, sigs: sigs, stderr: stderr}, beat: f.beat()}
-	e, err := election.New(lk, client, f.key, election.Config{Identity: f.identity, Namespace: f.namespace, Name: f.name,
-		Telemetry: stderrTelemetry(stderr)})
+	e, err := election.New(lk, f.key, election.Config{Identity: f.identity, Name: f.name})
 	if err != nil {
 		return usageErr("elect", "%v", err)
 	}

@@ -124,7 +124,7 @@ func observe(t *testing.T, client *redis.Client, key string) election.Leader {
 	t.Helper()
 	lk := lease.NewLocker(client, lease.Config{})
 	t.Cleanup(func() { _ = lk.Close() })
-	e, err := election.New(lk, client, key, election.Config{})
+	e, err := election.New(lk, key, election.Config{})
 	require.NoError(t, err)
 	l, err := e.Observe(testContext(t))
 	require.NoError(t, err)

@@ -62,8 +62,8 @@ func (j *job) open(d *demo) error {
 		FenceRetention: max(ttl, 10*time.Minute), Telemetry: d.tel,
 	})
 	var err error
-	j.elect, err = election.New(j.locker, j.client, jobKey, election.Config{
-		Identity: j.r.name, Namespace: namespace, Name: jobName, Telemetry: d.tel, Pause: ttl / 4,
+	j.elect, err = election.New(j.locker, jobKey, election.Config{
+		Identity: j.r.name, Name: jobName, Pause: ttl / 4,
 		OnStartedLeading: func(t election.Term) { d.terms.started(j.r, t) },
 		OnStoppedLeading: func(t election.Term, reason error) { d.terms.stopped(j.r, t, reason) },
 	})

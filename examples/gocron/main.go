@@ -73,7 +73,7 @@ func run(ctx context.Context, addr, key string, every time.Duration) error {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
 	defer locker.Close()
-	e, err := election.New(locker, client, key, election.Config{})
+	e, err := election.New(locker, key, election.Config{})
 	if err != nil {
 		return err
 	}

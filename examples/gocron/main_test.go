@@ -59,7 +59,7 @@ func startWith(t *testing.T, addr, name string, job func(context.Context, electi
 	t.Cleanup(func() { _ = client.Close() })
 	locker := lease.NewLocker(client, lease.Config{TTL: 500 * time.Millisecond})
 	t.Cleanup(func() { _ = locker.Close() })
-	e, err := election.New(locker, client, "gocron-test", election.Config{Identity: name, Pause: 50 * time.Millisecond})
+	e, err := election.New(locker, "gocron-test", election.Config{Identity: name, Pause: 50 * time.Millisecond})
 	require.NoError(t, err)
 	s := &scheduler{el: &elector{e: e}, runs: &runs{}, done: make(chan error, 1)}
 	if job == nil {

@@ -183,7 +183,7 @@ func (w *worker) candidate(ctx context.Context, n int) error {
 	defer client.Close()
 	locker := lease.NewLocker(client, lease.Config{TTL: w.cfg.ttl})
 	defer locker.Close()
-	e, err := election.New(locker, client, key, election.Config{Identity: name, Pause: w.cfg.ttl / 4})
+	e, err := election.New(locker, key, election.Config{Identity: name, Pause: w.cfg.ttl / 4})
 	if err != nil {
 		return err
 	}

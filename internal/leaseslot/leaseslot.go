@@ -1,7 +1,8 @@
-// Package leaseslot is the seam through which package permits reaches
-// what package lease keeps unexported: the leases of a semaphore's permit
-// slots, under the names leasekeys.OfSlot gives. Package lease sets the
-// functions when it is initialised; permits is their only caller. Their
+// Package leaseslot is the seam through which packages permits and
+// election reach what package lease keeps unexported: the leases of a
+// semaphore's permit slots, under the names leasekeys.OfSlot gives, and a
+// Locker's client, namespace and Telemetry. Package lease sets the
+// functions when it is initialised. Their
 // values are a *lease.Locker and a *lease.Lease, typed any because this
 // package cannot import lease, which imports it.
 package leaseslot
@@ -9,6 +10,8 @@ package leaseslot
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/lockwatch/lockwatch/telemetry"
 )
@@ -60,6 +63,13 @@ var KeyHash func(lease any) string
 // Telemetry is locker's Telemetry (its Config's, or the one NewLocker
 // made): a semaphore given none records where its Locker does.
 var Telemetry func(locker any) *telemetry.Telemetry
+
+// Client is the client locker was made with: an election writes its
+// leader record there, beside the lease's keys.
+var Client func(locker any) redis.UniversalClient
+
+// Namespace is locker's lease.Config.Namespace, defaults in.
+var Namespace func(locker any) string
 
 // Agree records limit as the number of readers' permits of key's shared
 // lease unless one is recorded (SETNX, then GET, in one pipeline: the
