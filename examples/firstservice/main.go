@@ -19,17 +19,16 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" driver for database/sql
-	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/wrapperspb"
-
 	"github.com/lockwatch/lockwatch/debugpage"
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // schema is the fenced table: last_fence holds the token of the newest

@@ -19,6 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
+	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -27,10 +30,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
-
-	"github.com/lockwatch/lockwatch/fence"
-	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
-	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -92,11 +91,12 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 
 	// a takes o1 and is inside its write.
 	first := make(chan reply, 1)
-	go func() { first <- post(t, client, a.http+"/orders/o1/ship") }()
+	go func() { first <- post(client, a.http+"/orders/o1/ship") }()
 	aFence := a.waitFor(t, `writing order o1 with fence (\d+)`)
 
 	// While a holds the key, b refuses o1 on a route and on the method.
-	r := post(t, client, b.http+"/orders/o1/cancel")
+	r := post(client, b.http+"/orders/o1/cancel")
+	require.NoError(t, r.err)
 	assert.Equal(t, http.StatusConflict, r.status, r.body)
 	assert.Contains(t, r.body, "LEASE_CONTENDED")
 	assert.NotEmpty(t, r.retryAfter)
@@ -122,6 +122,7 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	// a resumes: its write reaches the table and is refused there.
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 	late := <-first
+	require.NoError(t, late.err)
 	assert.Equal(t, http.StatusConflict, late.status, late.body)
 	assert.Contains(t, late.body, "fence: stale token "+strconv.FormatInt(aFence, 10)+" at orders: "+strconv.FormatInt(bFence, 10)+" already accepted")
 	assert.Regexp(t, `(?m)^lockwatch_fence_rejections_total\{[^}]*resource="orders"[^}]*\} 1$`, get(t, client, a.admin+"/metrics"))
@@ -230,16 +231,19 @@ func (r *replica) stop(t *testing.T) {
 type reply struct {
 	status           int
 	body, retryAfter string
+	err              error
 }
 
-func post(t *testing.T, client *http.Client, url string) reply {
+// post posts to url; it runs on goroutines of its own too, so a failure
+// is the reply's err, for the test's goroutine to require.
+func post(client *http.Client, url string) reply {
 	resp, err := client.Post(url, "", nil)
-	if !assert.NoError(t, err) {
-		return reply{}
+	if err != nil {
+		return reply{err: err}
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, string(body), resp.Header.Get("Retry-After")}
+	body, err := io.ReadAll(resp.Body)
+	return reply{resp.StatusCode, string(body), resp.Header.Get("Retry-After"), err}
 }
 
 // retryContended posts until the answer is not LEASE_CONTENDED.
@@ -247,7 +251,8 @@ func retryContended(t *testing.T, client *http.Client, url string) reply {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		r := post(t, client, url)
+		r := post(client, url)
+		require.NoError(t, r.err)
 		if r.status != http.StatusConflict || !strings.Contains(r.body, "LEASE_CONTENDED") || time.Now().After(deadline) {
 			require.Equal(t, http.StatusOK, r.status, r.body)
 			return r
