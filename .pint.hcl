@@ -41,12 +41,12 @@ rule {
 }
 
 // The fencing alerts are per resource (the fence is the resource's), the
-// election alerts per election, the permits alerts per semaphore, every
-// other alert per lock.
+// election alerts per election, the permits alerts per semaphore,
+// LockwatchMetricsAbsent per job alone, every other alert per lock.
 rule {
   match {
     kind = "alerting"
-    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused)"
+    name = "Lockwatch(StaleWrite|StaleWriteSpike|FenceRejections|FenceTokensRefused)"
   }
   aggregate ".+" {
     keep    = ["resource"]
@@ -78,7 +78,7 @@ rule {
     kind = "alerting"
   }
   ignore {
-    name = "Lockwatch(StaleWriteSpike|FenceRejections|FenceTokensRefused|Election.+|Permits.+)"
+    name = "Lockwatch(StaleWrite|StaleWriteSpike|FenceRejections|FenceTokensRefused|Election.+|Permits.+|MetricsAbsent)"
   }
   aggregate ".+" {
     keep    = ["lock_name"]

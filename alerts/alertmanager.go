@@ -55,10 +55,10 @@ receivers:
       - url: http://127.0.0.1:9096/lockwatch/ticket
         send_resolved: true
 inhibit_rules:
-  # While a resource pages for a stale-write spike, the warning about its
-  # rejections says nothing new.
+  # While a resource pages for a stale-write spike, the tickets about its
+  # rejections say nothing new.
   - source_matchers: [alertname="{{.Spike}}"]
-    target_matchers: [alertname="{{.Rejections}}"]
+    target_matchers: [alertname=~"{{.Rejections}}|{{.StaleWrite}}"]
     equal: [job, resource]
 `))
 
@@ -67,7 +67,7 @@ func alertmanagerConfig() ([]byte, error) {
 	var b strings.Builder
 	err := alertmanagerExample.Execute(&b, map[string]string{
 		"Prefix": namePrefix, "Null": receiverNull, "Pager": receiverPager, "Ticket": receiverTicket,
-		"Spike": nameStaleWriteSpike, "Rejections": nameFenceRejections,
+		"Spike": nameStaleWriteSpike, "Rejections": nameFenceRejections, "StaleWrite": nameStaleWrite,
 	})
 	return []byte(b.String()), err
 }

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/lockwatch/lockwatch/alerts"
 )
@@ -30,4 +32,23 @@ func TestAlertmanagerRouting(t *testing.T) {
 	out := amtool(t, "config", "routes", "test", "--config.file="+alerts.AlertmanagerFile,
 		"--verify.receivers=default", "alertname=KubePodCrashLooping", "severity=critical")
 	assert.Equal(t, "default", strings.TrimSpace(out))
+}
+
+// TestStaleWriteSpikeInhibitsTheTickets: while a resource pages for a
+// stale-write spike, the example holds back the two stale-write tickets of
+// the same job and resource (RUNBOOK.md), and nothing else.
+func TestStaleWriteSpikeInhibitsTheTickets(t *testing.T) {
+	var cfg struct {
+		InhibitRules []struct {
+			SourceMatchers []string `yaml:"source_matchers"`
+			TargetMatchers []string `yaml:"target_matchers"`
+			Equal          []string `yaml:"equal"`
+		} `yaml:"inhibit_rules"`
+	}
+	require.NoError(t, yaml.Unmarshal(read(t, alerts.AlertmanagerFile), &cfg))
+	require.Len(t, cfg.InhibitRules, 1)
+	r := cfg.InhibitRules[0]
+	assert.Equal(t, []string{`alertname="LockwatchStaleWriteSpike"`}, r.SourceMatchers)
+	assert.Equal(t, []string{`alertname=~"LockwatchFenceRejections|LockwatchStaleWrite"`}, r.TargetMatchers)
+	assert.Equal(t, []string{"job", "resource"}, r.Equal)
 }

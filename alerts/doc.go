@@ -7,7 +7,8 @@
 // run go generate ./alerts/..., never the files.
 //
 // The alerts follow the monitoring-mixin conventions: one group per concern
-// (fencing, acquire, renewal, commit, cancellation, election, permits),
+// (fencing, acquire, renewal, commit, cancellation, election, permits,
+// telemetry),
 // CamelCase names starting with Lockwatch, a for duration, a severity label
 // (critical pages, warning opens a ticket), a static summary, a description
 // templated with $value and the series' labels, and a runbook_url pointing
@@ -15,8 +16,10 @@
 //
 // The only page is LockwatchStaleWriteSpike: writes carrying a stale
 // fencing token arriving at a resource at a steady rate, meaning two
-// holders believed they held the same lock. Lease losses with reason closed
-// are Locker.Close giving up its leases at shutdown and never alert.
+// holders believed they held the same lock. A single stale write opens a
+// ticket (LockwatchStaleWrite), and so does a job whose lockwatch series
+// vanished (LockwatchMetricsAbsent). Lease losses with reason closed are
+// Locker.Close giving up its leases at shutdown and never alert.
 //
 // # Recording rules
 //

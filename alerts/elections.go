@@ -3,6 +3,7 @@ package alerts
 import (
 	"time"
 
+	"github.com/grafana/grafana-foundation-sdk/go/alerting"
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -46,6 +47,7 @@ func elections(q promql) []alert {
 			For:         5 * time.Minute,
 			Summary:     "An election's candidates are running, and none of them leads: the singleton's work is not being done.",
 			Description: `No candidate of election {{ $labels.election }} (job {{ $labels.job }}) has reported leading for 5 minutes ({{ $value }} = 1 - the candidates leading).`,
+			NoData:      noData{alerting.RuleNoDataStateOK, "no series: no candidate campaigns; an election whose candidates all vanished is LockwatchElectionCandidatesGone's"},
 			Fires: testCase{
 				About: "two candidates campaigning, neither leading from minute 3",
 				Series: []series{
@@ -76,6 +78,7 @@ func elections(q promql) []alert {
 			Summary:   "Every candidate of an election stopped reporting: nothing leads it, and nothing campaigns.",
 			Description: `{{ $value }} candidates of election {{ $labels.election }} (job {{ $labels.job }}) reported within the last hour, and none has for 5 minutes: ` +
 				`the processes are gone or no longer scraped, so nobody leads it.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series is the healthy answer: every election seen in the last hour has a candidate now; Alerting would fire while all is well"},
 			Fires: testCase{
 				About:  "the only candidate's series ends at minute 10",
 				Series: []series{{obs.PromElectionLeader, candidate(testPodA), "1x10"}},
@@ -110,6 +113,7 @@ func elections(q promql) []alert {
 			Summary: "More than one candidate of an election reports leading: a deposed leader's work still runs.",
 			Description: `{{ $value }} candidates of election {{ $labels.election }} (job {{ $labels.job }}) have reported leading at once for 2 minutes: ` +
 				`a deposed leader's function has not returned since its term was lost, and only the fence stops its writes.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no candidate campaigns, so none leads twice"},
 			Fires: testCase{
 				About: "a stays at 1 after b's term started at minute 4",
 				Series: []series{
@@ -144,6 +148,7 @@ func elections(q promql) []alert {
 			Summary: "An election keeps changing leader: terms are lost or resigned again and again.",
 			Description: `{{ $value | humanize }} terms of election {{ $labels.election }} (job {{ $labels.job }}) started in the last 5 minutes, ` +
 				`and terms have kept starting that fast for 10 minutes: the singleton's work restarts with each.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no election is in use, so no term starts"},
 			Fires: testCase{
 				About:  "a term started every minute for 30 minutes",
 				Series: []series{{obs.PromElectionTermChanges, started, "0+1x30"}},

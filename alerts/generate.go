@@ -28,7 +28,7 @@ func Generate(cfg Config) (files map[string][]byte, err error) {
 		return nil, err
 	}
 	q := promql{jobSelector: cfg.JobSelector}
-	recs, alerts := recordings(q), slices.Concat(catalogue(q), elections(q), permits(q))
+	recs, alerts := recordings(q), slices.Concat(catalogue(q), elections(q), permits(q), absent(q))
 	if err := checkRecordings(recs); err != nil {
 		return nil, err
 	}
@@ -70,6 +70,8 @@ func check(alerts []alert) error {
 			return fmt.Errorf("alerts: %s: the summary is static; values go in the description", a.Name)
 		case len(a.Fires.Series) == 0 || len(a.Silent.Series) == 0 || a.Fires.At <= a.For || a.Silent.At <= a.For:
 			return fmt.Errorf("alerts: %s: needs a firing and a silent test case, evaluated after its for duration", a.Name)
+		case !slices.Contains(noDataStates, a.NoData.State) || a.NoData.Why == "":
+			return fmt.Errorf("alerts: %s: needs a Grafana no-data state and the reason for it", a.Name)
 		case slices.Contains(a.By, labelLe):
 			return fmt.Errorf("alerts: %s: the le label does not survive histogram_quantile", a.Name)
 		}

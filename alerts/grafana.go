@@ -93,9 +93,9 @@ func grafanaRule(cfg Config, a alert) *alerting.RuleBuilder {
 		OrgID(1).
 		Condition(refCondition).
 		For(promDuration(a.For)).
-		// No lockwatch series means nothing is unsafe, as in Prometheus,
-		// where an empty result never fires; a failing query is an error.
-		NoDataState(alerting.RuleNoDataStateOK).
+		// The catalogue's choice, with its reason there; a failing
+		// query is an error.
+		NoDataState(a.NoData.State).
 		ExecErrState(alerting.RuleExecErrStateError).
 		Labels(map[string]string{labelSeverity: a.Severity}).
 		Annotations(annotations).

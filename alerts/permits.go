@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grafana/grafana-foundation-sdk/go/alerting"
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -41,6 +42,7 @@ func permits(q promql) []alert {
 			Summary:   "Every permit of a semaphore is held and callers waiting for one time out.",
 			Description: `{{ $value | humanize }} waits a second for a permit of semaphore {{ $labels.semaphore }} (job {{ $labels.job }}) timed out over the last 5 minutes, ` +
 				`with all its permits held, for 10 minutes: its holders keep them longer than callers wait (permits.Config.Wait), and those callers fail with ErrNotAcquired.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series is the healthy answer: no wait for a permit timed out while every permit was held"},
 			Fires: testCase{
 				About: "3 permits held by two processes, one of which hands its permit on at minutes 7 and 14 between scrapes; 6 waits a minute time out and 2 acquire",
 				Series: []series{

@@ -48,6 +48,7 @@ tests:
       - {eval_time: 30m, alertname: LockwatchStaleWriteSpike, exp_alerts: []}
       - {eval_time: 20m, alertname: LockwatchFenceRejections, exp_alerts: []}
       - {eval_time: 30m, alertname: LockwatchFenceRejections, exp_alerts: []}
+      - {eval_time: 30m, alertname: LockwatchStaleWrite, exp_alerts: []}
     promql_expr_test:
       - expr: ALERTS
         eval_time: 30m
@@ -79,6 +80,7 @@ func TestStaleWriteAlertsIgnoreTokenRefusals(t *testing.T) {
 	require.Error(t, err, "the refusals would page if counted as stale writes, and the test must say so:\n%s", out)
 	assert.Contains(t, out, "alertname: LockwatchStaleWriteSpike")
 	assert.Contains(t, out, "alertname: LockwatchFenceRejections")
+	assert.Contains(t, out, "alertname: LockwatchStaleWrite,")
 }
 
 // writeRefusalsTest writes refusalsTest for the rule file at rules and

@@ -3,6 +3,7 @@ package alerts
 import (
 	"time"
 
+	"github.com/grafana/grafana-foundation-sdk/go/alerting"
 	"github.com/lockwatch/lockwatch/internal/obs"
 )
 
@@ -17,7 +18,13 @@ const (
 const (
 	nameStaleWriteSpike = "LockwatchStaleWriteSpike"
 	nameFenceRejections = "LockwatchFenceRejections"
+	nameStaleWrite      = "LockwatchStaleWrite"
 )
+
+// staleWriteWindow is the range of LockwatchStaleWrite's increase: one stale
+// write keeps its ticket open for an hour, long enough to be read, where
+// the 5-minute window of the other alerts would resolve it in minutes.
+const staleWriteWindow = time.Hour
 
 // tokenRefusals are the results of lockwatch_fence_checks_total for a token
 // a resource refused before comparing it with its mark: never a stale write
@@ -30,8 +37,8 @@ var tokenRefusals = []string{
 
 // alert is one alerting rule, in a form both the Prometheus and the Grafana
 // output are written from: it fires while Value is above Threshold for For.
-// Fires and Silent are its promtool tests, kept next to the rule so that no
-// alert exists without them.
+// Fires, Silent and More are its promtool tests, kept next to the rule so
+// that no alert exists without them.
 type alert struct {
 	Group       string        // one group per concern
 	Name        string        // CamelCase, prefixed Lockwatch
@@ -43,8 +50,10 @@ type alert struct {
 	For         time.Duration // how long the condition must hold
 	Summary     string        // static
 	Description string        // template: $value, $labels
+	NoData      noData        // the Grafana-managed rule's state when its query returns no series, and why
 	Fires       testCase      // data on which it fires
 	Silent      testCase      // healthy data on which it must not
+	More        []testCase    // further cases, each firing or silent as its Fires says
 }
 
 // testCase is one promtool test of an alert: input series and the moment of
@@ -56,6 +65,7 @@ type testCase struct {
 	At     time.Duration     // eval_time
 	Labels map[string]string // firing only: the instance's labels besides target labels and severity
 	Value  float64           // firing only: $value at At
+	Fires  bool              // in More: the alert fires at At (Fires and Silent say it by their place)
 }
 
 // series is one input series of a test case.
@@ -81,6 +91,8 @@ func catalogue(q promql) []alert {
 	resource := map[string]string{labelResource: testResource}
 	// The observations of the wait histogram: one per wait, by result.
 	waits := obs.PromLeaseWaitDuration + "_count"
+	spike := []series{{obs.PromFenceRejections, resource, "0+6x20"}}
+	oneStaleWrite := []series{{obs.PromFenceRejections, resource, "0x9 1x70"}}
 
 	return []alert{
 		{
@@ -94,9 +106,10 @@ func catalogue(q promql) []alert {
 			Summary:   "Stale writes are being rejected at a resource: leases are lost while their work keeps writing.",
 			Description: `{{ printf "%.2f" $value }} writes per second carrying a stale fencing token were rejected at resource {{ $labels.resource }} (job {{ $labels.job }}) over the last 5 minutes. ` +
 				`The fence stopped them, but two holders believed they held the same lock; resources without a fence may be taking the same late writes.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no fenced resource checked a token (each has its counter from its first check on, at zero), so none rejected one; metrics that vanish are LockwatchMetricsAbsent's"},
 			Fires: testCase{
 				About:  "6 rejections a minute (0.1/s) for 20 minutes",
-				Series: []series{{obs.PromFenceRejections, resource, "0+6x20"}},
+				Series: spike,
 				At:     10 * time.Minute,
 				Labels: resource,
 				Value:  0.1,
@@ -118,6 +131,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Writes with stale fencing tokens keep being rejected.",
 			Description: `{{ $value | humanize }} writes carrying a stale fencing token were rejected at resource {{ $labels.resource }} (job {{ $labels.job }}) in the last 5 minutes, ` +
 				`and rejections have gone on for 15 minutes.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no fenced resource checked a token, so none rejected one"},
 			Fires: testCase{
 				About:  "one rejection a minute for 30 minutes",
 				Series: []series{{obs.PromFenceRejections, resource, "0+1x30"}},
@@ -129,6 +143,57 @@ func catalogue(q promql) []alert {
 				About:  "a burst of 5 rejections at minute 21, evaluated 4 minutes later",
 				Series: []series{{obs.PromFenceRejections, resource, "0x20 5x20"}},
 				At:     25 * time.Minute,
+			},
+		},
+		{
+			Group:     "lockwatch-fencing",
+			Name:      nameStaleWrite,
+			Severity:  warning,
+			Value:     sumBy(byResource, "increase("+q.sel(obs.PromFenceRejections)+"["+promDuration(staleWriteWindow)+"])"),
+			By:        byResource,
+			Threshold: 0,
+			// One evaluation after the rejection's scrape: the hour's
+			// increase cannot flicker, so waiting longer only delays the
+			// ticket.
+			For:     time.Minute,
+			Summary: "A write with a stale fencing token was rejected: a holder wrote after its lease was lost.",
+			Description: `{{ $value | humanize }} writes carrying a stale fencing token were rejected at resource {{ $labels.resource }} (job {{ $labels.job }}) in the last hour. ` +
+				`The fence stopped them, but a holder kept writing after its lease was lost; resources without a fence may have taken its other writes.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no fenced resource checked a token, so none rejected one"},
+			Fires: testCase{
+				About:  "one stale write at minute 10, evaluated at minute 20",
+				Series: oneStaleWrite,
+				At:     20 * time.Minute,
+				Labels: resource,
+				Value:  1,
+			},
+			Silent: testCase{
+				About: "no stale write: the resource's rejection counter at zero for 80 minutes while it accepts 10 writes a minute",
+				Series: []series{
+					{obs.PromFenceRejections, resource, "0x80"},
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceAccepted)), "0+10x80"},
+				},
+				At: 80 * time.Minute,
+			},
+			More: []testCase{
+				{
+					About:  "one stale write at minute 10, evaluated at minute 10: pending, not firing",
+					Series: oneStaleWrite,
+					At:     10 * time.Minute,
+				},
+				{
+					About:  "one stale write at minute 10, evaluated at minute 71: out of the hour, resolved",
+					Series: oneStaleWrite,
+					At:     71 * time.Minute,
+				},
+				{
+					About:  "the spike's data, 6 rejections a minute: the page fires too, and the Alertmanager example inhibits this ticket while it does",
+					Series: spike,
+					At:     10 * time.Minute,
+					Labels: resource,
+					Value:  60,
+					Fires:  true,
+				},
 			},
 		},
 		{
@@ -149,6 +214,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Fencing tokens keep being refused at a resource: a client sends tokens it may not use, or someone forges them.",
 			Description: `{{ $value | humanize }} fencing tokens were refused as {{ $labels.result }} at resource {{ $labels.resource }} (job {{ $labels.job }}) in the last 5 minutes, ` +
 				`and refusals have gone on for 20 minutes. Each was a write refused before its token was compared with the resource's mark: the mark did not move, and the sender's write did not happen.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no fenced resource checked a token, so none refused one"},
 			Fires: testCase{
 				About:  "one forged token a minute for 40 minutes",
 				Series: []series{{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceForged)), "0+1x40"}},
@@ -179,6 +245,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Acquires end with an unknown result: Redis is slow or unreachable.",
 			Description: `{{ $value | humanizePercentage }} of acquires of lock {{ $labels.lock_name }} (job {{ $labels.job }}) ended unknown over the last 5 minutes: ` +
 				`their requests were refused, and their keys may stay held for up to one TTL.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lock had an acquire in 5 minutes (the ratio drops idle locks), so no request was refused"},
 			Fires: testCase{
 				About: "10% of acquires unknown",
 				Series: []series{
@@ -213,6 +280,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Most waits for a lock time out: it is held longer than its callers wait.",
 			Description: `{{ $value | humanizePercentage }} of the waits for lock {{ $labels.lock_name }} (job {{ $labels.job }}) ended timed out over the last 5 minutes, ` +
 				`and most have for 15 minutes: its holders keep it longer than callers wait (lease.Config.Wait), and those callers fail with ErrNotAcquired.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: nobody waited for a lock in 5 minutes, so no wait timed out"},
 			Fires: testCase{
 				About: "6 of 10 waits a minute time out",
 				Series: []series{
@@ -246,6 +314,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Lease renewals fail: leases are lost and their work cancelled.",
 			Description: `{{ $value | humanizePercentage }} of renewals of lock {{ $labels.lock_name }} (job {{ $labels.job }}) were rejected or went unanswered over the last 5 minutes; ` +
 				`every failed renewal loses its lease and cancels the work it protected.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lease was renewed in 5 minutes, so none was held and none could be lost"},
 			Fires: testCase{
 				About: "10% of renewals unanswered",
 				Series: []series{
@@ -276,6 +345,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Leases keep being lost before their work finished.",
 			Description: `{{ $value | humanize }} leases of lock {{ $labels.lock_name }} (job {{ $labels.job }}) were lost with reason {{ $labels.reason }} in the last 5 minutes, ` +
 				`and losses have gone on for 15 minutes. Every loss cancels the work it protected.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lock is in use (each has its counters from its first acquire on), so no lease was lost"},
 			Fires: testCase{
 				About:  "one lease lost a minute to unanswered renewals",
 				Series: []series{{obs.PromLeaseLosses, with(lock, labelReason, string(obs.LossRenewalUnknown)), "0+1x30"}},
@@ -304,6 +374,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Commits run with little lease validity left.",
 			Description: `{{ $value | humanizePercentage }} of commits of lock {{ $labels.lock_name }} (job {{ $labels.job }}) ran below the near-expiry margin over the last 5 minutes: ` +
 				`the work takes too long for the lease's TTL, or renewals are slow.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: nothing was committed in 5 minutes, so nothing was written late"},
 			Fires: testCase{
 				About: "20% of commits near expiry",
 				Series: []series{
@@ -334,6 +405,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Work keeps running long after its lease was lost.",
 			Description: `The 99th percentile of the time from a lease's loss to the end of its work is {{ $value | humanizeDuration }} for lock {{ $labels.lock_name }} (job {{ $labels.job }}) over the last 5 minutes: ` +
 				`work ignores its cancelled context for longer than the safety margin, so another holder may already be doing the same work.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lease was lost in 5 minutes, so no work had to stop"},
 			Fires: testCase{
 				About:  "a minute's 10 cancellations: 8 within 0.5ms, 2 taking 2s",
 				Series: histogramSeries(obs.PromLeaseCancellationLatency, lock, map[float64]int{0.0004: 8, 2: 2}),
@@ -358,6 +430,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Work is still running after its lease was lost.",
 			Description: `{{ $value | humanize }} pieces of work protected by lock {{ $labels.lock_name }} on {{ $labels.instance }} (job {{ $labels.job }}) are still running after their lease was lost, ` +
 				`and work has been overrunning there for 5 minutes: another holder may be doing the same work.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lock is in use (each has its gauge from its first acquire on), so no work runs on"},
 			Fires: testCase{
 				About:  "one piece of work running on from minute 3",
 				Series: []series{{obs.PromLeaseOverrunning, lock, "0x2 1x20"}},
@@ -382,6 +455,7 @@ func catalogue(q promql) []alert {
 			Summary:   "Work completes after its lease was lost: possible stale writes.",
 			Description: `{{ $value | humanize }} handlers of lock {{ $labels.lock_name }} (job {{ $labels.job }}) finished successfully after their lease was lost in the last 5 minutes, ` +
 				`and late completions have gone on for 10 minutes. What they wrote to resources without a fence may have overwritten newer data.`,
+			NoData: noData{alerting.RuleNoDataStateOK, "no series: no lock is in use, so no handler finished late"},
 			Fires: testCase{
 				About:  "one late completion a minute",
 				Series: []series{{obs.PromLeaseLateCompletions, lock, "0+1x30"}},

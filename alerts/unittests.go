@@ -65,12 +65,9 @@ func promtoolTests(cfg Config, recs []recording, alerts []alert) ([]byte, error)
 		file.Tests = append(file.Tests, exprTestGroupOf(cfg, r))
 	}
 	for _, a := range alerts {
-		for _, fires := range []bool{true, false} {
-			c := a.Silent
-			if fires {
-				c = a.Fires
-			}
-			g, err := testGroupOf(cfg, a, c, fires)
+		a.Fires.Fires, a.Silent.Fires = true, false
+		for _, c := range append([]testCase{a.Fires, a.Silent}, a.More...) {
+			g, err := testGroupOf(cfg, a, c, c.Fires)
 			if err != nil {
 				return nil, err
 			}
