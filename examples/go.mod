@@ -8,6 +8,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/lockwatch/lockwatch v0.0.0
 	github.com/lockwatch/lockwatch/dashboards v0.0.0
+	github.com/lockwatch/lockwatch/lockwatchtest v0.0.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -65,4 +66,5 @@ replace (
 	github.com/lockwatch/lockwatch => ..
 	github.com/lockwatch/lockwatch/alerts => ../alerts
 	github.com/lockwatch/lockwatch/dashboards => ../dashboards
+	github.com/lockwatch/lockwatch/lockwatchtest => ../lockwatchtest
 )

@@ -103,9 +103,8 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 
-	lockInvoice := middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") }, middleware.Config{})
 	mux := http.NewServeMux()
-	mux.Handle("POST /invoices/{id}/pay", lockInvoice(pay(payments, cfg.work)))
+	mux.Handle("POST /invoices/{id}/pay", lockInvoice(locker)(pay(payments, cfg.work)))
 	mux.Handle("GET /metrics", providers.Handler())
 	mux.Handle("/debug/lockwatch", debugpage.Handler(locker))
 
@@ -133,6 +132,11 @@ func run(ctx context.Context, cfg config) error {
 		err = errors.Join(err, served)
 	}
 	return err
+}
+
+// lockInvoice runs each payment under the lease on its invoice.
+func lockInvoice(locker *lease.Locker) func(http.Handler) http.Handler {
+	return middleware.HTTP(locker, func(r *http.Request) string { return "invoice:" + r.PathValue("id") }, middleware.Config{})
 }
 
 // pay runs under the lease on the invoice: the request's context is the
