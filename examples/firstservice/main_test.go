@@ -32,7 +32,19 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// runMain, set in a replica's environment, makes the test binary run the
+// program's main instead of the tests: the replicas are the program as
+// go test built it, with the race detector when the tests have it (a
+// race fails the replica's exit status), and no second build to wait for.
+const runMain = "FIRSTSERVICE_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMain) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 // The README's block lies between these lines, in a ```go fence.
 const (
@@ -66,9 +78,9 @@ const (
 	writeDelay = 2 * time.Second
 )
 
-// TestPauseAReplicaPastItsTTL builds the program and runs two replicas of
-// it against a real redis-server and PostgreSQL, as the README's recipe
-// does: replica a takes order o1 and is stopped (SIGSTOP) inside its
+// TestPauseAReplicaPastItsTTL runs two replicas of the program, two
+// processes, against a real redis-server and PostgreSQL, as the README's
+// recipe does: replica a takes order o1 and is stopped (SIGSTOP) inside its
 // write; meanwhile b refuses o1 (409 on a route, ABORTED on the gRPC
 // method), then takes it once a's key has expired, and writes; a resumes,
 // and its late write reaches the table, which refuses it: a's route
@@ -79,13 +91,12 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	var schema string
 	require.NoError(t, db.QueryRow("SELECT current_schema()").Scan(&schema))
 	srv := redistest.Start(t)
-	bin := build(t)
 	args := func(name string) []string {
 		return []string{"-name", name, "-redis", srv.Addr(), "-dsn", withSearchPath(pgtest.DSN(), schema),
 			"-http", "127.0.0.1:0", "-grpc", "127.0.0.1:0", "-admin", "127.0.0.1:0",
 			"-ttl", ttl.String(), "-write-delay", writeDelay.String()}
 	}
-	a, b := startReplica(t, bin, args("a")...), startReplica(t, bin, args("b")...)
+	a, b := startReplica(t, args("a")...), startReplica(t, args("b")...)
 	client := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	defer client.Transport.(*http.Transport).CloseIdleConnections()
 
@@ -143,21 +154,6 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	b.stop(t)
 }
 
-// build builds the program as a user would run it.
-func build(t *testing.T) string {
-	t.Helper()
-	start := time.Now()
-	defer func() { t.Logf("go build: %v", time.Since(start).Round(time.Millisecond)) }()
-	bin := filepath.Join(t.TempDir(), "firstservice")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
-
 // replica is one running firstservice process and its addresses.
 type replica struct {
 	cmd               *exec.Cmd
@@ -172,9 +168,11 @@ var _ = func(pool *pgxpool.Pool) fence.DB { return stdlib.OpenDBFromPool(pool) }
 
 var listening = regexp.MustCompile(`HTTP on (\S+), gRPC on (\S+), /metrics and /debug/lockwatch on (\S+)`)
 
-func startReplica(t *testing.T, bin string, args ...string) *replica {
+// startReplica runs the program with args, and waits until it listens.
+func startReplica(t *testing.T, args ...string) *replica {
 	t.Helper()
-	r := &replica{cmd: exec.Command(bin, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	r := &replica{cmd: exec.Command(os.Args[0], args...), out: &syncBuffer{}, done: make(chan struct{})}
+	r.cmd.Env = append(os.Environ(), runMain+"=1")
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	require.NoError(t, r.cmd.Start())
 	go func() { _ = r.cmd.Wait(); close(r.done) }()
