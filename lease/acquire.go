@@ -51,6 +51,7 @@ func (lk *Locker) Acquire(ctx context.Context, key string) (*Lease, error) {
 	a := &acquisition{lk: lk, ctx: ctx, actx: actx, parent: ctx, set: set, key: key, keys: keys}
 	var l *Lease
 	l, ev.Result, ev.Err = a.run(&ev)
+	lk.markHeldHere(ev.Err, keys.Lock)
 	ev.Attempts = a.attempts
 	ev.Duration = clock.Now() - start
 	if l != nil {

@@ -39,10 +39,28 @@ type NotAcquiredError struct {
 	// HolderTTL is the holder's remaining TTL as Redis reported it on the last
 	// attempt: a good Retry-After. Zero when Redis reported no expiry.
 	HolderTTL time.Duration
+	// HeldHere is true when, as Acquire returned, a live lease of this
+	// process held the key: one of the Locker's, or of a Locker sharing
+	// its scheduler (Locker.With). The holder is then another caller in
+	// this process (another request on this replica), not another
+	// replica; false says nothing either way.
+	HeldHere bool
 }
 
 func (e *NotAcquiredError) Error() string {
-	return fmt.Sprintf("lease: not acquired: %q held by another owner for %v more", shortKey(e.Key), e.HolderTTL)
+	by := "another owner"
+	if e.HeldHere {
+		by = "another lease of this process"
+	}
+	return fmt.Sprintf("lease: not acquired: %q held by %s for %v more", shortKey(e.Key), by, e.HolderTTL)
+}
+
+// markHeldHere sets HeldHere on err's NotAcquiredError, if it has one.
+func (lk *Locker) markHeldHere(err error, lockKey string) {
+	var busy *NotAcquiredError
+	if errors.As(err, &busy) {
+		busy.HeldHere = lk.sched.holds(lockKey)
+	}
 }
 
 // Unwrap makes errors.Is(err, ErrNotAcquired) hold.

@@ -102,6 +102,20 @@ func (s *scheduler) add(l *Lease) bool {
 	return true
 }
 
+// holds reports whether an active lease of this scheduler holds the lock
+// named lockKey. It reads every held lease, as Snapshot does: only a
+// contended Acquire's end asks, not its polls.
+func (s *scheduler) holds(lockKey string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, l := range s.dlQ.items {
+		if l.lockKey == lockKey && state(l.state.Load()) == stateActive {
+			return true
+		}
+	}
+	return false
+}
+
 // queueRenewalLocked queues l's next renewal unless it is final.
 func (s *scheduler) queueRenewalLocked(l *Lease) {
 	if !l.final() {

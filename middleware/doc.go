@@ -110,7 +110,7 @@
 // values:
 //
 //	reason                   HTTP  gRPC                 retry  when
-//	LEASE_CONTENDED          409   ABORTED              yes    another replica holds the lease (after the optional wait)
+//	LEASE_CONTENDED          409   ABORTED              yes    another replica, or another request here, holds the lease
 //	LEASE_UNKNOWN            503   UNAVAILABLE          yes    Redis did not answer the acquire in time; the work did not run
 //	LEASE_UNAVAILABLE        503   UNAVAILABLE          yes    Redis failed or the Locker is closed; the work did not run
 //	LEASE_LOST               503   UNAVAILABLE          yes    the lease was lost before the answer; the work may not have completed

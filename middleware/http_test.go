@@ -115,9 +115,22 @@ func TestHTTPAnswers(t *testing.T) {
 		assert.Equal(t, reasonContended, p.Reason)
 		assert.Equal(t, http.StatusConflict, p.Status)
 		assert.Equal(t, "POST /reports/{id}", p.LockName, "the route, never the key, names the lock")
+		assert.Equal(t, heldHereDetail, p.Detail, "the holder is a lease of this Locker")
 		assert.False(t, ran.Load())
 		assert.EqualValues(t, 1, h.Sum(t, obs.LeaseAcquires,
 			telemetrytest.Attrs(obs.AttrLockName, "POST /reports/{id}", obs.AttrResult, "contended")))
+	})
+
+	t.Run("contended by another replica: the generic detail", func(t *testing.T) {
+		lk := newLocker(t, srv.Client(t), nil, lease.Config{TTL: 5 * time.Second})
+		other := newLocker(t, srv.Client(t), nil, lease.Config{TTL: 5 * time.Second})
+		holder, err := other.Acquire(ctx, "43")
+		require.NoError(t, err)
+		defer holder.Release(ctx)
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{})
+		p := decodeProblem(t, post(t, c, url+"/reports/43"))
+		assert.Equal(t, reasonContended, p.Reason)
+		assert.Equal(t, "another replica is doing this work", p.Detail)
 	})
 
 	t.Run("unknown: 503 and the handler does not run", func(t *testing.T) {

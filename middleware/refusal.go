@@ -51,7 +51,7 @@ const (
 
 // The refusals, one row each.
 var (
-	refuseContended   = refusal{reasonContended, http.StatusConflict, codes.Aborted, "Lease held by another replica", "another replica is doing this work", time.Second, false}
+	refuseContended   = refusal{reasonContended, http.StatusConflict, codes.Aborted, "Lease held", "another replica is doing this work", time.Second, false}
 	refuseUnknown     = refusal{reasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
 	refuseUnavailable = refusal{reasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
 	refuseLost        = refusal{reasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
@@ -67,9 +67,15 @@ var (
 	refuseFenceStore  = refusal{reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Fence store unavailable", "the fence store did not answer", time.Second, false}
 )
 
+// heldHereDetail is a contended refusal's detail when the holder is a
+// lease of this process (lease.NotAcquiredError.HeldHere): the client's
+// own earlier request, say, still running here.
+const heldHereDetail = "another request on this replica is doing this work"
+
 // acquireRefusal classifies an Acquire error: every permit held, contended
-// (retry after the holder's TTL), unknown (the work did not run; the
-// clean-up frees the key within moments), or anything else.
+// (retry after the holder's TTL; the detail says when the holder is on
+// this replica), unknown (the work did not run; the clean-up frees the key
+// within moments), or anything else.
 func acquireRefusal(err error) refusal {
 	var busy *lease.NotAcquiredError
 	switch {
@@ -78,6 +84,9 @@ func acquireRefusal(err error) refusal {
 	case errors.As(err, &busy):
 		r := refuseContended
 		r.retry = max(busy.HolderTTL, time.Second)
+		if busy.HeldHere {
+			r.detail = heldHereDetail
+		}
 		return r
 	case errors.Is(err, lease.ErrUnknown):
 		return refuseUnknown

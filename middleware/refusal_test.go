@@ -83,6 +83,18 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 	}
 }
 
+// A contended refusal says whether the holder is on this replica, and
+// stays generic when that is not known.
+func TestContendedRefusalNamesTheHolder(t *testing.T) {
+	elsewhere := acquireRefusal(&lease.NotAcquiredError{Key: "k"}).problem("lock", nil)
+	assert.Equal(t, "another replica is doing this work", elsewhere.Detail)
+	here := &lease.NotAcquiredError{Key: "k", HeldHere: true}
+	assert.Equal(t, heldHereDetail, acquireRefusal(here).problem("lock", nil).Detail)
+	joined := errors.Join(here, errors.New("wait over"))
+	assert.Equal(t, heldHereDetail, status.Convert(acquireRefusal(joined).grpcStatus("lock", joined)).Message())
+	assert.Equal(t, elsewhere.Title, acquireRefusal(here).problem("lock", nil).Title, "one title per type")
+}
+
 // rows are the refusals of refusal.go by variable name.
 // TestRowsAreAllTheRefusals keeps the list whole.
 var rows = map[string]refusal{
