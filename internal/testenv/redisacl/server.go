@@ -128,10 +128,12 @@ func Tolerated(d Denial) bool {
 // Refused tells whether err is the server refusing a command by ACL: NOPERM
 // for a command, key or channel the call names itself, and, for a command
 // a script calls, Redis 7.0's "The user executing the script can't ..."
-// (an ERR reply: the script stops there).
+// or Valkey's (and Redis 7.2's) "ACL failure in script: ..." (ERR
+// replies: the script stops there).
 func Refused(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), "NOPERM") ||
-		strings.Contains(err.Error(), "The user executing the script can't"))
+		strings.Contains(err.Error(), "The user executing the script can't") ||
+		strings.Contains(err.Error(), "ACL failure in script: "))
 }
 
 // RequireRefused fails the test unless err is an ACL refusal.

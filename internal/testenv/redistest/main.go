@@ -23,12 +23,12 @@ import (
 // need the shared server and cannot skip themselves, are skipped by name:
 // "go test ./..." on a laptop without Redis says what it ran.
 func Main(m *testing.M, useAddr func(addr string)) int {
-	if _, err := exec.LookPath(serverBinary); err != nil {
+	if _, err := exec.LookPath(serverBinary()); err != nil {
 		if os.Getenv(requireEnv) == "1" {
-			fmt.Printf("redistest: %s=1 but %s is unavailable: %v\n", requireEnv, serverBinary, err)
+			fmt.Printf("redistest: %s=1 but %s is unavailable: %v\n", requireEnv, serverBinary(), err)
 			return 1
 		}
-		fmt.Printf("redistest: %s not on PATH: unit tests only, examples and benchmarks skipped (set %s=1 to fail instead)\n", serverBinary, requireEnv)
+		fmt.Printf("redistest: %s not on PATH: unit tests only, examples and benchmarks skipped (set %s=1 to fail instead)\n", serverBinary(), requireEnv)
 		if err := flag.Set("test.skip", "^(Example|Benchmark)"); err != nil {
 			fmt.Println("redistest:", err)
 			return 1

@@ -132,7 +132,7 @@ func newServer(dir string, extraArgs []string) (*Server, error) {
 		logPath: filepath.Join(dir, "redis.log"),
 		extra:   slices.Clone(extraArgs),
 	}
-	bin, err := exec.LookPath(serverBinary)
+	bin, err := exec.LookPath(serverBinary())
 	if err != nil {
 		return s, fmt.Errorf("redistest: %w", err)
 	}
