@@ -109,6 +109,13 @@ func TestLockerACL(t *testing.T) {
 		require.NoError(t, lk.Check(ctx))
 	})
 
+	t.Run("check without EVAL", func(t *testing.T) {
+		c := s.User(t, "lockwatch-no-eval", redisacl.Without(redisacl.Locker(ns), "+eval"))
+		err := aclLocker(t, c, lease.Config{}).Check(ctx)
+		redisacl.RequireRefused(t, err, "a check without +eval")
+		assert.Contains(t, err.Error(), "refuses EVAL to this user")
+	})
+
 	t.Run("acquire, renew, release", func(t *testing.T) {
 		const ttl = 300 * time.Millisecond
 		l, err := aclWith(t, lk, lease.Config{TTL: ttl}).Acquire(ctx, "acl-renew")

@@ -9,24 +9,28 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// minRedisVersion is the oldest Redis that Check accepts: lockwatch is
-// tested on Redis 7, and relies on effects replication of scripts, the
-// default since 5.0 (the acquire script asks for it on older servers too,
-// and is refused loudly where it cannot have it).
-const minRedisVersion = "5.0"
+// minVersions are the oldest servers Check accepts. lockwatch relies on
+// effects replication of scripts, Redis's default since 5.0 (the acquire
+// script asks for it on older servers too, and is refused loudly where it
+// cannot have it). Valkey's first release, 7.2, is the Redis 7.2 it
+// forked, so every Valkey qualifies; both are tested (README).
+var minVersions = map[string]string{"Redis": "5.0", "Valkey": "7.2"}
 
-// Check asks every Redis master the Locker writes to whether it can hold
-// leases safely, so that a service stops at start-up with a clear error
-// rather than meet a stream of failed or unknown acquires, or a second
-// holder, in production:
+// Check asks every Redis or Valkey master the Locker writes to whether it
+// can hold leases safely, so that a service stops at start-up with a clear
+// error rather than meet a stream of failed or unknown acquires, or a
+// second holder, in production:
 //
-//   - its version is at least 5.0;
+//   - its version is at least Redis 5.0 or Valkey 7.2;
 //   - its maxmemory-policy is noeviction: any other policy may evict a held
 //     lock key (volatile-* policies pick keys with a TTL, which every lock
-//     key has) and let a second holder in.
+//     key has) and let a second holder in;
+//   - it runs Lua scripts, which every lease operation is: Valkey can run
+//     without its Lua module, and a server may disable EVAL.
 //
-// Check reads INFO only (no CONFIG, which managed services often disable)
-// and writes nothing. On Cluster it asks every master.
+// Its errors name the server and its version ("Valkey 8.0.1"). Check reads
+// INFO (no CONFIG, which managed services often disable) and evaluates one
+// script that touches no key. On Cluster it asks every master.
 func (lk *Locker) Check(ctx context.Context) error {
 	if cc, ok := lk.client.(*redis.ClusterClient); ok {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
@@ -46,28 +50,43 @@ func checkServer(ctx context.Context, c redis.Cmdable, addr string) error {
 		return fmt.Errorf("lease: check%s: %w", where, err)
 	}
 	fields := infoFields(info)
-	if err := checkVersion(fields["redis_version"]); err != nil {
+	srv := identify(fields)
+	if err := checkVersion(srv); err != nil {
 		return fmt.Errorf("lease: check%s: %w", where, err)
 	}
 	if p := fields["maxmemory_policy"]; p != "noeviction" {
-		return fmt.Errorf("lease: check%s: maxmemory-policy is %q: Redis may evict a held lock; set it to noeviction", where, p)
+		return fmt.Errorf("lease: check%s: maxmemory-policy is %q: %s may evict a held lock; set it to noeviction", where, p, srv)
+	}
+	if err := checkLua(ctx, c, srv); err != nil {
+		return fmt.Errorf("lease: check%s: %w", where, err)
 	}
 	return nil
 }
 
-// checkVersion accepts a redis_version at or above minRedisVersion.
-func checkVersion(v string) error {
-	major, minor, ok := majorMinor(v)
-	wantMajor, wantMinor, _ := majorMinor(minRedisVersion)
+// server is what INFO says a master is. Valkey reports redis_version too,
+// fixed at the Redis it is compatible with, and its own version in
+// valkey_version (server_name:valkey), which every release has had.
+type server struct{ name, version string }
+
+func (s server) String() string { return s.name + " " + s.version }
+
+func identify(fields map[string]string) server {
+	if v, ok := fields["valkey_version"]; ok || fields["server_name"] == "valkey" {
+		return server{"Valkey", v}
+	}
+	return server{"Redis", fields["redis_version"]}
+}
+
+// checkVersion accepts a server at or above its minVersions entry.
+func checkVersion(srv server) error {
+	major, minor, ok := majorMinor(srv.version)
+	least := minVersions[srv.name]
+	wantMajor, wantMinor, _ := majorMinor(least)
 	switch {
 	case !ok:
-		return fmt.Errorf("unreadable redis_version %q", v)
+		return fmt.Errorf("unreadable %s version %q", srv.name, srv.version)
 	case major < wantMajor || major == wantMajor && minor < wantMinor:
-		// ST1005 (both linters): "Redis" is a proper noun, and the error is
-		// wrapped ("lease: check: Redis 4.0.9 is older than 5.0").
-		//lint:ignore ST1005 "Redis" is a proper noun
-		return fmt.Errorf("Redis %s is older than %s", v, minRedisVersion) //nolint:staticcheck // ST1005: as above
-
+		return fmt.Errorf("%s is older than %s", srv, least)
 	}
 	return nil
 }

@@ -35,12 +35,13 @@
 // the key itself); a Sentinel deployment is a single node reached through
 // go-redis's failover client.
 //
-// Redis must be 5.0 or later with maxmemory-policy noeviction (another
-// policy may evict a held lock); Locker.Check tells both at start-up. Set
-// the client's ContextTimeoutEnabled, so that lockwatch's deadlines bound
-// socket reads too: without it a renewal against a stalled Redis waits for
-// ReadTimeout, and the stall is noticed later (the lease is still cancelled
-// at its cancel point).
+// Redis must be 5.0 or later (or Valkey), with maxmemory-policy noeviction
+// (another policy may evict a held lock) and Lua scripting (Valkey can run
+// without it); Locker.Check tells all three at start-up. Set the client's
+// ContextTimeoutEnabled, so that lockwatch's deadlines bound socket reads
+// too: without it a renewal against a stalled Redis waits for ReadTimeout,
+// and the stall is noticed later (the lease is still cancelled at its
+// cancel point).
 //
 // What each guarantee assumes (clock rates, server clocks across a
 // failover, the 16 newest barred attempts per key) is in RELIABILITY.md.
