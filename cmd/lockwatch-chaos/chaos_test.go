@@ -140,6 +140,7 @@ func TestChaos(t *testing.T) {
 			checkRuns(t, cfg, sum)
 			checkElection(t, sum)
 			checkPermits(t, cfg, sum)
+			checkShared(t, cfg, sum)
 			if slices.Contains(cfg.faults, faultHolderPartition) {
 				want := "the cuts fall back to per-holder forwarders"
 				if netnsAvailable() == nil {
@@ -252,10 +253,28 @@ func checkPermits(t *testing.T, cfg config, sum summary) {
 	assert.True(t, p.MetricsExact)
 }
 
+// checkShared: the shared lease's readers and writers took it and wrote
+// under it; no reader was live beside a writer, nor more readers than
+// the limit, unexplained, and the semaphore's counters equal the history.
+// (Two live writers and a writer's accepted stale write are violations,
+// which the caller asserts there are none of.)
+func checkShared(t *testing.T, cfg config, sum summary) {
+	f := sum.Shared
+	assert.Equal(t, cfg.sharedReaders, f.Readers)
+	assert.Equal(t, cfg.sharedWriters, f.Writers)
+	assert.Positive(t, f.Reads, "readers held the shared lease")
+	assert.Positive(t, f.Writes, "writers held the shared lease")
+	assert.Positive(t, f.Accepted, "writers wrote under it")
+	assert.Zero(t, f.Beside)
+	assert.Zero(t, f.OverLimit)
+	assert.True(t, f.MetricsExact)
+}
+
 // TestPermitsChaos is a short run of a semaphore of 3 permits and 5
-// holders beside the lock holders, under the single topology's faults
-// that lose or split its keys in Redis (a restart without persistence, a
-// failover) and that cut every holder off: the checks stay clean.
+// holders, and of a shared lease's 3 readers and 2 writers, beside the
+// lock holders, under the single topology's faults that lose or split
+// their keys in Redis (a restart without persistence, a failover) and
+// that cut every holder off: the checks stay clean.
 func TestPermitsChaos(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.duration = 20 * time.Second
@@ -269,6 +288,7 @@ func TestPermitsChaos(t *testing.T) {
 	assert.Positive(t, sum.Faults)
 	checkPermits(t, cfg, sum)
 	assert.Positive(t, sum.Permits.Lost, "the faults cost permits")
+	checkShared(t, cfg, sum)
 }
 
 // TestUnfencedControl proves the checks can fail: the same harness, writes

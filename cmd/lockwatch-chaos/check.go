@@ -286,13 +286,14 @@ func lateWork(leases []leaseRec, window time.Duration, pausedDuring func(proc in
 }
 
 // holderCounts are the counts of the history, to compare with the metrics.
-// The permit holders' acquires and permits count in their semaphore's
-// telemetry (permitFiguresOf), their writes' rejections in the registers'.
+// The permit and shared lease holders' acquires and leases count in
+// their semaphores' telemetry (permitFiguresOf, sharedFiguresOf), their
+// writes' rejections in the registers'.
 func holderCounts(ops []op, leases []leaseRec) counts {
 	c := counts{Acquires: map[string]int64{}}
 	for _, o := range ops {
 		switch {
-		case o.Kind == kindAcquire && o.Permit:
+		case o.Kind == kindAcquire && (o.Permit || o.Shared != ""):
 		case o.Kind == kindAcquire:
 			result := o.Outcome
 			if result == outError {
@@ -304,7 +305,7 @@ func holderCounts(ops []op, leases []leaseRec) counts {
 		}
 	}
 	for _, r := range leases {
-		if r.Permit {
+		if r.Permit || r.Shared != "" {
 			continue
 		}
 		if r.Lost {

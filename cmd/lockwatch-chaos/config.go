@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/internal/testenv/pgtest"
+	"github.com/lockwatch/lockwatch/permits"
 )
 
 // config is everything a run depends on. The schedule of faults is a pure
@@ -41,6 +42,10 @@ type config struct {
 	// permitHolders hold permits of one semaphore of permitLimit permits,
 	// goroutines of this process with a Locker each.
 	permitHolders, permitLimit int
+	// sharedReaders and sharedWriters use one shared lease whose readers
+	// hold one of sharedLimit permits, goroutines of this process with a
+	// Locker each.
+	sharedReaders, sharedWriters, sharedLimit int
 }
 
 func defaultConfig() config {
@@ -63,6 +68,11 @@ func defaultConfig() config {
 		// taken again at once.
 		permitHolders: 4,
 		permitLimit:   2,
+		// More readers than permits, and two writers: each writer waits
+		// for the readers to yield, and for the other writer.
+		sharedReaders: 3,
+		sharedWriters: 2,
+		sharedLimit:   2,
 	}
 }
 
@@ -108,6 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.elects, "elects", cfg.elects, "election candidates that are lockwatch elect processes, their programs heartbeating with the term's fence")
 	fs.IntVar(&cfg.permitHolders, "permit-holders", cfg.permitHolders, "holders of the semaphore's permits, goroutines of this process with a Locker each, writing each permit's registers with its token")
 	fs.IntVar(&cfg.permitLimit, "permit-limit", cfg.permitLimit, "the semaphore's permits: at most this many permit holders live at once")
+	fs.IntVar(&cfg.sharedReaders, "shared-readers", cfg.sharedReaders, "readers of the shared lease, goroutines of this process with a Locker each, reading the key's registers and writing their permit's with its token")
+	fs.IntVar(&cfg.sharedWriters, "shared-writers", cfg.sharedWriters, "writers of the shared lease, goroutines of this process with a Locker each, writing the key's registers with the writer's token")
+	fs.IntVar(&cfg.sharedLimit, "shared-limit", cfg.sharedLimit, "the shared lease's readers' permits: at most this many readers live at once, and none beside a writer")
 	fs.StringVar(&cfg.lockwatch, "lockwatch", "", "the lockwatch binary the run holders run (default: cmd/lockwatch built from the module the harness runs in)")
 	fs.IntVar(&cfg.keys, "keys", cfg.keys, "lock keys (and registers) the holders contend for")
 	fs.StringVar(&faults, "faults", faults, "comma-separated fault kinds to inject, or none (default: every kind of the topology; single: "+
@@ -166,6 +179,10 @@ func (c config) validate() error {
 		return errors.New("-permit-holders must not be negative")
 	case c.permitHolders > 0 && (c.permitLimit < 1 || c.permitLimit >= c.permitHolders):
 		return errors.New("-permit-limit must be at least 1 and below -permit-holders, so that the holders contend")
+	case c.sharedReaders < 0 || c.sharedWriters < 0:
+		return errors.New("-shared-readers and -shared-writers must not be negative")
+	case c.sharedLeases() && (c.sharedReaders == 0 || c.sharedWriters == 0 || c.sharedLimit < 1 || c.sharedLimit > permits.MaxLimit):
+		return fmt.Errorf("a shared lease needs -shared-readers and -shared-writers > 0 (or both 0), and -shared-limit from 1 to %d", permits.MaxLimit)
 	case c.goroutines < 0 || c.procs < 0 || c.goroutines+c.procs < 2:
 		return errors.New("at least two holders (-goroutines plus -procs) are needed for contention")
 	case c.keys < 1:

@@ -19,6 +19,11 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, 100*time.Millisecond, cfg.cancelWindow())
 	assert.Equal(t, 1500*time.Millisecond, cfg.maxWork())
 	assert.Equal(t, 2, cfg.runs, "two lockwatch run holders by default")
+	assert.True(t, cfg.sharedLeases(), "shared lease holders by default")
+
+	cfg, err = parseFlags([]string{"-shared-readers", "0", "-shared-writers", "0"}, io.Discard)
+	require.NoError(t, err)
+	assert.False(t, cfg.sharedLeases())
 
 	cfg, err = parseFlags([]string{"-seed", "0"}, io.Discard)
 	require.NoError(t, err)
@@ -59,6 +64,9 @@ func TestParseFlags(t *testing.T) {
 		{"-procs", "0", "-faults", "holder-stop"},
 		{"-runs", "0", "-faults", "run-leave-child"},
 		{"-runs", "-1"},
+		{"-shared-writers", "0"},
+		{"-shared-readers", "-1", "-shared-writers", "0"},
+		{"-shared-limit", "0"},
 		{"extra"},
 	} {
 		_, err := parseFlags(args, io.Discard)

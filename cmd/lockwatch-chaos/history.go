@@ -63,6 +63,13 @@ type op struct {
 	// Permit marks a permit holder's acquire (permitholders.go): its Key
 	// is the permit's, or the semaphore's when none was taken.
 	Permit bool `json:"permit,omitempty"`
+	// Shared marks a shared lease holder's acquire (sharedholders.go):
+	// roleReader or roleWriter.
+	Shared string `json:"shared,omitempty"`
+	// Unagreed marks a shared lease acquire that failed before its Shared
+	// had agreed the key's limit with Redis: that step's error is the
+	// Shared's, which lockwatch_permits_acquires does not count.
+	Unagreed bool `json:"ua,omitempty"`
 }
 
 // leaseRec is what one holder saw of one lease, from acquire to release.
@@ -99,6 +106,13 @@ type leaseRec struct {
 	// Permit marks a permit of the semaphore (permitholders.go): Key is
 	// the permit's, "<key>#<index>".
 	Permit bool `json:"permit,omitempty"`
+	// Shared marks a shared lease's reader (Key the permit's, "<key>#<i>")
+	// or writer (Key the key): roleReader or roleWriter.
+	Shared string `json:"shared,omitempty"`
+	// Taken is when a shared lease's writer began taking its leases (its
+	// Write's invoke): it holds the key's lease and permits from before
+	// Acquired, and a loss of them in Redis meanwhile explains an overlap.
+	Taken int64 `json:"tk,omitempty"`
 }
 
 // liveUntil is the end of the lease's live interval: its work had stopped

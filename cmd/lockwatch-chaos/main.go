@@ -104,7 +104,18 @@
 //     acquire in three waits up to a TTL), read the permit's Redis and
 //     PostgreSQL registers, work on its context for up to 1.5 TTLs, write
 //     both inside Commit with its token under the permit's key s1#i (a
-//     mark per permit: each permit is its own fencing domain), release.
+//     mark per permit: each permit is its own fencing domain), release;
+//   - shared lease holders: -shared-readers (3) and -shared-writers (2)
+//     goroutines of this process, each with a Locker of its own, using
+//     the shared lease r1 of package permits (permits.NewShared) with
+//     -shared-limit readers' permits (2), one more key the Cluster faults
+//     take in turn. A reader loops as a semaphore holder does (Read, one
+//     in three waiting up to a TTL): it reads r1's registers and writes
+//     its permit's, r1#i, with the permit's token. A writer loops: Write,
+//     waiting up to 3 TTLs for the readers to yield, read r1's registers,
+//     work, write them inside Commit with the writer's token under r1,
+//     release, rest 1 to 3 TTLs. A reader yielding to a writer
+//     (lease.LossYielded) is expected, and counted apart.
 //
 // # Faults
 //
@@ -340,6 +351,17 @@
 //     result, permits lost), nothing held or waiting at the end. The
 //     permits line gives acquires, permits lost, writes by outcome and
 //     the most permits live at once against the limit.
+//  10. the shared lease: readers count as permits r1#i and writers as
+//     leases of r1 in checks 1 to 5, so two writers live at once, a
+//     writer's token minted below an earlier writer's, and a writer's
+//     stale write accepted are violations there; a reader live beside a
+//     writer, or more than -shared-limit readers live, that no loss in
+//     Redis of the first one's key and no stop explains is an
+//     unexplained_overlap; the lockwatch_permits_* counters equal the
+//     readers' acquires and losses, the leases' late completions the
+//     history's, nothing held, waiting or active at the end. The shared
+//     lease line gives acquires by role, yields apart from other
+//     losses, writes, and the overlaps.
 //
 // -unfenced is the negative control: the same schedule, with writes that
 // skip the fence check, and the guarded register served without its

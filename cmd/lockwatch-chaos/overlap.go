@@ -114,5 +114,14 @@ func explain(a, b leaseRec, faults []injected, fos []failover, ttl, window time.
 	if pausedDuring(a.Proc, max(a.Acquired, b.Acquired-int64(window)), b.Acquired) {
 		return overlapStopped
 	}
+	// A shared lease's writer took its leases from b.Taken on: Redis may
+	// have lost those, and a taken the key after the loss.
+	if b.Taken != 0 && b.Taken < b.Acquired {
+		early := b
+		early.Acquired, early.Taken = b.Taken, 0
+		if explain(early, a, faults, fos, ttl, window, func(int, int64, int64) bool { return false }) == overlapRedisLoss {
+			return overlapRedisLoss
+		}
+	}
 	return overlapUnexplained
 }

@@ -67,7 +67,8 @@ func (h *permitHolder) once() {
 	}
 	h.rec.op(a)
 	if err == nil {
-		h.rec.lease(h.hold(ctx, p, a.Return))
+		base := leaseRec{Holder: h.id, Key: p.Key(), Fence: int64(p.Fence()), Acquired: a.Return, Permit: true}
+		h.rec.lease(h.hold(ctx, p, base, p.Key()))
 	}
 }
 
@@ -84,11 +85,12 @@ func acquireOutcome(err error) string {
 	return outError
 }
 
-// hold is the work under permit p, acquired at acquired, to its release,
-// as a lock holder's (holder.once): its record's live interval runs from
-// the acquire to the first of its context's end and its release.
-func (h *permitHolder) hold(ctx context.Context, p *permits.Permit, acquired int64) leaseRec {
-	rec := leaseRec{Holder: h.id, Key: p.Key(), Fence: int64(p.Fence()), Acquired: acquired, Permit: true}
+// hold is the work under permit p to its release, as a lock holder's
+// (holder.once): it reads readKey's registers and writes p.Key()'s. Its
+// record, rec filled in, has a live interval from the acquire to the
+// first of its context's end and its release. A shared lease's holders
+// work the same way (sharedholders.go).
+func (h *permitHolder) hold(ctx context.Context, p *permits.Permit, rec leaseRec, readKey string) leaseRec {
 	var cancelled, done atomic.Int64
 	signalled := make(chan struct{})
 	context.AfterFunc(p.Context(), func() {
@@ -108,7 +110,7 @@ func (h *permitHolder) hold(ctx context.Context, p *permits.Permit, acquired int
 	// The reads run on the permit's context (leaseRec.Reads says why late
 	// work counts from their end).
 	for _, reg := range []string{regRedis, regPG} {
-		r := op{Holder: h.id, Kind: kindRead, Key: p.Key(), Reg: reg, Invoke: now()}
+		r := op{Holder: h.id, Kind: kindRead, Key: readKey, Reg: reg, Invoke: now()}
 		h.regs.read(p.Context(), &r)
 		r.Return = now()
 		h.rec.op(r)

@@ -37,6 +37,7 @@ type summary struct {
 	Elections   electionFigures
 	Elects      runFigures // the lockwatch elect candidates' campaigns
 	Permits     permitFigures
+	Shared      sharedFigures
 	Failovers   []failoverFigure
 	staleOps    []op       // the stale writes accepted, for the timeline
 	injected    []injected // the faults as they happened
@@ -211,6 +212,9 @@ func (s summary) print(w io.Writer) {
 	}
 	if s.Permits.Holders > 0 {
 		s.Permits.print(w)
+	}
+	if s.Shared.Readers+s.Shared.Writers > 0 {
+		s.Shared.print(w)
 	}
 	for _, f := range s.Failovers {
 		fmt.Fprintln(w, f)

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/middleware"
 	"github.com/lockwatch/lockwatch/telemetry"
 	"github.com/redis/go-redis/v9"
@@ -128,6 +129,9 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	if cfg.permits() {
 		deployKeys = append(slices.Clone(deployKeys), permitsKey)
+	}
+	if cfg.sharedLeases() {
+		deployKeys = append(slices.Clone(deployKeys), sharedKey)
 	}
 	lockRedis, err := startDeployment(cfg, serverDir, deployKeys)
 	if err != nil {
@@ -249,6 +253,11 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err != nil {
 		return sum, fmt.Errorf("start the permit holders: %w", err)
 	}
+	readers, err := startSharedHolders(cfg, lockRedis.target(), regs, hist, stop, &holding)
+	cl.add(readers.close)
+	if err != nil {
+		return sum, fmt.Errorf("start the shared lease holders: %w", err)
+	}
 	for i := range cfg.goroutines {
 		h := newHolder(fmt.Sprintf("g%d", i+1), 0, shared.locker, cfg.ttl, cfg.maxWork(), keys, tel, regs,
 			cfg.seed+uint64(100+i), hist, stop)
@@ -335,6 +344,10 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	if err != nil {
 		harnessErr = errors.Join(harnessErr, err)
 	}
+	sharedMetrics, err := readers.finish()
+	if err != nil {
+		harnessErr = errors.Join(harnessErr, err)
+	}
 	termsSent := map[int]int{}
 	for _, c := range children {
 		rep, err := c.finish(10*cfg.ttl + 20*time.Second)
@@ -392,6 +405,9 @@ func run(ctx context.Context, cfg config, w io.Writer) (sum summary, err error) 
 	}
 	if cfg.permits() {
 		sum.addPermits(cfg, ops, leases, faults, fos, permitMetrics, children)
+	}
+	if cfg.sharedLeases() {
+		sum.addShared(cfg, ops, leases, faults, fos, sharedMetrics, children)
 	}
 	sum.injected = faults
 	sum.Duration = elapsed
@@ -629,8 +645,8 @@ func analyse(cfg config, ops []op, leases, work []leaseRec, faults []injected, f
 		events = append(events, event{kind: evAccepted, at: staleAt(o)})
 	}
 	for _, r := range leases {
-		if !r.Lost {
-			continue
+		if !r.Lost || r.Reason == string(lease.LossYielded) {
+			continue // a reader yields to a writer by design
 		}
 		at := r.Cancel
 		if at == 0 {
