@@ -72,10 +72,55 @@ func ExampleLocker_Acquire_contended() {
 	if errors.As(err, &busy) {
 		fmt.Println("held by another owner:", errors.Is(err, lease.ErrNotAcquired))
 		fmt.Println("retry within the TTL:", busy.HolderTTL <= 5*time.Second)
+		fmt.Println("the holder is a lease of this process:", busy.HeldHere)
 	}
 	// Output:
 	// held by another owner: true
 	// retry within the TTL: true
+	// the holder is a lease of this process: true
+}
+
+// One Locker per process, on a client whose deadlines bound socket reads;
+// Check at start-up refuses a Redis that cannot hold leases safely.
+func ExampleNewLocker() {
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second, Name: "reports"})
+	defer locker.Close()
+	if err := locker.Check(context.Background()); err != nil {
+		fmt.Println("do not start:", err)
+		return
+	}
+	fmt.Println("ready")
+	// Output: ready
+}
+
+// Commit runs the final write only while the lease holds; the store's
+// fence refuses what a lease that ended writes by any other way.
+func ExampleLease_Commit() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
+	defer locker.Close()
+	store := fence.NewRedisStore(client, "ledgers", fence.RedisConfig{})
+	write := func(value string) func(context.Context, fence.Token) error {
+		return func(ctx context.Context, token fence.Token) error {
+			return store.Write(ctx, "ledger-9", token, []byte(value))
+		}
+	}
+
+	old, _ := locker.Acquire(ctx, "ledger-9")
+	_ = old.Release(ctx)
+	l, _ := locker.Acquire(ctx, "ledger-9")
+	defer l.Release(ctx)
+	fmt.Println("the holder writes:", l.Commit(l.Context(), write("balance 10")))
+	fmt.Println("the ended lease is refused:", errors.Is(old.Commit(ctx, write("balance 0")), lease.ErrReleased))
+	fmt.Println("and fenced off at the store:", errors.Is(write("balance 0")(ctx, old.Token()), fence.ErrStale))
+	// Output:
+	// the holder writes: <nil>
+	// the ended lease is refused: true
+	// and fenced off at the store: true
 }
 
 func ExampleConfig_wait() {

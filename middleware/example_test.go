@@ -193,6 +193,55 @@ func ExampleGuard() {
 	// PUT /accounts/7 41 409
 }
 
+// The holder side on gRPC: each call holds the lease on its key while the
+// method runs, and a call whose key is held is refused ABORTED. The health
+// service stands in for a service that works on the order its request names.
+func ExampleUnaryServerInterceptor() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.Config{Namespace: "example-grpc"})
+	defer locker.Close()
+
+	order := func(_ context.Context, _ string, req any) string {
+		return "order:" + req.(*grpc_health_v1.HealthCheckRequest).GetService()
+	}
+	show := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+		fmt.Println("holding", lease.FromContext(ctx).Key()) // the method's context is the lease's
+		return next(ctx, req)
+	}
+	rpc := grpc.NewServer(grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(locker, order, middleware.Config{}), show))
+	orders := health.NewServer()
+	orders.SetServingStatus("7", grpc_health_v1.HealthCheckResponse_SERVING)
+	grpc_health_v1.RegisterHealthServer(rpc, orders)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	go func() { _ = rpc.Serve(ln) }()
+	defer rpc.Stop()
+	conn, err := grpc.NewClient("passthrough:///"+ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer conn.Close()
+	call := func() {
+		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "7"})
+		fmt.Println(status.Code(err), status.Convert(err).Message())
+	}
+
+	call()
+	held, _ := locker.Acquire(ctx, "order:7") // another request of this replica
+	call()
+	_ = held.Release(ctx)
+	// Output:
+	// holding order:7
+	// OK
+	// Aborted another request on this replica is doing this work
+}
+
 // A write that may outlive its handler goes through Guarded: the key stays
 // held while it runs, and once the handler has returned it is refused. The
 // http.TimeoutHandler goes outside the guard, so that the guard holds the

@@ -83,6 +83,40 @@ func ExampleSemaphore_Acquire_contended() {
 	// acquired after the release: true 0
 }
 
+// Readers share the key, up to the limit; a writer has it alone. Config.Wait
+// 0 makes each call fail fast instead of queueing.
+func ExampleShared() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer client.Close()
+	locker := lease.NewLocker(client, lease.Config{TTL: 5 * time.Second})
+	defer locker.Close()
+	catalog, err := permits.NewShared(locker, "catalog", permits.Config{Limit: 2})
+	if err != nil {
+		fmt.Println("error:", err)
+		return
+	}
+
+	r1, _ := catalog.Read(ctx)
+	r2, err := catalog.Read(ctx)
+	fmt.Println("two readers at once:", err == nil)
+	_, err = catalog.Read(ctx)
+	fmt.Println("a third reader, over the limit:", errors.Is(err, lease.ErrNotAcquired))
+	_ = r1.Release(ctx)
+	_ = r2.Release(ctx)
+
+	w, err := catalog.Write(ctx)
+	fmt.Println("the writer, alone:", err == nil)
+	_, err = catalog.Read(ctx)
+	fmt.Println("a reader while it writes:", errors.Is(err, lease.ErrNotAcquired))
+	_ = w.Release(ctx)
+	// Output:
+	// two readers at once: true
+	// a third reader, over the limit: true
+	// the writer, alone: true
+	// a reader while it writes: true
+}
+
 // A resource written by the holders of several permits at once keeps a
 // mark per permit, under the permit's key.
 func ExampleKey() {
