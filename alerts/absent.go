@@ -47,13 +47,13 @@ func absent(q promql) []alert {
 	fenced := map[string]string{labelResource: testResource}
 	other := map[string]string{labelJob: "billing-batch"}
 	gone := []series{
-		{obs.PromLeaseActive, lease, "1x60"},
-		{obs.PromFenceRejections, fenced, "0x60"},
-		{"process_cpu_seconds_total", nil, "0+1x120"},
+		{obs.PromLeaseActive, lease, "1x10"},
+		{obs.PromFenceRejections, fenced, "0x10"},
+		{"process_cpu_seconds_total", nil, "0+1x40"},
 	}
 	back := []series{
-		{obs.PromLeaseActive, lease, "1x60 _x29 1x30"},
-		{obs.PromFenceRejections, fenced, "0x60 _x29 0x30"},
+		{obs.PromLeaseActive, lease, "1x10 _x24 1x5"},
+		{obs.PromFenceRejections, fenced, "0x10 _x24 0x5"},
 	}
 	return []alert{{
 		Group:     "lockwatch-telemetry",
@@ -72,45 +72,45 @@ func absent(q promql) []alert {
 		NoData: noData{alerting.RuleNoDataStateAlerting, "the query answers 0 for every job exporting now and the count for every silent one; " +
 			"no series at all means the data source holds none of lockwatch's series for the job selector (a wrong data source uid or selector, or a Prometheus that lost its history), and the rules watch nothing"},
 		Fires: testCase{
-			About:  "a job's lock and fenced resource stop at minute 60 (the process still runs, scraped, without lockwatch's telemetry)",
+			About:  "a job's lock and fenced resource stop at minute 10 (the process still runs, scraped, without lockwatch's telemetry)",
 			Series: gone,
-			At:     81 * time.Minute,
+			At:     31 * time.Minute,
 			Value:  2,
 		},
 		Silent: testCase{
 			About: "a job that never ran lockwatch, whose process is scraped and then goes away, beside a lockwatch job that keeps exporting",
 			Series: []series{
-				{"process_cpu_seconds_total", other, "0+1x30"},
-				{"up", other, "1x30 0x30"},
-				{obs.PromLeaseActive, lease, "1x90"},
+				{"process_cpu_seconds_total", other, "0+1x10"},
+				{"up", other, "1x10 0x20"},
+				{obs.PromLeaseActive, lease, "1x30"},
 			},
-			At: 80 * time.Minute,
+			At: 30 * time.Minute,
 		},
 		More: []testCase{
 			{
-				About:  "the series stop at minute 60, evaluated at 75: pending for 10 of its 15 minutes, not firing",
+				About:  "the series stop at minute 10, evaluated at 25: pending for 10 of its 15 minutes, not firing",
 				Series: gone,
-				At:     75 * time.Minute,
+				At:     25 * time.Minute,
 			},
 			{
-				About:  "the series stop at minute 60 and come back at 90: firing at 89",
+				About:  "the series stop at minute 10 and come back at 35: firing at 34",
 				Series: back,
-				At:     89 * time.Minute,
+				At:     34 * time.Minute,
 				Value:  2,
 				Fires:  true,
 			},
 			{
-				About:  "the series stop at minute 60 and come back at 90: resolved at 90",
+				About:  "the series stop at minute 10 and come back at 35: resolved at 35",
 				Series: back,
-				At:     90 * time.Minute,
+				At:     35 * time.Minute,
 			},
 			{
-				About: "one of the job's two instances stops at minute 60: the job still exports",
+				About: "one of the job's two instances stops at minute 10: the job still exports",
 				Series: []series{
-					{obs.PromLeaseActive, lease, "1x60"},
-					{obs.PromLeaseActive, with(lease, labelInstance, "127.0.0.1:9465"), "1x120"},
+					{obs.PromLeaseActive, lease, "1x10"},
+					{obs.PromLeaseActive, with(lease, labelInstance, "127.0.0.1:9465"), "1x30"},
 				},
-				At: 100 * time.Minute,
+				At: 30 * time.Minute,
 			},
 		},
 	}}

@@ -92,7 +92,7 @@ func catalogue(q promql) []alert {
 	// The observations of the wait histogram: one per wait, by result.
 	waits := obs.PromLeaseWaitDuration + "_count"
 	spike := []series{{obs.PromFenceRejections, resource, "0+6x20"}}
-	oneStaleWrite := []series{{obs.PromFenceRejections, resource, "0x9 1x70"}}
+	oneStaleWrite := []series{{obs.PromFenceRejections, resource, "0 0 1x61"}}
 
 	return []alert{
 		{
@@ -161,30 +161,30 @@ func catalogue(q promql) []alert {
 				`The fence stopped them, but a holder kept writing after its lease was lost; resources without a fence may have taken its other writes.`,
 			NoData: noData{alerting.RuleNoDataStateOK, "no series: no fenced resource checked a token, so none rejected one"},
 			Fires: testCase{
-				About:  "one stale write at minute 10, evaluated at minute 20",
+				About:  "one stale write at minute 2, evaluated at minute 12",
 				Series: oneStaleWrite,
-				At:     20 * time.Minute,
+				At:     12 * time.Minute,
 				Labels: resource,
 				Value:  1,
 			},
 			Silent: testCase{
-				About: "no stale write: the resource's rejection counter at zero for 80 minutes while it accepts 10 writes a minute",
+				About: "no stale write: the resource's rejection counter at zero for 30 minutes while it accepts 10 writes a minute",
 				Series: []series{
-					{obs.PromFenceRejections, resource, "0x80"},
-					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceAccepted)), "0+10x80"},
+					{obs.PromFenceRejections, resource, "0x30"},
+					{obs.PromFenceChecks, with(resource, labelResult, string(obs.FenceAccepted)), "0+10x30"},
 				},
-				At: 80 * time.Minute,
+				At: 30 * time.Minute,
 			},
 			More: []testCase{
 				{
-					About:  "one stale write at minute 10, evaluated at minute 10: pending, not firing",
+					About:  "one stale write at minute 2, evaluated at minute 2: pending, not firing",
 					Series: oneStaleWrite,
-					At:     10 * time.Minute,
+					At:     2 * time.Minute,
 				},
 				{
-					About:  "one stale write at minute 10, evaluated at minute 71: out of the hour, resolved",
+					About:  "one stale write at minute 2, evaluated at minute 63: out of the hour, resolved",
 					Series: oneStaleWrite,
-					At:     71 * time.Minute,
+					At:     63 * time.Minute,
 				},
 				{
 					About:  "the spike's data, 6 rejections a minute: the page fires too, and the Alertmanager example inhibits this ticket while it does",
