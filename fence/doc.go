@@ -14,6 +14,24 @@
 // keep one high-water mark per lock key (or per item a lock key protects),
 // never one for a whole table guarded by many keys.
 //
+// # Writing under a lease
+//
+// A holder writes inside lease.Lease.Commit, with the context and token Commit
+// passes to its function, and hands the token to the store's write, which
+// checks it in the same statement or script:
+//
+//	err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
+//		return orders.Update(ctx, db, id, token, state) // Commit's ctx
+//	})
+//
+// Commit's context is not cancelled when the lease is lost, so a write that
+// comes late still reaches the store, which refuses it (a *StaleError) and
+// counts it. A write made on the lease's own context (in a middleware handler,
+// the request's) is cancelled in the client at the loss instead: the store
+// never sees it and counts nothing. A resource written through a Table or
+// RedisStore.Write needs no middleware.Guard in front of it; middleware's
+// ExampleHTTP_commit runs a late write into a store.
+//
 // # Tokens a resource can trust
 //
 // A Token carries the key it was minted for (its Scope, a hash of the lease

@@ -10,6 +10,23 @@
 //
 //	w.Header().Set("Fencing-Token", lease.FromContext(r.Context()).Token().String())
 //
+// A handler writes through the lease's Commit, with the context and token
+// Commit passes to its function, and the token goes to the store that checks
+// it in the statement or script that writes (a fence.Table,
+// fence.RedisStore.Write):
+//
+//	l := lease.FromContext(r.Context())
+//	err := l.Commit(r.Context(), func(ctx context.Context, token fence.Token) error {
+//		return orders.Update(ctx, db, id, token, state) // Commit's ctx
+//	})
+//
+// Commit's context keeps the request's values but not its cancellation. The
+// request's context is the lease's, cancelled at a loss: a write made on it is
+// cancelled in the client and never reaches the fence, which neither refuses
+// nor counts it. A service whose writes go through such a store needs no Guard
+// (Resource side, below): the store is its fence. ExampleHTTP_commit shows a
+// late write refused.
+//
 // A stream handler's RecvMsg and SendMsg return LEASE_LOST once the lease is
 // lost, also when they were blocked on the transport (a client sending or
 // reading nothing), so a handler that returns their error stops at the loss
