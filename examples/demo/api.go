@@ -20,11 +20,12 @@ import (
 // The refusal reasons the demo matches: lockwatch's wire values (the table
 // of the middleware package doc), and the demo's own.
 const (
-	reasonContended  = "LEASE_CONTENDED"
-	reasonUnknown    = "LEASE_UNKNOWN"
-	reasonLost       = "LEASE_LOST"
-	reasonFenceStale = "FENCE_STALE"
-	reasonExpiring   = "LEASE_EXPIRING" // the demo's: Commit refused, the lease having too little validity left
+	reasonContended   = "LEASE_CONTENDED"
+	reasonUnknown     = "LEASE_UNKNOWN"
+	reasonUnavailable = "LEASE_UNAVAILABLE"
+	reasonLost        = "LEASE_LOST"
+	reasonFenceStale  = "FENCE_STALE"
+	reasonExpiring    = "LEASE_EXPIRING" // the demo's: Commit refused, the lease having too little validity left
 )
 
 // depositReply is the answer to a deposit.

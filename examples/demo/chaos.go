@@ -292,6 +292,12 @@ func (d *demo) otherThan(r *replica) int {
 	return -1
 }
 
+// narrateLoss narrates a lease command of replica's whose reply the
+// redis-loss fault dropped.
+func (d *demo) narrateLoss(replica string) {
+	d.often("noreply", "%s: a lease command ran in Redis and its reply was lost: watch unknown acquires cleaned up as released, renewals unknown, losses (renewal_unknown)", replica)
+}
+
 // pauseOutcome reports how the write a pause interrupted ended.
 func (d *demo) pauseOutcome(r *replica, account string, token int64, err error) {
 	d.lateOutcome(fmt.Sprintf("%s wakes, writes %s", r.name, account), fmt.Sprintf("%s wakes; its write to %s", r.name, account), token, err)

@@ -48,6 +48,7 @@ type demo struct {
 	terms            terms         // the job's election, as its callbacks tell it
 	operator         *lease.Locker // the operator's lockwatch release --force
 	expiryArmed      atomic.Int32  // a reportMode for the next report: near expiry or too late
+	oftenLimit       throttle      // spaces the narrations of frequent faults
 	serving          sync.WaitGroup
 	errMu            sync.Mutex
 	errs             []error

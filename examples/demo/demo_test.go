@@ -139,6 +139,7 @@ func runDemo(t *testing.T, redisAddr string) {
 	assert.Contains(t, text, "operator: lockwatch release --force job:compaction", "the force release, narrated")
 	assert.Contains(t, text, "debug/lockwatch", "the debug page's URL in the header")
 	assert.NotContains(t, text, "\x1b[", "no terminal escapes when stdout is not a terminal")
+	summaryInReadme(t, text)
 }
 
 // missingSignals lists what has no data yet: every metric lockwatch
@@ -202,9 +203,34 @@ var jobNarrations = []struct{ what, re string }{
 	{"a force-released leader's stuck write, rejected", `stuck write goes on, writes job:compaction with fence \d+: the ledger rejects it \(409\)`},
 }
 
-// missingNarrations lists the job's narrations not yet in out.
+// faultNarrations are the lines that say a fault struck, what it did and
+// what to watch for, one per fault the demo injects.
+var faultNarrations = map[string]string{
+	faultRedisLoss:  `noreply +replica-\w: a lease command ran in Redis and its reply was lost: watch`,
+	faultRedisStall: `stall +replica-\w.*: Redis connection stalls for \S+ \(`,
+	faultPause:      `pause +replica-\w.* stops for \S+ `,
+	faultOverrun:    `overrun +replica-\w: a report on \S+ ignores its context .*: watch`,
+	faultSlowCancel: `slowstop +replica-\w: work whose lease was lost takes \S+ to stop: watch`,
+	faultNearExpiry: `expiry +replica-\w.* a report on \S+ .*validity left`,
+	faultForce:      `force +operator: lockwatch release --force job:compaction \(holder`,
+	faultKill:       `kill +replica-\w, the job's leader in term \d+, is killed`,
+}
+
+func TestEveryFaultHasANarration(t *testing.T) {
+	for _, name := range faultNames {
+		assert.Contains(t, faultNarrations, name)
+	}
+}
+
+// missingNarrations lists the faults' and the job's narrations not yet in
+// out.
 func missingNarrations(out string) []string {
 	var missing []string
+	for _, name := range faultNames {
+		if !regexp.MustCompile(faultNarrations[name]).MatchString(out) {
+			missing = append(missing, "narration of the fault "+name)
+		}
+	}
 	for _, n := range jobNarrations {
 		if !regexp.MustCompile(n.re).MatchString(out) {
 			missing = append(missing, "narration: "+n.what)

@@ -41,6 +41,7 @@ var errReplyLost = errors.New("demo fault: reply lost (read timeout)")
 // fails at once, unsent.
 type redisFaults struct {
 	lossRate float64 // probability that a command's reply is lost
+	onLoss   func()  // narrates a lost reply; nil: silent
 	frozen   *gate   // the replica's pause
 	down     atomic.Bool
 
@@ -102,6 +103,9 @@ func (f *redisFaults) inject(ctx context.Context, send func() error, fail func(e
 	}
 	if f.lossRate > 0 && rand.Float64() < f.lossRate {
 		_ = send() // it runs in Redis; its reply never arrives
+		if f.onLoss != nil {
+			f.onLoss()
+		}
 		if _, ok := ctx.Deadline(); ok {
 			<-ctx.Done()
 		}

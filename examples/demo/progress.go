@@ -15,19 +15,26 @@ import (
 // the live status, and the summary. On a terminal the status is one line
 // redrawn in place, with events printed above it; anywhere else (a pipe, a
 // file, a test) it is a plain line every few seconds, with no escape codes.
+//
+// Every line's time is read while the line is written, under mu, and the
+// status line is formatted afresh whenever it is redrawn below an event:
+// the times on screen never go backwards.
 type progress struct {
-	w     io.Writer
-	term  bool
-	every time.Duration // plain mode: interval of the status lines
-	tick  time.Duration // terminal mode: redraw interval
-	start time.Time
+	w       io.Writer
+	term    bool
+	every   time.Duration        // plain mode: interval of the status lines
+	tick    time.Duration        // terminal mode: redraw interval
+	elapsed func() time.Duration // time since the demo started
 
 	mu     sync.Mutex
-	status string // the status line on screen (terminal mode), "" if none
+	snap   snapshot // the counts the status line shows
+	status bool     // a status line is on screen (terminal mode)
 }
 
 func newProgress(w io.Writer, cfg config) *progress {
-	p := &progress{w: w, every: cfg.plainEvery, tick: cfg.progressTick, start: time.Now()}
+	start := time.Now()
+	p := &progress{w: w, every: cfg.plainEvery, tick: cfg.progressTick,
+		elapsed: func() time.Duration { return time.Since(start) }}
 	if f, ok := w.(*os.File); ok && !cfg.forcePlain {
 		p.term = isTerminal(f)
 	}
@@ -55,25 +62,37 @@ func (p *progress) style(s, code string) string {
 func (p *progress) println(lines ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.write(lines)
+}
+
+// write writes lines above the status line, which it redraws with the
+// time of now. The caller holds mu.
+func (p *progress) write(lines []string) {
 	var b strings.Builder
-	if p.term && p.status != "" {
+	if p.term && p.status {
 		b.WriteString(clearLine)
 	}
 	for _, l := range lines {
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}
-	if p.term && p.status != "" {
-		b.WriteString(p.status)
+	if p.term && p.status {
+		b.WriteString(p.statusLine(p.snap, p.elapsed()))
 	}
 	_, _ = io.WriteString(p.w, b.String())
 }
 
 // event prints one thing that just happened.
 func (p *progress) event(kind, format string, args ...any) {
-	at := fmt.Sprintf("%6.1fs", time.Since(p.start).Seconds())
-	p.println(fmt.Sprintf("%s  %s %s", p.style(at, dim), p.style(fmt.Sprintf("%-8s", kind), bold), fmt.Sprintf(format, args...)))
+	what := fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at := p.style(stamp(p.elapsed()), dim)
+	p.write([]string{fmt.Sprintf("%s  %s %s", at, p.style(fmt.Sprintf("%-8s", kind), bold), what)})
 }
+
+// stamp formats a time since the start, as every line shows it.
+func stamp(d time.Duration) string { return fmt.Sprintf("%6.1fs", d.Seconds()) }
 
 // run shows the status until ctx is done.
 func (p *progress) run(ctx context.Context, snap func() snapshot) {
@@ -87,29 +106,35 @@ func (p *progress) run(ctx context.Context, snap func() snapshot) {
 		select {
 		case <-ctx.Done():
 			p.mu.Lock()
-			if p.term && p.status != "" {
+			if p.term && p.status {
 				_, _ = io.WriteString(p.w, clearLine)
-				p.status = ""
+				p.status = false
 			}
 			p.mu.Unlock()
 			return
 		case <-t.C:
 		}
-		line := p.statusLine(snap())
-		p.mu.Lock()
-		if p.term {
-			p.status = line
-			_, _ = io.WriteString(p.w, clearLine+line)
-		} else {
-			_, _ = io.WriteString(p.w, line+"\n")
-		}
-		p.mu.Unlock()
+		p.show(snap()) // gathered before the lock: it takes a while
 	}
+}
+
+// show writes the status with s's counts: redrawn in place on a
+// terminal, a line of its own elsewhere.
+func (p *progress) show(s snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := p.statusLine(s, p.elapsed())
+	if p.term {
+		p.snap, p.status = s, true
+		_, _ = io.WriteString(p.w, clearLine+line)
+		return
+	}
+	_, _ = io.WriteString(p.w, line+"\n")
 }
 
 // statusLine formats the status, as long as the terminal is wide enough
 // for: a wrapped line could not be redrawn in place.
-func (p *progress) statusLine(s snapshot) string {
+func (p *progress) statusLine(s snapshot, elapsed time.Duration) string {
 	warn := func(n int64, code string) string {
 		v := fmt.Sprint(n)
 		if n > 0 {
@@ -117,7 +142,7 @@ func (p *progress) statusLine(s snapshot) string {
 		}
 		return v
 	}
-	at := fmt.Sprintf("%6.1fs", time.Since(p.start).Seconds())
+	at := stamp(elapsed)
 	forms := []string{
 		"%s  requests %d · acquired %d · contended %d · unknown %s · lost %s · stale writes rejected %s",
 		"%s  requests %d · acquired %d · contended %d · unknown %s · lost %s · stale %s",

@@ -67,7 +67,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 	r.job.r = r
 	r.faults = &redisFaults{frozen: &r.gate}
 	if d.cfg.faults.on(faultRedisLoss) {
-		r.faults.lossRate = lossRate
+		r.faults.lossRate, r.faults.onLoss = lossRate, func() { d.narrateLoss(name) }
 	}
 	r.client = d.redis.client(r.faults)
 	ttl := d.cfg.ttl
@@ -84,6 +84,7 @@ func newReplica(d *demo, name string) (*replica, error) {
 	if err := r.job.open(d); err != nil {
 		return nil, errors.Join(err, r.locker.Close(), r.client.Close(), httpLn.Close(), grpcLn.Close())
 	}
+	r.job.faults.onLoss = r.faults.onLoss
 
 	// HTTP API: one route, wrapped in the holder middleware. The lock name
 	// in metrics is the route pattern, never the account.
@@ -165,10 +166,16 @@ func (r *replica) work(ctx context.Context, d time.Duration, slowCancel bool) er
 	if r.advance(ctx.Done(), d) {
 		return nil
 	}
+	cause := context.Cause(ctx)
 	if slowCancel {
-		r.sleep(jitter(r.d.cfg.ttl/10, r.d.cfg.ttl/2))
+		took := jitter(r.d.cfg.ttl/10, r.d.cfg.ttl/2)
+		if errors.Is(cause, lease.ErrLost) {
+			r.d.often("slowstop", "%s: work whose lease was lost takes %v to stop: watch the cancellation latency (lockwatch_lease_cancellation_latency_seconds)",
+				r.name, took.Round(time.Millisecond))
+		}
+		r.sleep(took)
 	}
-	return context.Cause(ctx)
+	return cause
 }
 
 // sleep waits d regardless of any lease, but not past the demo's shutdown

@@ -70,7 +70,8 @@ func (s *reports) generate(ctx context.Context, account string, send func(string
 	ttl := r.d.cfg.ttl
 	slow := r.slowCancel()
 
-	switch s.mode() {
+	mode := s.mode()
+	switch mode {
 	case reportOverrun:
 		// The overrun fault: a handler that ignores its context and runs
 		// past the lease's max hold. The lease is lost (max_hold) while it
@@ -78,6 +79,8 @@ func (s *reports) generate(ctx context.Context, account string, send func(string
 		// completion. It writes nothing to the ledger, so its result is
 		// only the answer it returns: the kind of work no fence can guard.
 		start := time.Now()
+		r.d.out.event("overrun", "%s: a report on %s ignores its context for %v, past its max hold (%v): watch its loss (max_hold), lockwatch_lease_overrunning, a late completion",
+			r.name, account, 2*r.d.maxHold(), r.d.maxHold())
 		r.sleep(2 * r.d.maxHold())
 		took := time.Since(start).Round(10 * time.Millisecond)
 		var lost *lease.LostError
@@ -116,13 +119,33 @@ func (s *reports) generate(ctx context.Context, account string, send func(string
 		}
 	}
 
+	left := l.Remaining()
 	err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 		return r.d.ledger.put(ctx, "report:"+account, fmt.Sprintf("report@%d", token.Fence))
 	})
+	r.d.narrateExpiry(r, mode, account, left, err)
 	if err != nil {
 		return "", statusOf(err)
 	}
 	return fmt.Sprintf("report %s: written with fence %d, %v of validity left", account, l.Fence(), l.Remaining().Round(time.Millisecond)), nil
+}
+
+// narrateExpiry narrates the commit of a report the near-expiry fault
+// held back until its lease's validity left, left, was under Commit's
+// warning threshold (near expiry) or its hard margin (too late).
+func (d *demo) narrateExpiry(r *replica, mode reportMode, account string, left time.Duration, err error) {
+	left = left.Round(time.Millisecond)
+	switch {
+	case mode != reportNearExpiry && mode != reportTooLate:
+	case err == nil:
+		d.out.event("expiry", "%s commits a report on %s with %v of validity left, under Commit's warning threshold (%v): written; watch commits near_expiry",
+			r.name, account, left, d.commitWarn())
+	case errors.Is(err, lease.ErrExpiring):
+		d.out.event("expiry", "%s: a report on %s with %v of validity left, under Commit's hard margin (%v), is refused, nothing written (LEASE_EXPIRING): watch commits refused",
+			r.name, account, left, d.commitHard())
+	default:
+		d.out.event("expiry", "%s: a report on %s held back to commit with %v of validity left fails: %v", r.name, account, left, err)
+	}
 }
 
 // waitRemaining works until the lease's validity left is below d. The

@@ -36,12 +36,13 @@ const (
 	outLost                // 503 / UNAVAILABLE LEASE_LOST: the lease was lost while the work ran
 	outStale               // 409 FENCE_STALE / ABORTED: the ledger rejected the final write
 	outExpiring            // 503 / UNAVAILABLE LEASE_EXPIRING: too little validity left to commit
-	outUnavailable         // any other refusal
+	outUnavailable         // 503 / UNAVAILABLE LEASE_UNAVAILABLE: the acquire failed, nothing taken
+	outFailed              // any other refusal or error
 	outTimeout             // the client's deadline passed
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"ok", "contended", "unknown", "lost", "stale", "expiring", "failed", "timeout"}
+var outcomeNames = [numOutcomes]string{"ok", "contended", "unknown", "lost", "stale", "expiring", "unavailable", "failed", "timeout"}
 
 // workload is the demo's clients: workers calling the replicas' HTTP API
 // (deposits) and gRPC service (reports) concurrently on a few accounts.
@@ -157,14 +158,14 @@ func (w *workload) deposit(ctx context.Context, i int, account string) (outcome,
 	url := fmt.Sprintf("%s/accounts/%s/deposit?amount=%d", w.d.replicas[i].httpURL, account, rand.N(100)+1)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
-		return outUnavailable, depositReply{}
+		return outFailed, depositReply{}
 	}
 	resp, err := w.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outTimeout, depositReply{}
 		}
-		return outUnavailable, depositReply{}
+		return outFailed, depositReply{}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -241,6 +242,8 @@ func outcomeOf(reason string) outcome {
 		return outContended
 	case reasonUnknown:
 		return outUnknown
+	case reasonUnavailable:
+		return outUnavailable
 	case reasonLost:
 		return outLost
 	case reasonFenceStale:
@@ -248,5 +251,5 @@ func outcomeOf(reason string) outcome {
 	case reasonExpiring:
 		return outExpiring
 	}
-	return outUnavailable
+	return outFailed
 }
