@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 )
 
@@ -19,6 +20,8 @@ func TestPasswordsComeFromTheEnvironment(t *testing.T) {
 	c := srv.Client(t)
 	ctx := testContext(t)
 	require.NoError(t, c.Do(ctx, "ACL", "SETUSER", "operator", "on", ">op-secret", "~*", "&*", "+@all").Err())
+	// A fence record, so that inspect of the key exits 0 (not 66).
+	require.NoError(t, c.Set(ctx, leasekeys.Of(defaultNamespace, "guarded").Fence, "1", 0).Err())
 	require.NoError(t, c.ConfigSet(ctx, "requirepass", "s3cret").Err())
 	addr := srv.Addr()
 

@@ -42,7 +42,15 @@ func TestUsageErrorsExit64WithOneLine(t *testing.T) {
 		{"inspect empty namespace", []string{"inspect", r, "--namespace", "", "--key", "k"}, "--namespace must not be empty"},
 		{"run grace past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "2s", "--key", "usage-grace", "--", "true"}, "safety margin"},
 		{"run grace just past the safety margin", []string{"run", r, "--ttl", "1s", "--grace", "51ms", "--key", "usage-grace", "--", "true"}, "safety margin"},
-		{"inspect without key", []string{"inspect", r}, "--key is required"},
+		{"inspect without key", []string{"inspect", r}, "give --key or --key-hash"},
+		{"inspect key and key hash", []string{"inspect", r, "--key", "k", "--key-hash", strings.Repeat("0", 32)}, "give --key or --key-hash"},
+		{"inspect short key hash", []string{"inspect", r, "--key-hash", "abc"}, `--key-hash "abc" is not a key hash`},
+		{"release upper-case key hash", []string{"release", r, "--force", "--key-hash", strings.Repeat("A", 32)}, "is not a key hash"},
+		{"inspect permit and permits", []string{"inspect", r, "--key", "k", "--permit", "1", "--permits", "3"}, "give one"},
+		{"inspect too many permits", []string{"inspect", r, "--key", "k", "--permits", "1025"}, "--permits 1025: must be 1 to 1024"},
+		{"release negative permit", []string{"release", r, "--force", "--key", "k", "--permit", "-1"}, "must be 0 to 1023"},
+		{"release permits", []string{"release", r, "--force", "--key", "k", "--permits", "2"}, "-permits"},
+		{"version argument", []string{"version", "now"}, `unexpected argument "now"`},
 		{"release without force", []string{"release", r, "--key", "k"}, "--force takes the key from its holder"},
 		{"sentinel and cluster", []string{"inspect", "--key", "k", "--sentinel", "127.0.0.1:1", "--master", "m", "--cluster", "127.0.0.1:2"}, "--sentinel and --cluster"},
 		{"redis and cluster", []string{"inspect", "--key", "k", r, "--cluster", "127.0.0.1:2"}, "--redis conflicts"},
@@ -76,14 +84,15 @@ func TestHelpDocumentsStatuses(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-h"}, []string{"run", "inspect", "release"}},
+		{[]string{"-h"}, []string{"run", "inspect", "release", "version", "--version"}},
 		{[]string{"help"}, []string{"run", "inspect", "release"}},
 		{[]string{"help", "run"}, []string{"LOCKWATCH_FENCE"}},
 		{[]string{"run", "-h"}, []string{"LOCKWATCH_FENCE", "--grace", "TTL/20", "foreground", "A longer --grace is refused (64)", "watchdog", "one job", "subreaper", "Not supervised",
 			"--permits", "LOCKWATCH_PERMIT", "K#i",
 			" 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
-		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", " 69 "}},
-		{[]string{"release", "-h"}, []string{"--force", "force_released", " 1 ", " 69 "}},
+		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", "--key-hash", "--permits N", "--permit I", " 0 ", " 64 ", " 66 ", " 69 "}},
+		{[]string{"release", "-h"}, []string{"--force", "force_released", "--key-hash", "--permit I", " 0 ", " 1 ", " 64 ", " 69 "}},
+		{[]string{"version", "-h"}, []string{" 0 ", " 64 "}},
 	} {
 		code, stdout, stderr := lockwatchRun(t, tc.args...)
 		assert.Equal(t, exitOK, code, "%v: %s", tc.args, stderr)
@@ -232,9 +241,7 @@ func TestInvalidTokenSecretsAreUsageErrors(t *testing.T) {
 			assert.Contains(t, stderr, envSecrets)
 			assert.NotContains(t, stderr, strings.TrimRight(secret, "="), "the usage error shows the secret")
 			assert.NoFileExists(t, marker, "the program ran")
-			info := inspectJSON(t, "--redis", sharedAddr, "--key", key)
-			assert.False(t, info.Held)
-			assert.Zero(t, info.Fence, "the key was taken")
+			inspectUnseen(t, "--redis", sharedAddr, "--key", key) // the key was not taken
 		})
 	}
 }
@@ -261,9 +268,7 @@ func TestProgramThatCannotRun(t *testing.T) {
 			assert.Equal(t, tc.want, code, "stderr: %s", stderr)
 			assertOneLine(t, stderr)
 			// Nothing was taken for a program that cannot run.
-			info := inspectJSON(t, "--redis", sharedAddr, "--key", key)
-			assert.False(t, info.Held)
-			assert.Zero(t, info.Fence)
+			inspectUnseen(t, "--redis", sharedAddr, "--key", key)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -50,8 +51,10 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 // client validates the connection flags and builds the client they name,
 // with a label for messages (never the password). set tells which flags
 // were given on the command line: an explicit --redis conflicts with
-// --sentinel and --cluster, the default does not.
-func (c *connFlags) client(set map[string]bool) (redis.UniversalClient, string, error) {
+// --sentinel and --cluster, the default does not. A fall back to the
+// default address is said on stderr: a command that quietly reads a
+// local Redis instead of the one meant answers about other keys.
+func (c *connFlags) client(set map[string]bool, stderr io.Writer) (redis.UniversalClient, string, error) {
 	switch {
 	case c.sentinel != "" && c.cluster != "":
 		return nil, "", fmt.Errorf("--sentinel and --cluster are two different deployments: give one")
@@ -75,6 +78,9 @@ func (c *connFlags) client(set map[string]bool) (redis.UniversalClient, string, 
 	}
 	if c.redis == "" {
 		c.redis = defaultRedisAddr
+		if c.sentinel == "" && c.cluster == "" {
+			fmt.Fprintf(stderr, "lockwatch: using Redis at %s (the default; set --redis or $%s)\n", defaultRedisAddr, envRedisURL)
+		}
 	}
 	switch {
 	case c.sentinel != "":

@@ -142,7 +142,8 @@
 // LOCKWATCH_PERMIT is i, 0 to N-1, for what PROGRAM keeps per permit. The
 // permits of K and the exclusive lease on K are apart: a run without
 // --permits neither waits for nor excludes a run with them. lockwatch
-// inspect and release --force take the exclusive lease's key only.
+// inspect --key K --permits N shows the N permits, and --permit i selects
+// one for inspect and release --force; --key K#i names another lease.
 //
 // # lockwatch elect
 //
@@ -176,31 +177,35 @@
 //
 // # lockwatch inspect
 //
-//	lockwatch inspect --key K [--namespace NS] [--json]
+//	lockwatch inspect (--key K | --key-hash H) [--permit I | --permits N] [--namespace NS] [--json]
 //
 // shows what Redis holds for K (lease.Locker.Inspect): whether it is held,
 // the TTL left, the newest fencing token, the number of barred owner
 // tokens, and a short hash of the holder's owner token; never the token.
-// With --json it prints one object with key, key_hash, namespace, held, ttl_ms,
-// fence, barred and holder.
+// With --json it prints one object with key, key_hash, namespace, held,
+// ttl_ms, fence, barred and holder (and permit, for a permit). --key-hash
+// names K by the hash spans, logs and the debug page show. --permit I
+// shows K's permit I, --permits N permits 0 to N-1, a line (a JSON object)
+// each. A key Redis has nothing of (no lease, no fence record, no waiter),
+// most often a mistyped one, is a warning on stderr and exit 66.
 //
 // # lockwatch release --force
 //
-//	lockwatch release --force --key K [--holder H] [--namespace NS] [--name N]
+//	lockwatch release --force (--key K | --key-hash H) [--permit I] [--holder H] [--namespace NS] [--name N]
 //
-// takes K back from its holder (lease.Locker.ForceRelease): the
-// administrator's last resort for a stuck holder. The holder's next renewal
-// is rejected, so under lockwatch run its program is terminated, and the
-// next acquirer gets a larger fence; until then the old holder may still be
-// working, and only the fence stops its writes. It takes the key only from
-// the holder --holder names (the hash inspect prints), or else from the one
-// holding it when release looks: if another holder has the key by then,
-// nothing changes. Without --force it is a usage error: a lease is released
-// by its holder. The force release is logged at Warn on stderr, under the
-// lock name --name (default lockwatch-run); a service that calls
-// lease.Locker.ForceRelease also counts it in
-// lockwatch_lease_force_releases_total, which a one-shot command has nobody
-// to export to.
+// takes K, or its permit I, back from its holder
+// (lease.Locker.ForceRelease): the administrator's last resort for a stuck
+// holder. The holder's next renewal is rejected, so under lockwatch run its
+// program is terminated, and the next acquirer gets a larger fence; until
+// then the old holder may still be working, and only the fence stops its
+// writes. It takes the key only from the holder --holder names (the hash
+// inspect prints), or else from the one holding it when release looks: if
+// another holder has the key by then, nothing changes. Without --force it
+// is a usage error: a lease is released by its holder. The force release is
+// logged at Warn on stderr, under the lock name --name (default
+// lockwatch-run); a service that calls lease.Locker.ForceRelease also
+// counts it in lockwatch_lease_force_releases_total, which a one-shot
+// command has nobody to export to.
 //
 // # lockwatch fence
 //
@@ -228,6 +233,11 @@
 // fence that is known. A fenced SQL table is repaired in the database with
 // the statement Repair's doc gives.
 //
+// # lockwatch version
+//
+// prints the module version go install stamped (or (devel) and the commit
+// of a build from a work tree) and the Go release; --version is the same.
+//
 // # Connecting
 //
 // Every subcommand takes one of
@@ -236,14 +246,15 @@
 //	--sentinel host:port,host:port --master NAME                      (a Sentinel deployment)
 //	--cluster host:port,...                                           (Redis Cluster seeds)
 //
-// and --user for an ACL user. Passwords are read from the environment only,
-// never from a flag (which ps would show): LOCKWATCH_REDIS_PASSWORD, or
-// REDISCLI_AUTH as redis-cli reads it, for the data nodes (a password in a
-// redis:// URL wins), and LOCKWATCH_SENTINEL_PASSWORD for the sentinels.
-// lockwatch PINGs first, and run also checks that the server is safe for
-// leases (lease.Locker.Check: Redis 5.0 or later, maxmemory-policy
-// noeviction), so a wrong address or an unsafe server is one line on
-// stderr, e.g.
+// and --user for an ACL user. A command given none of --redis, $REDIS_URL,
+// --sentinel and --cluster says on stderr that it uses 127.0.0.1:6379.
+// Passwords are read from the environment only, never from a flag (which ps
+// would show): LOCKWATCH_REDIS_PASSWORD, or REDISCLI_AUTH as redis-cli
+// reads it, for the data nodes (a password in a redis:// URL wins), and
+// LOCKWATCH_SENTINEL_PASSWORD for the sentinels. lockwatch PINGs first, and
+// run also checks that the server is safe for leases (lease.Locker.Check:
+// Redis 5.0 or later, maxmemory-policy noeviction), so a wrong address or
+// an unsafe server is one line on stderr, e.g.
 //
 //	lockwatch: redis 127.0.0.1:6380: dial tcp 127.0.0.1:6380: connect: connection refused
 //
@@ -251,11 +262,12 @@
 //
 //	PROGRAM's  run: PROGRAM's own status (128+n if it was killed by signal n);
 //	           elect: the status of the PROGRAM that exited while leading (by itself or after a forwarded signal)
-//	0          inspect, release: done; fence: nothing to repair, or --force set the mark back
+//	0          inspect, release: done; fence: nothing to repair, or --force set the mark back; version
 //	1          release: the key was free, or held by another holder: nothing changed;
 //	           fence: the mark is bricked, and was left as it is (no --force, or it moved since read)
 //	64         usage error: bad flags, missing --key, no PROGRAM, --permits not 1 to 1024, release without --force,
 //	           fence --force without --to when no minted fence is remembered
+//	66         inspect: Redis has nothing of the key (no lease, no fence record, no waiter): a mistyped key?
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
 //	           inspect, fence: a read failed; release, fence --force: the outcome is unknown;
 //	           elect: Redis unreachable or unsafe at the start: it never campaigned

@@ -16,6 +16,7 @@ const (
 	exitOK          = 0
 	exitNotHeld     = 1  // release: the key was not held, nothing changed
 	exitUsage       = 64 // EX_USAGE: bad flags, missing --key, no program
+	exitNeverSeen   = 66 // EX_NOINPUT: inspect: Redis has nothing of the key
 	exitUnavailable = 69 // EX_UNAVAILABLE: Redis unreachable or refused; nothing taken
 	exitInternal    = 70 // EX_SOFTWARE: any other internal failure
 	exitHeld        = 75 // EX_TEMPFAIL: the key is held by another

@@ -91,7 +91,7 @@ Exit statuses:
 			case set["to"] && *to <= 0:
 				return usageErr("fence", "--to %d is not a fence: fences are positive", *to)
 			}
-			client, label, err := conn.client(set)
+			client, label, err := conn.client(set, stderr)
 			if err != nil {
 				return usageErr("fence", "%v", err)
 			}

@@ -29,6 +29,21 @@ func inspectJSON(t *testing.T, args ...string) keyJSON {
 	return info
 }
 
+// inspectUnseen runs lockwatch inspect --json with args on a key Redis has
+// nothing of: it prints what it read, and warns and exits 66.
+func inspectUnseen(t *testing.T, args ...string) keyJSON {
+	t.Helper()
+	code, stdout, stderr := lockwatchRun(t, append([]string{"inspect", "--json"}, args...)...)
+	require.Equal(t, exitNeverSeen, code, stderr)
+	assertOneLine(t, stderr)
+	assert.Contains(t, stderr, "a mistyped key?")
+	var info keyJSON
+	require.NoError(t, json.Unmarshal([]byte(stdout), &info), stdout)
+	assert.False(t, info.Held)
+	assert.Zero(t, info.Fence)
+	return info
+}
+
 // stop ends holderScript in dir and returns lockwatch's status.
 func stop(t *testing.T, dir string, p *proc) int {
 	t.Helper()
@@ -108,9 +123,9 @@ func TestInspectJSON(t *testing.T) {
 	assert.Empty(t, after.Holder)
 	assert.Equal(t, fence, after.Fence, "the fence is remembered after the release")
 
-	other := inspectJSON(t, "--redis", sharedAddr, "--key", "inspected", "--namespace", "elsewhere")
-	assert.False(t, other.Held)
-	assert.Zero(t, other.Fence, "another namespace has fences of its own")
+	// Another namespace has fences of its own: Redis has none of the key
+	// there.
+	inspectUnseen(t, "--redis", sharedAddr, "--key", "inspected", "--namespace", "elsewhere")
 }
 
 func TestForceReleaseTerminatesHolder(t *testing.T) {
@@ -250,6 +265,7 @@ func TestRedisURL(t *testing.T) {
 	p := startEnv(t, []string{envRedisURL + "=" + url}, "inspect", "--json", "--key", "url")
 	require.Equal(t, exitOK, p.wait(t), p.stderr.String())
 	assert.Contains(t, p.stdout.String(), `"held":false`)
+	assert.Empty(t, p.stderr.String(), "$REDIS_URL was given: no default to say")
 }
 
 // TestSignalWhileWaiting stops a run that waits for a held key: it exits
@@ -315,5 +331,5 @@ func TestUnsafeServerExits69(t *testing.T) {
 	assertOneLine(t, stderr)
 	assert.Contains(t, stderr, "allkeys-lru")
 	assert.NoFileExists(t, marker)
-	assert.False(t, inspectJSON(t, "--redis", srv.Addr(), "--key", "evictable").Held, "nothing was taken")
+	inspectUnseen(t, "--redis", srv.Addr(), "--key", "evictable") // nothing was taken
 }

@@ -54,7 +54,7 @@ func connectLocker(conn *connFlags, set map[string]bool, stderr io.Writer, cmd s
 // that sends commands of its own beside the Locker's (elect's leader
 // record).
 func connect(conn *connFlags, set map[string]bool, stderr io.Writer, cmd string, cfg lease.Config) (*lease.Locker, redis.UniversalClient, func(), error) {
-	client, label, err := conn.client(set)
+	client, label, err := conn.client(set, stderr)
 	if err != nil {
 		return nil, nil, nil, usageErr(cmd, "%v", err)
 	}

@@ -13,7 +13,7 @@ func main() {
 
 // commands are the subcommands, in the order the usage lists them. Their
 // names are a contract with the scripts that call them.
-var commands = []*command{runCmd, electCmd, inspectCmd, releaseCmd, fenceCmd}
+var commands = []*command{runCmd, electCmd, inspectCmd, releaseCmd, fenceCmd, versionCmd}
 
 const topUsage = `lockwatch holds fenced Redis leases for programs that must not run twice at once.
 
@@ -22,17 +22,17 @@ Usage:
 
 Commands:
 %s
-Every command takes --redis, --sentinel/--master, --cluster and --user;
+Every command but version takes --redis, --sentinel/--master, --cluster and --user;
 passwords come from $LOCKWATCH_REDIS_PASSWORD (or $REDISCLI_AUTH) and
 $LOCKWATCH_SENTINEL_PASSWORD only. "lockwatch <command> -h" shows a
 command's flags and exit statuses; "go doc github.com/lockwatch/lockwatch/cmd/lockwatch"
-is the manual.
+is the manual; "lockwatch --version" is "lockwatch version".
 `
 
 // lockwatch runs the command line args and returns the exit status.
 func lockwatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return exitCode(stderr, usageErr("", "no command given: run, elect, inspect, release or fence"))
+		return exitCode(stderr, usageErr("", "no command given: run, elect, inspect, release, fence or version"))
 	}
 	switch name := args[0]; name {
 	case "-h", "-help", "--help", "help":
@@ -44,6 +44,8 @@ func lockwatch(args []string, stdout, stderr io.Writer) int {
 		}
 		printTopUsage(stdout)
 		return exitOK
+	case "-version", "--version":
+		return exitCode(stderr, versionCmd.runCommand(args[1:], stdout, stderr))
 	case watchdogCommand:
 		return runWatchdog(args[1:], stderr)
 	default:

@@ -13,9 +13,9 @@ import (
 
 var releaseCmd = &command{
 	name:     "release",
-	synopsis: "take a key back from its stuck holder (--force)",
+	synopsis: "take a key or a permit back from its stuck holder (--force)",
 	usage: `
-Usage: lockwatch release --force --key K [--holder H] [--namespace NS] [--name N] [connection flags]
+Usage: lockwatch release --force (--key K | --key-hash H) [--permit I] [--holder H] [--namespace NS] [--name N] [connection flags]
 
 A lease is released by its holder: lockwatch run releases its key when its
 program exits. release --force is the administrator's last resort for a key
@@ -26,6 +26,10 @@ copy of its acquire can take the key again, and the next acquirer gets a
 larger fencing token. Until that renewal (up to a third of its TTL plus the
 renewal timeout) the old holder may still be working: only the fence at the
 resource stops its writes.
+
+--key-hash H names the key by its hash, as spans, logs and the debug page
+show it; --permit I takes permit I of K (lockwatch run --permits, package
+permits) instead of K's lease, as lockwatch inspect --permit I shows it.
 
 It takes the key only from one holder: the one --holder names (the hash
 lockwatch inspect prints), or else the one holding the key when release
@@ -46,8 +50,8 @@ Exit statuses:
 	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		var conn connFlags
 		conn.register(fs)
-		var k keyFlags
-		k.register(fs)
+		var k targetFlags
+		k.register(fs, false)
 		name := fs.String("name", defaultName, "the lock `name` the force release is counted and logged under")
 		force := fs.Bool("force", false, "required: take the key from its holder")
 		holder := fs.String("holder", "", "take the key only from this `holder` (the hash lockwatch inspect prints); default: the holder at the time of the call")
@@ -55,7 +59,7 @@ Exit statuses:
 			if !*force {
 				return usageErr("release", "a lease is released by its holder; --force takes the key from its holder")
 			}
-			if err := k.checkKeyOnly("release", args); err != nil {
+			if err := k.check("release", args); err != nil {
 				return err
 			}
 			if *name == "" {
@@ -70,35 +74,40 @@ Exit statuses:
 				return err
 			}
 			defer closeAll()
-			ctx := context.Background()
-			from := *holder
-			if from == "" {
-				seen, err := lk.Inspect(ctx, k.key)
-				if err != nil {
-					return fail(exitUnavailable, "%v", err)
-				}
-				if !seen.Held {
-					fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", k.key, seen.Fence)
-					return &exitError{code: exitNotHeld}
-				}
-				from = seen.Holder
-			}
-			info, err := lk.ForceRelease(ctx, k.key, from)
-			switch {
-			case errors.Is(err, lease.ErrNotHeld) && info.Held:
-				fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", k.key, info.Holder, from, info.Fence)
-				return &exitError{code: exitNotHeld}
-			case errors.Is(err, lease.ErrNotHeld):
-				fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", k.key, info.Fence)
-				return &exitError{code: exitNotHeld}
-			case err != nil:
-				return fail(exitUnavailable, "%v", err)
-			}
-			fmt.Fprintf(stdout, "released %s from holder %s at fence %d: the next acquirer gets a larger fence; "+
-				"the holder loses the lease at its next renewal\n", k.key, info.Holder, info.Fence)
-			return nil
+			return forceRelease(context.Background(), lk, &k, *holder, stdout)
 		}
 	},
+}
+
+// forceRelease takes k's target from holder, or from the one holding it
+// when holder is "", and says what it did.
+func forceRelease(ctx context.Context, lk *lease.Locker, k *targetFlags, holder string, stdout io.Writer) error {
+	t, name := k.targets()[0], k.label()
+	if holder == "" {
+		seen, err := inspectTarget(ctx, lk, t)
+		if err != nil {
+			return fail(exitUnavailable, "%v", err)
+		}
+		if !seen.Held {
+			fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", name, seen.Fence)
+			return &exitError{code: exitNotHeld}
+		}
+		holder = seen.Holder
+	}
+	info, err := forceTarget(ctx, lk, t, holder)
+	switch {
+	case errors.Is(err, lease.ErrNotHeld) && info.Held:
+		fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", name, info.Holder, holder, info.Fence)
+		return &exitError{code: exitNotHeld}
+	case errors.Is(err, lease.ErrNotHeld):
+		fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", name, info.Fence)
+		return &exitError{code: exitNotHeld}
+	case err != nil:
+		return fail(exitUnavailable, "%v", err)
+	}
+	fmt.Fprintf(stdout, "released %s from holder %s at fence %d: the next acquirer gets a larger fence; "+
+		"the holder loses the lease at its next renewal\n", name, info.Holder, info.Fence)
+	return nil
 }
 
 // holderRE is the form of lease.KeyInfo.Holder, which inspect prints.
