@@ -31,4 +31,8 @@
 //   - NewerToken: a token a next holder would carry; written to a fenced
 //     store, it moves the store's mark past the holder's token, whose next
 //     write the store rejects (*fence.StaleError, fence.ErrStale).
+//
+// The package's example test, TestPayHandlesEveryFault, tests a payment
+// handler behind the middleware against all four; each method's example
+// shows its fault alone.
 package lockwatchtest

@@ -11,8 +11,9 @@ import (
 // is called or the test ends. The code under test's Acquire of key returns
 // a *lease.NotAcquiredError (errors.Is lease.ErrNotAcquired) with the
 // holder's remaining TTL (after its Config.Wait, if it waits); the
-// middleware answers it with 409 and Retry-After. Contend fails the test
-// when the key is held already.
+// middleware answers it with 409 and Retry-After. Contend waits for a
+// release under way (the middleware releases after its answer, in the
+// background) and fails the test when the key stays held for a second.
 func (s *Server) Contend(key string) (release func()) {
 	s.t.Helper()
 	ctx, cancel := s.context()

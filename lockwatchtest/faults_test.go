@@ -24,8 +24,20 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // cfg is the leases' Config in these tests: a short TTL keeps the waits
-// for a renewal short.
-var cfg = lease.Config{TTL: time.Second, Namespace: "kit-test"}
+// for a renewal short, and a namespace of their own is followed by every
+// fault.
+var cfg = lease.Config{TTL: 2 * time.Second, Namespace: "kit-test"}
+
+// awaitLoss waits for l's loss and returns its cause.
+func awaitLoss(t *testing.T, l *lease.Lease) error {
+	select {
+	case <-l.Context().Done():
+		return context.Cause(l.Context())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not lost")
+		return nil
+	}
+}
 
 // target is where the four faults are made: the kit, or a real
 // redis-server behind a proxy that drops replies.
@@ -136,8 +148,7 @@ func faults(t *testing.T, tg target) map[string]string {
 	l, err := tg.locker.Acquire(ctx, "lost")
 	require.NoError(t, err)
 	tg.lose("lost")
-	<-l.Context().Done()
-	seen["lost"] = shape(context.Cause(l.Context()))
+	seen["lost"] = shape(awaitLoss(t, l))
 	seen["lost commit"] = shape(l.Commit(ctx, func(context.Context, fence.Token) error { return nil }))
 	_ = l.Release(ctx)
 

@@ -21,6 +21,10 @@ const defaultNamespace = "lockwatch"
 // faultTimeout bounds each of the kit's own calls to the embedded Redis.
 const faultTimeout = 5 * time.Second
 
+// contendWait is how long Contend waits for a key's release: the
+// middleware releases in the background, after the answer.
+const contendWait = time.Second
+
 // Server is an embedded Redis for one test, with a Locker on it and the
 // faults the test can make its code meet.
 type Server struct {
@@ -54,6 +58,7 @@ func New(t testing.TB, cfg lease.Config) *Server {
 	s.locker = lease.NewLocker(s.client, cfg)
 	s.other = lease.NewLocker(otherClient, lease.Config{
 		TTL: cfg.TTL, Namespace: cfg.Namespace, Name: "lockwatchtest", Secrets: cfg.Secrets, Telemetry: quiet(),
+		Wait: contendWait,
 	})
 	t.Cleanup(func() {
 		_ = s.locker.Close()

@@ -68,9 +68,8 @@ func TestDropNextReplyOfARenewal(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Release(context.Background())
 	srv.DropNextReply("k")
-	<-l.Context().Done()
 	var lost *lease.LostError
-	require.ErrorAs(t, context.Cause(l.Context()), &lost)
+	require.ErrorAs(t, awaitLoss(t, l), &lost)
 	assert.Equal(t, lease.LossRenewalUnknown, lost.Reason)
 }
 
@@ -136,4 +135,16 @@ func TestMisuseFailsTheTest(t *testing.T) {
 	assert.Contains(t, fatal(t, func(tb testing.TB) {
 		lockwatchtest.New(tb, cfg).Lose("free")
 	}), `lose "free": no lease holds it`)
+}
+
+// TestContendWaitsForARelease: a key the code under test releases in the
+// background, as the middleware does, is contended once it is free.
+func TestContendWaitsForARelease(t *testing.T) {
+	srv := lockwatchtest.New(t, cfg)
+	l, err := srv.Locker().Acquire(context.Background(), "k")
+	require.NoError(t, err)
+	l.ReleaseAsync(context.Background())
+	srv.Contend("k")
+	_, err = srv.Locker().Acquire(context.Background(), "k")
+	require.ErrorIs(t, err, lease.ErrNotAcquired)
 }
