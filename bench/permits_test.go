@@ -60,7 +60,7 @@ func openPermits(b *testing.B, addr string, sent *atomic.Int64, limit int, ns st
 	return func(ctx context.Context, key string) (func() error, error) {
 		v, ok := sems.Load(key)
 		if !ok {
-			s, err := permits.New(lk, key, permits.Config{Limit: limit, Wait: wakeWait, Telemetry: tel})
+			s, err := permits.New(lk, key, permits.Config{Limit: limit, Wait: wakeWait})
 			if err != nil {
 				return nil, err
 			}

@@ -54,7 +54,7 @@ func (h *holder) semaphore(lk *lease.Locker, key, name string) (*permits.Semapho
 		return s.(*permits.Semaphore), nil
 	}
 	s, err := permits.New(lk, key, permits.Config{
-		Limit: h.cfg.permits, Name: name, Wait: h.cfg.lease.Wait, Telemetry: h.cfg.lease.Telemetry,
+		Limit: h.cfg.permits, Name: name, Wait: h.cfg.lease.Wait,
 	})
 	if err != nil {
 		return nil, err

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/lockwatch/lockwatch/telemetry"
 )
 
 // MaxLimit is the largest Config.Limit: a waiting Acquire queues on every
@@ -22,19 +20,16 @@ type Config struct {
 	// (the package doc, "Changing the limit").
 	Limit int
 
-	// Name names the semaphore in telemetry: the semaphore label of its
-	// lockwatch_permits_* series and the lock name (lease.Config.Name) of
-	// its permits' leases. Bounded like a lock name. Default the key.
+	// Name is the lock name (lease.Config.Name) of the permits' leases, a
+	// bounded telemetry label as everywhere in lockwatch, and the semaphore
+	// label of its lockwatch_permits_* series. Default the key. The
+	// semaphore records where its Locker does (lease.Config.Telemetry).
 	Name string
 
 	// Wait is how long Acquire waits for a permit when all are held, first
 	// come, first served, and by its context. Default 0: fail fast with
 	// lease.ErrNotAcquired.
 	Wait time.Duration
-
-	// Telemetry receives the semaphore's signals and its permits' leases'.
-	// Default the Locker's.
-	Telemetry *telemetry.Telemetry
 }
 
 // errInvalid is wrapped by every invalid-input error of the package.

@@ -89,7 +89,7 @@
 //
 // # Signals
 //
-// Config.Telemetry receives the lockwatch_permits_* series (package
+// The Locker's Telemetry receives the lockwatch_permits_* series (package
 // telemetry lists them), labelled with Config.Name: permits held, the
 // limit, callers waiting, the wait's time by result, acquires by result,
 // and losses by reason, each also logged at Warn. The permits' leases

@@ -31,7 +31,7 @@ func TestLostPermit(t *testing.T) {
 	c := redistest.Start(t).Client(t, leaseClient)
 	h := telemetrytest.New(t)
 	lk := newLocker(t, c, lease.Config{Namespace: ns, TTL: 300 * time.Millisecond, Telemetry: h.Tel})
-	s := newSemaphore(t, lk, "k", permits.Config{Limit: 1, Name: "jobs", Telemetry: h.Tel})
+	s := newSemaphore(t, lk, "k", permits.Config{Limit: 1, Name: "jobs"})
 	p, err := s.Acquire(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, c.Del(ctx, leasekeys.OfSlot(ns, "k", p.Index).Lock).Val())
@@ -95,8 +95,8 @@ func TestUnknownAcquire(t *testing.T) {
 	c := redistest.Start(t).Client(t, leaseClient)
 	h := telemetrytest.New(t)
 	fired := loseReply(c, leasekeys.OfSlot(ns, "k", 0).Lock)
-	s := newSemaphore(t, newLocker(t, c, lease.Config{Namespace: ns, TTL: 2 * time.Second}), "k",
-		permits.Config{Limit: 1, Telemetry: h.Tel})
+	s := newSemaphore(t, newLocker(t, c, lease.Config{Namespace: ns, TTL: 2 * time.Second, Telemetry: h.Tel}), "k",
+		permits.Config{Limit: 1})
 	_, err := s.Acquire(ctx)
 	require.True(t, fired.Load())
 	require.ErrorIs(t, err, lease.ErrUnknown)

@@ -18,7 +18,7 @@ import (
 type Semaphore struct {
 	key     string
 	cfg     Config
-	fast    *lease.Locker // the permits' leases: the Locker with Name and Telemetry
+	fast    *lease.Locker // the permits' leases: the Locker with Name
 	waiting *lease.Locker // fast, waiting as long as a wait's context lets it
 	rec     *obs.Recorder
 }
@@ -37,10 +37,7 @@ func New(lk *lease.Locker, key string, cfg Config) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Telemetry == nil {
-		cfg.Telemetry = leaseslot.Telemetry(lk)
-	}
-	fast, err := lk.With(lease.Config{Name: cfg.Name, Telemetry: cfg.Telemetry})
+	fast, err := lk.With(lease.Config{Name: cfg.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +45,7 @@ func New(lk *lease.Locker, key string, cfg Config) (*Semaphore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Semaphore{key: key, cfg: cfg, fast: fast, waiting: waiting, rec: recorderOf(cfg.Telemetry)}
+	s := &Semaphore{key: key, cfg: cfg, fast: fast, waiting: waiting, rec: recorderOf(leaseslot.Telemetry(lk))}
 	s.rec.PermitsLimit(context.Background(), cfg.Name, cfg.Limit)
 	return s, nil
 }

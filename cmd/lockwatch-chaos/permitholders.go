@@ -181,7 +181,7 @@ func startPermitHolders(cfg config, target lockTarget, regs *registers, rec reco
 	for i := 1; i <= cfg.permitHolders; i++ {
 		lc := newLockClient(target, cfg.ttl, tel)
 		ps.clients = append(ps.clients, lc)
-		pc := permits.Config{Limit: cfg.permitLimit, Name: permitsName, Telemetry: tel}
+		pc := permits.Config{Limit: cfg.permitLimit, Name: permitsName}
 		fast, err := permits.New(lc.locker, permitsKey, pc)
 		if err != nil {
 			return ps, err

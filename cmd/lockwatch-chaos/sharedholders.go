@@ -108,7 +108,7 @@ func startSharedHolders(cfg config, target lockTarget, regs *registers, rec reco
 		}
 		lc := newLockClient(target, cfg.ttl, tel)
 		ps.clients = append(ps.clients, lc)
-		pc := permits.Config{Limit: cfg.sharedLimit, Name: sharedName, Telemetry: tel}
+		pc := permits.Config{Limit: cfg.sharedLimit, Name: sharedName}
 		var err error
 		if h.fast, err = permits.NewShared(lc.locker, sharedKey, pc); err != nil {
 			return ps, err

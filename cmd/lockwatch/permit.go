@@ -67,8 +67,7 @@ func (f *runFlags) take(ctx context.Context, lk *lease.Locker, stderr io.Writer)
 		}
 		return &holding{l: l}, err
 	}
-	sem, err := permits.New(lk, f.key, permits.Config{Limit: f.permits, Name: f.name, Wait: f.wait,
-		Telemetry: stderrTelemetry(stderr)})
+	sem, err := permits.New(lk, f.key, permits.Config{Limit: f.permits, Name: f.name, Wait: f.wait})
 	if err != nil {
 		return nil, usageErr("run", "%v", err)
 	}
