@@ -9,7 +9,10 @@ import (
 
 // RedisConfig configures a RedisStore (NewRedisStore); the zero value gives
 // the defaults. A Table takes the same checks and Telemetry, under the same
-// names, in TableConfig: only Namespace is the RedisStore's own.
+// names, in TableConfig: only Namespace is the RedisStore's own. A store
+// takes no Locker, unlike an election or a semaphore: the resource often
+// runs where no lease is held, so it is told the lease namespace and its
+// Telemetry itself.
 type RedisConfig struct {
 	// Namespace is the prefix of the store's keys. Default
 	// "lockwatch:fence". Printable ASCII without spaces or braces, at most
