@@ -68,6 +68,7 @@ func post(h http.Handler) *httptest.ResponseRecorder {
 // invoice is refused with 409 and Retry-After, an unknown acquire runs no
 // work, a lost lease stops the work, and a stale write is refused.
 func TestPayHandlesEveryFault(t *testing.T) {
+	t.Parallel()
 	srv := lockwatchtest.New(t, lease.Config{TTL: time.Second})
 	done := make(chan struct{})
 	close(done) // the work finishes at once, unless a test holds it

@@ -171,21 +171,20 @@ func staleWrite(t *testing.T, tg target) string {
 	return shape(err)
 }
 
-// TestFaultsAsDocumented: the code under test meets each fault as
-// Server's doc comments say.
-func TestFaultsAsDocumented(t *testing.T) {
+// TestFaults: the code under test meets each fault as Server's doc
+// comments say, and meets the same errors and causes on a redis-server
+// where the network drops the reply.
+func TestFaults(t *testing.T) {
+	t.Parallel()
+	kit := faults(t, kitTarget(t))
 	assert.Equal(t, map[string]string{
 		"contended":   "ErrNotAcquired NotAcquiredError with HolderTTL",
 		"unknown":     "ErrUnknown DeadlineExceeded",
 		"lost":        "ErrLost LostError(renewal_rejected)",
 		"lost commit": "ErrLost LostError(renewal_rejected)",
 		"stale":       "ErrStale StaleError",
-	}, faults(t, kitTarget(t)))
-}
-
-// TestFaultsAsOnARealRedis: the code under test meets the same errors and
-// causes on the kit as on a redis-server where the network drops the
-// reply.
-func TestFaultsAsOnARealRedis(t *testing.T) {
-	assert.Equal(t, faults(t, realTarget(t)), faults(t, kitTarget(t)))
+	}, kit)
+	t.Run("AsOnARealRedis", func(t *testing.T) {
+		assert.Equal(t, faults(t, realTarget(t)), kit)
+	})
 }

@@ -39,6 +39,7 @@ func TestStopsAtTheEndOfTheTest(t *testing.T) {
 
 // TestKeysExpireWithTheWallClock: nobody moves the embedded Redis's clock.
 func TestKeysExpireWithTheWallClock(t *testing.T) {
+	t.Parallel()
 	srv := lockwatchtest.New(t, lease.Config{})
 	ctx := context.Background()
 	require.NoError(t, srv.Client().Set(ctx, "k", "v", 100*time.Millisecond).Err())
@@ -48,6 +49,7 @@ func TestKeysExpireWithTheWallClock(t *testing.T) {
 // TestDropNextReplyRunsTheCommand: the command takes effect, its caller
 // waits out its deadline, and the next command is answered.
 func TestDropNextReplyRunsTheCommand(t *testing.T) {
+	t.Parallel()
 	srv := lockwatchtest.New(t, lease.Config{})
 	lockKey := leasekeys.Of("lockwatch", "k").Lock
 	srv.DropNextReply("k")
@@ -63,6 +65,7 @@ func TestDropNextReplyRunsTheCommand(t *testing.T) {
 // TestDropNextReplyOfARenewal: a held lease whose renewal's reply is lost
 // is lost with LossRenewalUnknown.
 func TestDropNextReplyOfARenewal(t *testing.T) {
+	t.Parallel()
 	srv := lockwatchtest.New(t, cfg)
 	l, err := srv.Locker().Acquire(context.Background(), "k")
 	require.NoError(t, err)
@@ -127,6 +130,7 @@ func fatal(t *testing.T, fn func(tb testing.TB)) string {
 // TestMisuseFailsTheTest: Contend of a held key and Lose of a free one
 // fail the test, naming the key.
 func TestMisuseFailsTheTest(t *testing.T) {
+	t.Parallel()
 	assert.Contains(t, fatal(t, func(tb testing.TB) {
 		srv := lockwatchtest.New(tb, cfg)
 		srv.Contend("held")
@@ -140,6 +144,7 @@ func TestMisuseFailsTheTest(t *testing.T) {
 // TestContendWaitsForARelease: a key the code under test releases in the
 // background, as the middleware does, is contended once it is free.
 func TestContendWaitsForARelease(t *testing.T) {
+	t.Parallel()
 	srv := lockwatchtest.New(t, cfg)
 	l, err := srv.Locker().Acquire(context.Background(), "k")
 	require.NoError(t, err)
