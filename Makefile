@@ -20,13 +20,29 @@ export GOWORK := off
 # the last one when any failed, so one run reports every module's failures.
 each = fail=0; for m in $(MODULES); do (cd $$m && $(1)) || fail=1; done; exit $$fail
 
-.PHONY: test deps fmt-check vet lint pint bench bench-failover chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
+.PHONY: test valkey-late deps fmt-check vet lint pint bench bench-failover chaos chaos-topologies e2e model mutants model-quick model-late workspace-check
 
 # The short chaos runs and the unfenced controls on Sentinel and Cluster
 # (about four minutes on this 2-core machine, more than make test's
 # budget leaves) run in chaos-topologies, which .ci/run calls after make
 # test; make test keeps the single-node ones and every other chaos test.
 CHAOS_TOPOLOGIES := (TestChaos|TestUnfencedControl|TestElectionUnfencedControl)/(sentinel|cluster)$$
+
+# The Valkey pass: make test runs lease, fence and middleware, and the
+# single node's short chaos run, a second time on valkey-server (make deps
+# installs it; LOCKWATCH_REDIS_SERVER names the binary every test helper
+# starts, CONTRIBUTING.md). It runs without -race: the race detector checks
+# lockwatch's Go code, which the Redis pass already runs under it; this
+# pass checks lockwatch against the other server. The chaos run, which
+# mostly waits out its 40 s, runs beside the packages. Their Sentinel and
+# Cluster failovers, the stalled server and the promotion of a replica
+# with a clock behind (VALKEY_LATE, about a minute of the pass's two on a
+# loaded 2-core machine) run in valkey-late, which .ci/run calls after
+# make test.
+VALKEY_ENV := LOCKWATCH_REDIS_SERVER=valkey-server LOCKWATCH_REQUIRE_INTEGRATION=1
+VALKEY_PACKAGES := ./lease/ ./fence/ ./middleware/
+VALKEY_CHAOS := ^TestChaos$$/^single$$
+VALKEY_LATE := ^(TestSentinelFailover|TestClusterFailover|TestClusterTakeoverKeepsTheLease|TestClusterReplicationAckGoesToTheKeysMaster|TestLossBeforeExpiryWhenRedisStalls|TestFenceAcrossPromotionOfAReplicaWithAClockBehind)$$
 
 # The demo's end-to-end run against a real Prometheus (about 45 s) goes
 # with the other end-to-end run, to make e2e, which .ci/run calls after
@@ -51,6 +67,12 @@ DEPS_FORMAT := {{with .Module}}{{.Path}} {{.Version}}{{end}}
 test: deps fmt-check model-quick workspace-check
 	cd bench && LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -count=1 ./...
 	GOWORK=$(CURDIR)/go.work LOCKWATCH_REQUIRE_INTEGRATION=1 $(GO) test -race -count=1 -timeout 8m -skip '$(CHAOS_TOPOLOGIES)|$(DEMO_E2E)' $(TEST_PATTERNS)
+	(cd cmd/lockwatch-chaos && $(VALKEY_ENV) $(GO) test -count=1 -timeout 5m -run '$(VALKEY_CHAOS)' .) & chaos=$$!; \
+	$(VALKEY_ENV) $(GO) test -count=1 -timeout 5m -skip '$(VALKEY_LATE)' $(VALKEY_PACKAGES); status=$$?; \
+	wait $$chaos && exit $$status
+
+valkey-late: deps
+	$(VALKEY_ENV) $(GO) test -count=1 -timeout 5m -run '$(VALKEY_LATE)' ./lease/
 
 workspace-check:
 	$(call each,diff <($(GO) list -deps -test -f '$(DEPS_FORMAT)' ./... | grep -v '^github.com/lockwatch/' | sort -u) \
