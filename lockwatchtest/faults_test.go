@@ -137,7 +137,11 @@ func faults(t *testing.T, tg target) map[string]string {
 	_, err = tg.locker.Acquire(ctx, "unknown")
 	tg.heal()
 	seen["unknown"] = shape(err)
-	// The unknown acquire took the key; the Locker frees it behind it.
+	// The unknown acquire took the key (its fence is minted); the Locker
+	// frees it behind it.
+	info, err := tg.locker.Inspect(ctx, "unknown")
+	require.NoError(t, err)
+	seen["unknown ran"] = fmt.Sprint(info.Fence > 0)
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		l, err := tg.locker.Acquire(ctx, "unknown")
 		if assert.NoError(c, err) {
@@ -180,6 +184,7 @@ func TestFaults(t *testing.T) {
 	assert.Equal(t, map[string]string{
 		"contended":   "ErrNotAcquired NotAcquiredError with HolderTTL",
 		"unknown":     "ErrUnknown DeadlineExceeded",
+		"unknown ran": "true",
 		"lost":        "ErrLost LostError(renewal_rejected)",
 		"lost commit": "ErrLost LostError(renewal_rejected)",
 		"stale":       "ErrStale StaleError",
