@@ -107,7 +107,10 @@ func run(ctx context.Context, c config) error {
 	api.Handle("POST /orders/{id}/ship", lockOrder(s.handle("shipped")))
 	api.Handle("POST /orders/{id}/cancel", lockOrder(s.handle("cancelled")))
 	rpcKey := func(ctx context.Context, fullMethod string, req any) string {
-		return orderKey(req.(*wrapperspb.StringValue).GetValue())
+		if in, ok := req.(*wrapperspb.StringValue); ok && fullMethod == "/orders.Orders/Ship" {
+			return orderKey(in.GetValue())
+		}
+		return "" // another method: it runs without a lease
 	}
 	rpc := grpc.NewServer(grpc.ChainUnaryInterceptor(middleware.UnaryServerInterceptor(locker, rpcKey, middleware.Config{})))
 	rpc.RegisterService(&ordersService, s)
@@ -149,8 +152,8 @@ func (s *service) handle(state string) http.Handler {
 		case errors.Is(err, fence.ErrStale): // a newer lease wrote first
 			http.Error(w, err.Error(), http.StatusConflict)
 		case errors.Is(err, lease.ErrLost): // nothing written: the middleware answers 503
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		case err != nil: // Commit refused (too little of the lease left), or the database failed
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		default:
 			fmt.Fprintf(w, "order %s %s by %s with fence %d\n", r.PathValue("id"), state, s.name, f)
 		}
