@@ -75,7 +75,7 @@ func TestREADMEShowsTheProgram(t *testing.T) {
 // and its key expire meanwhile.
 const (
 	ttl        = time.Second
-	writeDelay = 2 * time.Second
+	writeDelay = 3 * time.Second
 )
 
 // TestPauseAReplicaPastItsTTL runs two replicas of the program, two
@@ -134,7 +134,7 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
 	late := <-first
 	require.NoError(t, late.err)
-	assert.Equal(t, http.StatusConflict, late.status, late.body)
+	assert.Equal(t, http.StatusConflict, late.status, "%s (a 200: a was stopped only after its write had gone out)", late.body)
 	assert.Contains(t, late.body, "fence: stale token "+strconv.FormatInt(aFence, 10)+" at orders: "+strconv.FormatInt(bFence, 10)+" already accepted")
 	assert.Regexp(t, `(?m)^lockwatch_fence_rejections_total\{[^}]*resource="orders"[^}]*\} 1$`, get(t, client, a.admin+"/metrics"))
 	assert.Contains(t, lossesOn(t, client, a.admin), `POST /orders/{id}/ship `+strconv.FormatInt(aFence, 10))
