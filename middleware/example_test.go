@@ -229,7 +229,11 @@ func ExampleUnaryServerInterceptor() {
 	defer conn.Close()
 	call := func() {
 		_, err := grpc_health_v1.NewHealthClient(conn).Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "7"})
-		fmt.Println(status.Code(err), status.Convert(err).Message())
+		if err != nil {
+			fmt.Println(status.Code(err), status.Convert(err).Message())
+			return
+		}
+		fmt.Println("OK")
 	}
 
 	call()
