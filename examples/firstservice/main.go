@@ -139,7 +139,7 @@ func (s *service) write(ctx context.Context, id, state string) (int64, error) {
 	l := lease.FromContext(ctx) // the middleware's lease
 	err := l.Commit(ctx, func(ctx context.Context, token fence.Token) error {
 		log.Printf("replica %s: writing order %s with fence %d", s.name, id, token.Fence)
-		time.Sleep(s.writeDelay)
+		time.Sleep(s.writeDelay) // -write-delay: the window the README's pause recipe uses
 		return s.orders.Upsert(ctx, s.db, id, token, state, s.name)
 	})
 	return l.Fence(), err
@@ -165,7 +165,7 @@ func (s *service) ship(ctx context.Context, in *wrapperspb.StringValue) (*wrappe
 	if errors.Is(err, fence.ErrStale) {
 		return nil, status.Error(codes.Aborted, err.Error())
 	} else if err != nil {
-		return nil, err // a loss: the interceptor answers UNAVAILABLE
+		return nil, err // after a loss, the interceptor answers UNAVAILABLE LEASE_LOST
 	}
 	return wrapperspb.String(fmt.Sprintf("order %s shipped by %s with fence %d", in.GetValue(), s.name, f)), nil
 }
