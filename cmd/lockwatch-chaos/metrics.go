@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/lockwatch/lockwatch/internal/obs"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -122,6 +123,25 @@ type permitCounts struct {
 	Held     int64            `json:"held"`
 	Waiting  int64            `json:"waiting"`
 	Leases   counts           `json:"leases"`
+}
+
+// metricDiffs lists where a counter differs from what the holders saw.
+type metricDiffs []string
+
+func (d *metricDiffs) check(what string, metric, seen int64) {
+	if metric != seen {
+		*d = append(*d, fmt.Sprintf("%s: metrics %d, holders saw %d", what, metric, seen))
+	}
+}
+
+// idle checks that nothing of a semaphore is held, waiting, active or
+// overrunning once every holder stopped, naming its permits, its waiters
+// and its leases as the caller does.
+func (d *metricDiffs) idle(m permitCounts, permits, waiters, leases string) {
+	d.check(permits+" held at the end", m.Held, 0)
+	d.check(waiters+" at the end", m.Waiting, 0)
+	d.check(leases+" active at the end", m.Leases.Active, 0)
+	d.check(leases+" overrunning at the end", m.Leases.Overrunning, 0)
 }
 
 // collectPermits reads the lockwatch_permits_* series and the lease

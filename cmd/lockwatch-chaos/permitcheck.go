@@ -166,21 +166,13 @@ func permitFiguresOf(cfg config, ops []op, leases []leaseRec, found []overlap, m
 // by result, permits lost (by the semaphore and by the permits' leases),
 // and nothing held, waiting or active once every holder stopped.
 func (p *permitFigures) compare() {
-	var diff []string
-	check := func(what string, metric, seen int64) {
-		if metric != seen {
-			diff = append(diff, fmt.Sprintf("%s: metrics %d, holders saw %d", what, metric, seen))
-		}
-	}
+	var diff metricDiffs
 	for _, r := range []string{outAcquired, outContended, outUnknown, outError} {
-		check("permit acquires "+r, p.Metrics.Acquires[r], int64(p.Acquires[r]))
+		diff.check("permit acquires "+r, p.Metrics.Acquires[r], int64(p.Acquires[r]))
 	}
-	check("permits lost", p.Metrics.Losses, int64(p.Lost))
-	check("permits' leases lost", p.Metrics.Leases.Losses, int64(p.Lost))
-	check("permits held at the end", p.Metrics.Held, 0)
-	check("callers waiting for a permit at the end", p.Metrics.Waiting, 0)
-	check("permits' leases active at the end", p.Metrics.Leases.Active, 0)
-	check("permits' leases overrunning at the end", p.Metrics.Leases.Overrunning, 0)
+	diff.check("permits lost", p.Metrics.Losses, int64(p.Lost))
+	diff.check("permits' leases lost", p.Metrics.Leases.Losses, int64(p.Lost))
+	diff.idle(p.Metrics, "permits", "callers waiting for a permit", "permits' leases")
 	p.MetricsExact = len(diff) == 0
 	for _, d := range diff {
 		p.violations = append(p.violations, "permit metrics not exact: "+d)

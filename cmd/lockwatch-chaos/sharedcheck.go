@@ -156,14 +156,9 @@ func (f *sharedFigures) countLoss(r leaseRec) {
 // holders'. Late completions are exact, and nothing is held, waiting or
 // active once every holder stopped.
 func (f *sharedFigures) compare() {
-	var diff []string
-	check := func(what string, metric, seen int64) {
-		if metric != seen {
-			diff = append(diff, fmt.Sprintf("%s: metrics %d, holders saw %d", what, metric, seen))
-		}
-	}
+	var diff metricDiffs
 	for _, r := range []string{outAcquired, outContended, outUnknown} {
-		check("readers' acquires "+r, f.Metrics.Acquires[r], int64(f.ReadAcquires[r]))
+		diff.check("readers' acquires "+r, f.Metrics.Acquires[r], int64(f.ReadAcquires[r]))
 	}
 	// An error of a Read whose Shared had not agreed the limit yet may be
 	// the agreement's, which the counter does not see.
@@ -171,15 +166,12 @@ func (f *sharedFigures) compare() {
 		diff = append(diff, fmt.Sprintf("readers' acquires error: metrics %d, holders saw %d (%d before the limit's agreement)", e, seen, f.Unagreed))
 	}
 	readersLost := int64(f.Yielded + f.ReadersLost)
-	check("readers lost", f.Metrics.Losses, readersLost)
+	diff.check("readers lost", f.Metrics.Losses, readersLost)
 	if lost := readersLost + int64(f.WritersLost); f.Metrics.Leases.Losses < lost {
 		diff = append(diff, fmt.Sprintf("leases lost: metrics %d, holders saw at least %d", f.Metrics.Leases.Losses, lost))
 	}
-	check("late completions", f.Metrics.Leases.Late, int64(f.Late))
-	check("readers' permits held at the end", f.Metrics.Held, 0)
-	check("readers waiting at the end", f.Metrics.Waiting, 0)
-	check("shared leases' leases active at the end", f.Metrics.Leases.Active, 0)
-	check("shared leases' leases overrunning at the end", f.Metrics.Leases.Overrunning, 0)
+	diff.check("late completions", f.Metrics.Leases.Late, int64(f.Late))
+	diff.idle(f.Metrics, "readers' permits", "readers waiting", "shared leases' leases")
 	f.MetricsExact = len(diff) == 0
 	for _, d := range diff {
 		f.violations = append(f.violations, "shared lease metrics not exact: "+d)
