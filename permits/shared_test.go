@@ -13,7 +13,9 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
+	"github.com/lockwatch/lockwatch/internal/testenv/telemetrytest"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/permits"
 )
@@ -232,4 +234,52 @@ func TestSharedLimitIsTheKeys(t *testing.T) {
 	w, err := three.Write(ctx)
 	require.NoError(t, err, "the key's own limit is agreed")
 	require.NoError(t, w.Release(ctx))
+}
+
+// TestWriterLostWhileWaiting: a writer whose permit is lost while it
+// waits for another never works: once the reader ahead of it leaves,
+// Write fails with the loss, and the writer holds nothing. (Before,
+// Write returned a writer whose lost permit a reader could hold.)
+func TestWriterLostWhileWaiting(t *testing.T) {
+	ctx, ns := testCtx(t), testNamespace(t)
+	c := redistest.Start(t).Client(t, leaseClient)
+	h := telemetrytest.New(t)
+	// The reader's long TTL keeps it (yielding) until it releases; the
+	// writer's short one finds its permit gone within a renewal.
+	readers := newShared(t, newLocker(t, c, lease.Config{Namespace: ns, TTL: 20 * time.Second}), "doc", permits.Config{Limit: 2})
+	lk := newLocker(t, c, lease.Config{Namespace: ns, TTL: 300 * time.Millisecond, Telemetry: h.Tel})
+	sh := newShared(t, lk, "doc", permits.Config{Limit: 2, Wait: 10 * time.Second})
+	r, err := readers.Read(ctx)
+	require.NoError(t, err)
+	type written struct {
+		p   *permits.Permit
+		err error
+	}
+	done := make(chan written, 1)
+	go func() {
+		p, err := sh.Write(ctx)
+		done <- written{p, err}
+	}()
+	require.Eventually(t, func() bool { // the free permit taken, the reader's waited for
+		held, queued := slots(t, c, ns, "doc", 2)
+		return count(held) == 2 && queued[r.Index] == 1
+	}, 10*time.Second, 2*time.Millisecond)
+
+	// The writer's permit disappears from Redis; its renewal finds it gone.
+	require.EqualValues(t, 1, c.Del(ctx, leasekeys.OfSlot(ns, "doc", 1-r.Index).Lock).Val())
+	h.EventuallySum(t, obs.LeaseLosses, telemetrytest.Attrs(obs.AttrLockName, "doc", obs.AttrReason, string(lease.LossRenewalRejected)), 1)
+	_ = r.Release(ctx) // yielded or not, the reader leaves
+
+	var w written
+	select {
+	case w = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer's Write did not return")
+	}
+	var lost *lease.LostError
+	require.ErrorAs(t, w.err, &lost, "the writer lost a permit while it waited")
+	assert.Equal(t, lease.LossRenewalRejected, lost.Reason)
+	assert.Nil(t, w.p, "no writer is returned")
+	eventuallySlots(t, c, ns, "doc", 2, 0, 0)
+	assert.Zero(t, c.Exists(ctx, leasekeys.Of(ns, "doc").Lock).Val(), "the key's lease is released")
 }

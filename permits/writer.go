@@ -3,6 +3,7 @@ package permits
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/lockwatch/lockwatch/internal/leaseslot"
@@ -45,11 +46,24 @@ func (s *Shared) Write(ctx context.Context) (*Permit, error) {
 		_ = own.Release(context.WithoutCancel(ctx))
 		return nil, timedOut(ctx, sem.key, err)
 	}
+	if err := holdAll(own, slots); err != nil {
+		_ = releaseAll(context.WithoutCancel(ctx), append(slots, own))
+		return nil, err
+	}
+	p := &Permit{Lease: own, Index: leaseslot.Exclusive, slots: slots, sem: sem}
+	p.ended.Store(true) // a writer is on no gauge or list of permits
+	return p, nil
+}
+
+// holdAll ties the writer's leases together: a permit lost loses own,
+// and own lost renews nothing more (what it holds expires unless it
+// releases it first, and the next writer or the readers go on). A lease
+// lost while the writer waited for the others fails the Write: the
+// permit may be a reader's by now, so the writer never works.
+func holdAll(own *lease.Lease, slots []*lease.Lease) error {
 	for _, l := range slots {
 		context.AfterFunc(l.Context(), func() { leaseslot.Lose(own, context.Cause(l.Context())) })
 	}
-	// Lost, the writer renews nothing more: what it holds expires unless
-	// it releases it first, and the next writer or the readers go on.
 	context.AfterFunc(own.Context(), func() {
 		var lost *lease.LostError
 		if errors.As(context.Cause(own.Context()), &lost) {
@@ -58,9 +72,22 @@ func (s *Shared) Write(ctx context.Context) (*Permit, error) {
 			}
 		}
 	})
-	p := &Permit{Lease: own, Index: leaseslot.Exclusive, slots: slots, sem: sem}
-	p.ended.Store(true) // a writer is on no gauge or list of permits
-	return p, nil
+	for i, l := range append(slots, own) {
+		if cause := context.Cause(l.Context()); cause != nil {
+			leaseslot.Lose(own, cause)
+			return fmt.Errorf("permits: the writer of %q lost %s while it waited: %w", own.Key(), leaseName(i, len(slots)), cause)
+		}
+	}
+	return nil
+}
+
+// leaseName names a writer's i-th lease in an error: a permit, or the
+// key's own lease after the n permits.
+func leaseName(i, n int) string {
+	if i == n {
+		return "the key's own lease"
+	}
+	return fmt.Sprintf("permit %d", i)
 }
 
 // takeAll takes every reader's permit for a writer, each in its own
