@@ -56,7 +56,9 @@ func TestEndToEndWithPrometheus(t *testing.T) {
 	require.NotEmpty(t, exprs)
 
 	// Alerts the demo's faults must trigger: their expressions return series.
-	want := []string{"LockwatchStaleWriteSpike", "LockwatchFenceRejections", "LockwatchLeasesLost",
+	// LockwatchStaleWrite is the ticket for a single stale write: the
+	// demo's late holder (fault stale) writes after its lease is lost.
+	want := []string{"LockwatchStaleWrite", "LockwatchStaleWriteSpike", "LockwatchFenceRejections", "LockwatchLeasesLost",
 		"LockwatchLateCompletions", "LockwatchUnknownAcquiresHigh", "LockwatchRenewalFailuresHigh"}
 	alertExpr := map[string]string{}
 	loaded := api.rules(t)
