@@ -29,6 +29,9 @@ import (
 // refused (fn did not run), stale (fn's error is a fence rejection,
 // errors.Is fence.ErrStale) or failed (any other error, or a panic).
 func (l *Lease) Commit(ctx context.Context, fn func(ctx context.Context, token fence.Token) error) error {
+	if l == nil {
+		return errNoLease // FromContext outside the middleware: nothing to count it under
+	}
 	rem := l.Remaining()
 	ev := obs.Commit{Lock: l.set.Name, Result: obs.CommitCommitted, Remaining: rem, Fence: l.token.Fence}
 	var refused error

@@ -50,35 +50,55 @@ type Lease struct {
 }
 
 // Key returns the caller's key.
-func (l *Lease) Key() string { return l.key }
+func (l *Lease) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.key
+}
 
 // Fence returns the lease's fence, the number of its token: strictly
 // greater than every fence minted for this key before, and below 2^53 (safe
 // in JSON). It is what logs and a program's own comparisons show; a
 // resource is given the Token, which also says which key it is for and who
 // minted it.
-func (l *Lease) Fence() int64 { return l.token.Fence }
+func (l *Lease) Fence() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.token.Fence
+}
 
 // Token returns the lease's fencing token: its fence, scoped to the lease's
 // key and namespace, signed when the Locker has secrets (Config.Secrets). Send
 // it with every write to the protected resource (Commit passes it; the
 // middleware's propagators send it in its wire form), which rejects tokens
 // older than the newest it accepted, and tokens of other keys.
-func (l *Lease) Token() fence.Token { return l.token }
+func (l *Lease) Token() fence.Token {
+	if l == nil {
+		return fence.Token{}
+	}
+	return l.token
+}
 
 // Context returns the lease's context. It is derived from the context given to
 // Acquire (so it carries its values and ends with it) and is cancelled when the
 // lease is lost, before the key can expire in Redis, with a cause that
 // satisfies errors.Is(context.Cause(ctx), ErrLost) and errors.As(...,
 // *LostError). After Release its cause is ErrReleased.
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context {
+	if l == nil {
+		return noLeaseCtx
+	}
+	return l.ctx
+}
 
 // Remaining returns how long the lease stays valid without another confirmed
 // renewal, by the local monotonic clock: the time until its context would be
 // cancelled. The key outlives this in Redis by at least the safety margin.
 // Zero once lost or released.
 func (l *Lease) Remaining() time.Duration {
-	if state(l.state.Load()) != stateActive {
+	if l == nil || state(l.state.Load()) != stateActive {
 		return 0
 	}
 	left := time.Duration(l.cancelAt.Load()) - clock.Now()
@@ -94,6 +114,9 @@ func (l *Lease) Remaining() time.Duration {
 // once, even if the scheduler has not come to it yet: it ends the lease
 // itself (the context is cancelled before Err returns).
 func (l *Lease) Err() error {
+	if l == nil {
+		return errNoLease
+	}
 	if state(l.state.Load()) == stateActive && time.Duration(l.cancelAt.Load()) <= clock.Now() {
 		l.locker.sched.expire(l)
 	}

@@ -33,6 +33,9 @@ import (
 // that release's mark is among the 16 newest ends of the key. Only the first
 // call of Release or ReleaseAsync does anything; later calls return nil.
 func (l *Lease) Release(ctx context.Context) error {
+	if l == nil {
+		return errNoLease
+	}
 	if !l.releasing.CompareAndSwap(false, true) {
 		return nil
 	}
@@ -55,6 +58,9 @@ func (l *Lease) Release(ctx context.Context) error {
 // sees the key held for that round trip (Config.Wait absorbs it). Once Close
 // has begun, it releases synchronously.
 func (l *Lease) ReleaseAsync(ctx context.Context) {
+	if l == nil {
+		return
+	}
 	if !l.releasing.CompareAndSwap(false, true) {
 		return
 	}
