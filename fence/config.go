@@ -14,14 +14,21 @@ import (
 // runs where no lease is held, so it is told the lease namespace and its
 // Telemetry itself.
 type RedisConfig struct {
-	// Namespace is the prefix of the store's keys. Default
-	// "lockwatch:fence". Printable ASCII without spaces or braces, at most
-	// 64 bytes: braces would let the namespace choose the Redis Cluster
-	// slot.
+	// Namespace is the prefix of the store's own keys, where it keeps each
+	// key's value and mark ("<Namespace>:<resource>:{<key's hash>}"). It
+	// need not match any other setting. Default "lockwatch:fence".
+	// Printable ASCII without spaces or braces, at most 64 bytes: braces
+	// would let the namespace choose the Redis Cluster slot.
 	Namespace string
-	// LockNamespace is the lease namespace of the Lockers whose tokens the
-	// store checks (their lease.Config.Namespace): a token's scope names its
-	// key within it. Default "lockwatch", lease's default.
+	// LockNamespace is no prefix of the store's keys: it is the
+	// lease.Config.Namespace of the Lockers whose tokens the store checks,
+	// from which a token's scope is derived (ScopeOf). Default
+	// "lockwatch", lease's default. Set it to the holders' Namespace:
+	// otherwise every one of their tokens is refused as minted for another
+	// key (ErrForeign; FENCE_FOREIGN behind a Guard), counted as a foreign
+	// rejection, nothing written, and the error names the lease namespace
+	// the store expected. Plain tokens (PlainTokens) carry no scope, so it
+	// is not checked for them.
 	LockNamespace string
 	// Secrets makes the store refuse every token not signed with one of
 	// them (ErrForged): set the same secrets on the Lockers

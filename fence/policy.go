@@ -65,7 +65,7 @@ func (p *policy) check(lockKey string, t Token) (bounded bool, err error) {
 		}
 	}
 	if t.Scope != ScopeOf(p.lockNamespace, lockKey) {
-		return false, fmt.Errorf("%w: fence %d is not a token of this key in lease namespace %q", ErrForeign, t.Fence, p.lockNamespace)
+		return false, fmt.Errorf("%w: fence %d is not a token of this key in lease namespace %q (the store's LockNamespace: the holders' lease.Config.Namespace must be it)", ErrForeign, t.Fence, p.lockNamespace)
 	}
 	return p.secrets == nil, nil
 }
