@@ -164,7 +164,8 @@ func permitFiguresOf(cfg config, ops []op, leases []leaseRec, found []overlap, m
 
 // compare checks the semaphore's counters against the history: acquires
 // by result, permits lost (by the semaphore and by the permits' leases),
-// and nothing held, waiting or active once every holder stopped.
+// late completions, and nothing held, waiting or active once every holder
+// stopped.
 func (p *permitFigures) compare() {
 	var diff metricDiffs
 	for _, r := range []string{outAcquired, outContended, outUnknown, outError} {
@@ -172,6 +173,7 @@ func (p *permitFigures) compare() {
 	}
 	diff.check("permits lost", p.Metrics.Losses, int64(p.Lost))
 	diff.check("permits' leases lost", p.Metrics.Leases.Losses, int64(p.Lost))
+	diff.check("late completions", p.Metrics.Leases.Late, int64(p.Late))
 	diff.idle(p.Metrics, "permits", "callers waiting for a permit", "permits' leases")
 	p.MetricsExact = len(diff) == 0
 	for _, d := range diff {

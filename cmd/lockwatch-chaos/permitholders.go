@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/permits"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -41,6 +42,8 @@ type permitHolder struct {
 	regs          *registers
 	rng           *rand.Rand
 	rec           recorder
+	tel           *telemetry.Telemetry // its Locker's, for what middleware would count
+	name          string               // the permits' lock name
 	stop          <-chan struct{}
 	seq           int
 }
@@ -130,7 +133,10 @@ func (h *permitHolder) hold(ctx context.Context, p *permits.Permit, rec leaseRec
 		noticed()
 	}
 	rec.End = now()
-	rec.Late = completed && errors.Is(p.Err(), lease.ErrLost)
+	if completed && errors.Is(p.Err(), lease.ErrLost) {
+		rec.Late = true // counted as middleware counts it (holder.once)
+		obs.RecorderOf(h.tel).LateCompletion(ctx, h.name)
+	}
 	rec.Released = now()
 	_ = p.Release(ctx)
 	<-signalled
@@ -192,7 +198,7 @@ func startPermitHolders(cfg config, target lockTarget, regs *registers, rec reco
 			return ps, err
 		}
 		list = append(list, &permitHolder{id: fmt.Sprintf("s%d", i), ttl: cfg.ttl, work: cfg.maxWork(), fast: fast,
-			waiting: waiting, regs: regs, rec: rec, stop: stop, rng: rand.New(rand.NewPCG(cfg.seed+uint64(500+i), 0x7065726d))}) // "perm"
+			waiting: waiting, regs: regs, rec: rec, tel: tel, name: permitsName, stop: stop, rng: rand.New(rand.NewPCG(cfg.seed+uint64(500+i), 0x7065726d))}) // "perm"
 	}
 	for _, h := range list {
 		wg.Go(h.run)

@@ -117,8 +117,8 @@ func startSharedHolders(cfg config, target lockTarget, regs *registers, rec reco
 		if h.waiting, err = permits.NewShared(lc.locker, sharedKey, pc); err != nil {
 			return ps, err
 		}
-		h.w = &permitHolder{id: id, ttl: cfg.ttl, work: cfg.maxWork(), regs: regs, rec: rec, stop: stop,
-			rng: rand.New(rand.NewPCG(cfg.seed+uint64(600+i), 0x73686172))} // "shar"
+		h.w = &permitHolder{id: id, ttl: cfg.ttl, work: cfg.maxWork(), regs: regs, rec: rec, tel: tel, name: sharedName,
+			stop: stop, rng: rand.New(rand.NewPCG(cfg.seed+uint64(600+i), 0x73686172))} // "shar"
 		list = append(list, h)
 	}
 	for _, h := range list {
