@@ -2,7 +2,6 @@ package lease
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -111,7 +110,7 @@ func (a *acquisition) run(ev *acquireEvent) (*Lease, obs.AcquireResult, error) {
 		case err != nil: // an error, or contended and the caller gone
 			return nil, out, err
 		}
-		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL}
+		last = &NotAcquiredError{Key: a.key, HolderTTL: r.holderTTL, HolderReplica: r.holderReplica}
 		if r.queued {
 			wt := a.lk.wake.join(a.ctx, acq.channel, acq.owner)
 			l, out, err, again := a.await(&queued{acq: acq, base: r.sentAt, wt: wt}, last, ev)
@@ -151,7 +150,7 @@ func (a *acquisition) try() (acquireArgs, attemptResult) {
 	lockKey := a.keys.Lock
 	ghosts := a.lk.ghosts.of(lockKey)
 	entry := a.entryTTL()
-	acq := acquireArgs{keys: a.keys, owner: rand.Text(), ttl: a.set.ttlArg, retention: a.set.retentionArg, queue: entry, ghosts: ghosts}
+	acq := acquireArgs{keys: a.keys, owner: newOwner(a.set.ownerSuffix), ttl: a.set.ttlArg, retention: a.set.retentionArg, queue: entry, ghosts: ghosts}
 	if entry > 0 {
 		acq.channel = a.lk.wake.channel(a.set.Namespace)
 	}
@@ -225,9 +224,12 @@ type attemptResult struct {
 	gone      bool // a refresh found no live entry
 	fence     int64
 	holderTTL time.Duration
-	sentAt    time.Duration
-	late      bool // the reply came after the call's deadline
-	notSent   bool
+	// holderReplica is the holder's replica a contended answer names
+	// ("": none, or not one a Config.Replica could be).
+	holderReplica string
+	sentAt        time.Duration
+	late          bool // the reply came after the call's deadline
+	notSent       bool
 	// callerEnded: not sent because the caller's context ended or its
 	// deadline passed, not the acquire timeout.
 	callerEnded bool
@@ -308,8 +310,9 @@ func callDeadline(ctx context.Context, timeout time.Duration) (deadline time.Dur
 	return t + timeout, false
 }
 
-// parseAcquire reads the acquire script's reply, {1, fence} or {0, pttl},
-// from the reply as read (Int64Slice would copy it).
+// parseAcquire reads the acquire script's reply, {1, fence}, {0, pttl,
+// replica}, {2, pttl, place, replica} or {0, -3}, from the reply as read
+// (Int64Slice would copy it).
 func parseAcquire(cmd *redis.Cmd) attemptResult {
 	vals, err := cmd.Slice()
 	if err != nil {
@@ -319,7 +322,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 		return attemptResult{err: err}
 	}
 	var flag, n int64
-	ok := len(vals) == 2 || len(vals) == 3 // {2, pttl, position}: queued
+	ok := len(vals) >= 2 && len(vals) <= 4
 	if ok {
 		flag, ok = vals[0].(int64)
 	}
@@ -330,7 +333,7 @@ func parseAcquire(cmd *redis.Cmd) attemptResult {
 	case ok && flag == 1 && n > 0:
 		return attemptResult{acquired: true, fence: n}
 	case ok && (flag == 0 || flag == 2):
-		return attemptResult{queued: flag == 2, holderTTL: max(0, time.Duration(n)*time.Millisecond)}
+		return attemptResult{queued: flag == 2, holderTTL: max(0, time.Duration(n)*time.Millisecond), holderReplica: replicaIn(vals)}
 	}
 	return attemptResult{err: fmt.Errorf("acquire script returned %v", vals)}
 }

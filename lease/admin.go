@@ -53,6 +53,10 @@ type KeyInfo struct {
 	// it tells one holder from the next, and the token itself, which could
 	// release or renew the lease, never leaves Redis.
 	Holder string
+	// HolderReplica is the holder's replica name, its Locker's
+	// Config.Replica ("" when free, or when that Locker has none). Inspect
+	// reads it; ForceRelease does not.
+	HolderReplica string
 }
 
 // holderHashLen is how much of the token's SHA-1 Holder shows: enough to
@@ -77,11 +81,11 @@ func (lk *Locker) inspect(ctx context.Context, t leaseadmin.Target) (KeyInfo, er
 	keys := t.Names
 	ctx, cancel := context.WithTimeout(ctx, lk.set.AcquireTimeout)
 	defer cancel()
-	vals, err := reply(script.RunOne(ctx, lk.client, inspectArgs{keys: keys}.call()), 4)
+	vals, err := reply(script.RunOne(ctx, lk.client, inspectArgs{keys: keys}.call()), 5)
 	if err != nil {
 		return KeyInfo{}, fmt.Errorf("lease: inspect %q: %w", targetLabel(t), err)
 	}
-	info := KeyInfo{Key: t.Key, KeyHash: hashTag(keys.Lock), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3]))}
+	info := KeyInfo{Key: t.Key, KeyHash: hashTag(keys.Lock), Holder: holderHash(vals[0]), Fence: toInt(vals[2]), Barred: int(toInt(vals[3])), HolderReplica: replicaIn(vals)}
 	info.Held = info.Holder != ""
 	switch pttl := toInt(vals[1]); {
 	case pttl >= 0:

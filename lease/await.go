@@ -80,7 +80,7 @@ func (a *acquisition) await(q *queued, last *NotAcquiredError, ev *acquireEvent)
 			return nil, obs.AcquireContended, nil, true
 		case r.queued:
 			q.base = r.sentAt
-			last.HolderTTL = r.holderTTL
+			last.HolderTTL, last.HolderReplica = r.holderTTL, r.holderReplica
 		default:
 			return a.refreshFailed(q, r, last)
 		}
@@ -172,20 +172,21 @@ func (a *acquisition) leave(q *queued) {
 	})
 }
 
-// parseRefresh reads refresh.lua's reply: {1, fence} granted, {2, pttl}
-// waiting, {0, -4} gone.
+// parseRefresh reads refresh.lua's reply: {1, fence} granted, {2, pttl,
+// replica} waiting, {0, -4} gone.
 func parseRefresh(cmd *redis.Cmd) attemptResult {
-	vals, err := cmd.Int64Slice()
+	vals, err := cmd.Slice()
 	switch {
 	case err != nil && redis.HasErrorPrefix(err, "LOCKWATCH refused:"):
 		return attemptResult{refused: fmt.Errorf("lease: %s", strings.TrimPrefix(err.Error(), "LOCKWATCH refused: "))}
 	case err != nil:
 		return attemptResult{err: err}
-	case len(vals) == 2 && vals[0] == 1 && vals[1] > 0:
-		return attemptResult{acquired: true, fence: vals[1]}
-	case len(vals) == 2 && vals[0] == 2:
-		return attemptResult{queued: true, holderTTL: max(0, time.Duration(vals[1])*time.Millisecond)}
-	case len(vals) == 2 && vals[0] == 0:
+	case len(vals) == 2 && vals[0] == int64(1) && toInt(vals[1]) > 0:
+		return attemptResult{acquired: true, fence: toInt(vals[1])}
+	case len(vals) == 3 && vals[0] == int64(2):
+		pttl := time.Duration(toInt(vals[1])) * time.Millisecond
+		return attemptResult{queued: true, holderTTL: max(0, pttl), holderReplica: replicaIn(vals)}
+	case len(vals) == 2 && vals[0] == int64(0):
 		return attemptResult{gone: true}
 	}
 	return attemptResult{err: fmt.Errorf("refresh script returned %v", vals)}

@@ -30,6 +30,16 @@ type Config struct {
 	// key). Default "default".
 	Name string
 
+	// Replica is this process's name as other processes' refusals show
+	// it: a contended Acquire elsewhere names the holder's replica
+	// (NotAcquiredError.HolderReplica, and so the middleware's refusal,
+	// which HTTP and gRPC clients read), and Inspect names it too. It
+	// travels in Redis after the owner token ("<token>@<replica>"), never
+	// the token itself. Default "": not named, so that nothing internal,
+	// a pod's hostname say, reaches clients unless chosen here. At most
+	// 64 bytes of [A-Za-z0-9._:-].
+	Replica string
+
 	// MaxHold bounds how long a lease may be held: at acquire time +
 	// MaxHold the lease is lost with reason max_hold and renewal stops.
 	// Default 0: no bound.

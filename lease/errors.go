@@ -45,12 +45,21 @@ type NotAcquiredError struct {
 	// this process (another request on this replica), not another
 	// replica; false says nothing either way.
 	HeldHere bool
+	// HolderReplica is the holder's replica name (its Locker's
+	// Config.Replica) as Redis answered the last attempt: "" when the
+	// holder's Locker has none, or when nothing named the holder (a
+	// semaphore's refusal of a key with no permit held). Only the name
+	// that process chose: never its owner token.
+	HolderReplica string
 }
 
 func (e *NotAcquiredError) Error() string {
 	by := "another owner"
-	if e.HeldHere {
+	switch {
+	case e.HeldHere:
 		by = "another lease of this process"
+	case e.HolderReplica != "":
+		by = fmt.Sprintf("replica %q", e.HolderReplica)
 	}
 	return fmt.Sprintf("lease: not acquired: %q held by %s for %v more", shortKey(e.Key), by, e.HolderTTL)
 }

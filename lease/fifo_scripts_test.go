@@ -91,10 +91,11 @@ func (k *fifoKey) fence(owner string) int64 {
 // queued acquires the held key for owner and checks it is queued at place.
 func (k *fifoKey) queued(owner string, place int64) {
 	res := k.acquire(owner, fifoEntry)
-	require.Len(k.t, res, 3, "queued: %v", res)
+	require.Len(k.t, res, 4, "queued: %v", res)
 	assert.Equal(k.t, int64(2), res[0])
 	assert.Positive(k.t, res[1], "the holder's PTTL")
 	assert.Equal(k.t, place, res[2], "%s's place", owner)
+	assert.Equal(k.t, []any{""}, res[3:], "a holder's token without '@' names no replica")
 }
 
 func (k *fifoKey) queue() []string { return k.c.LRange(k.ctx, k.keys.Queue, 0, -1).Val() }
@@ -207,9 +208,10 @@ func TestFIFORefresh(t *testing.T) {
 	before := k.c.HGet(k.ctx, k.keys.Entries, "b").Val()
 	time.Sleep(5 * time.Millisecond)
 	res := k.refresh("b")
-	require.Len(t, res, 2)
+	require.Len(t, res, 3)
 	assert.Equal(t, int64(2), res[0], "waiting")
 	assert.Positive(t, res[1], "the holder's PTTL")
+	assert.Equal(t, []any{""}, res[2:], "the holder names no replica")
 	after := k.c.HGet(k.ctx, k.keys.Entries, "b").Val()
 	expiry := func(e string) int64 {
 		n, err := strconv.ParseInt(strings.Fields(e)[0], 10, 64)
@@ -238,7 +240,7 @@ func TestFIFONewcomerDoesNotJumpTheQueue(t *testing.T) {
 	k.queued("b", 1)
 	k.c.Del(k.ctx, k.keys.Lock) // a's lease expired
 	res := k.acquire("n", 0)
-	require.Len(t, res, 2)
+	require.Len(t, res, 3)
 	assert.Equal(t, int64(0), res[0], "a newcomer that does not queue: contended")
 	fb := k.granted("b", f)
 	k.queued("m", 1)
@@ -253,7 +255,7 @@ func TestFIFOEntryTTLZero(t *testing.T) {
 	f := k.fence("a")
 	res, err := k.run(k.attempt("b", 0).call()).Slice()
 	require.NoError(t, err)
-	require.Len(t, res, 2)
+	require.Len(t, res, 3)
 	assert.Equal(t, int64(0), res[0])
 	assert.Positive(t, res[1])
 	assert.Zero(t, k.c.Exists(k.ctx, k.keys.Queue, k.keys.Entries).Val(), "nothing queued")
@@ -295,7 +297,7 @@ func TestFIFOGhostLeavesTheQueue(t *testing.T) {
 	}
 
 	res := withGhost("b2", "b")
-	require.Len(t, res, 3, "queued: %v", res)
+	require.Len(t, res, 4, "queued: %v", res)
 	assert.Equal(t, []any{int64(2), int64(3)}, []any{res[0], res[2]}, "held: b2 queues behind the live waiters")
 	assert.Equal(t, []string{"c", "d", "b2"}, k.queue())
 	assert.NotContains(t, k.c.HGetAll(k.ctx, k.keys.Entries).Val(), "b", "the ghost's entry is dropped")
@@ -303,7 +305,7 @@ func TestFIFOGhostLeavesTheQueue(t *testing.T) {
 
 	k.c.Del(k.ctx, k.keys.Lock) // a's lease expired
 	res = withGhost("c2", "c")
-	require.Len(t, res, 3, "queued: %v", res)
+	require.Len(t, res, 4, "queued: %v", res)
 	assert.Equal(t, []any{int64(2), int64(2)}, []any{res[0], res[2]}, "free: the key goes to d, and c2 queues")
 	k.granted("d", f)
 	assert.Equal(t, []string{"b2", "c2"}, k.queue())
@@ -352,7 +354,7 @@ func TestFIFOACopyOfAQueuedAttemptKeepsItsEntry(t *testing.T) {
 	f := k.fence("a")
 	k.queued("b", 1)
 	res := k.acquire("b", fifoEntry)
-	require.Len(t, res, 3, "queued: %v", res)
+	require.Len(t, res, 4, "queued: %v", res)
 	assert.Equal(t, []any{int64(2), int64(0)}, []any{res[0], res[2]}, "already queued")
 	assert.Equal(t, []string{"b"}, k.queue(), "one entry")
 	assert.Equal(t, int64(2), k.refresh("b")[0], "b waits on it")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,6 +41,11 @@ func TestInvalidConfig(t *testing.T) {
 		{"fence retention below TTL", Config{FenceRetention: time.Second}},
 		{"negative replicas", Config{ReplicationAcks: -1, ReplicationTimeout: time.Second}},
 		{"replication ack without timeout", Config{ReplicationAcks: 1}},
+		{"replica too long", Config{Replica: strings.Repeat("r", 65)}},
+		{"replica with space", Config{Replica: "pod a"}},
+		{"replica with @", Config{Replica: "pod@a"}},
+		{"replica with a bar mark", Config{Replica: "pod~a"}},
+		{"replica not printable", Config{Replica: "pod\na"}},
 	}
 	srv := redistest.Start(t)
 	c := srv.Client(t)

@@ -18,6 +18,7 @@ type settings struct {
 	ttlArg       any // ttlMs and retentionMs as script arguments, boxed once
 	retentionArg any
 	ackTimeoutMs int64
+	ownerSuffix  string        // "@" and Replica, "" without one (newOwner)
 	rec          *obs.Recorder // tel's
 }
 
@@ -45,7 +46,7 @@ func (c Config) validateBase() error {
 	if err := validNamespace(c.Namespace); err != nil {
 		return err
 	}
-	return nil
+	return validReplica(c.Replica)
 }
 
 // derive fills in the timings c leaves to the TTL, clamps durations to
@@ -72,6 +73,9 @@ func (c Config) derive() *settings {
 	s.retentionMs = s.FenceRetention.Milliseconds()
 	s.ackTimeoutMs = s.ReplicationTimeout.Milliseconds()
 	s.ttlArg, s.retentionArg = s.ttlMs, s.retentionMs
+	if c.Replica != "" {
+		s.ownerSuffix = "@" + c.Replica
+	}
 	return s
 }
 

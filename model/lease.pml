@@ -725,9 +725,13 @@
 #define BANG 3      /* '!' an administrator took the lock from it */
 #define TILDE 4     /* '~' answered contended */
 
-/* Acquire replies. */
+/* Acquire replies. The contended ones ({0, pttl, replica}, queued
+ * {2, pttl, place, replica}) also name the holder's replica: the text
+ * after the last '@' of the lock's value, which no script branches on and
+ * which is not modelled (a token is a number here); the conformance test
+ * checks it against the lock Redis holds. */
 #define R_ACQ 1     /* {1, fence} */
-#define R_CONT 2    /* {0, pttl} */
+#define R_CONT 2    /* {0, pttl, replica} */
 #define R_BARRED 3  /* {0, -3} */
 #define R_ERR 4     /* an error: no fence record for a held lock */
 
@@ -1021,8 +1025,8 @@ inline repair_unblocks(fn) {
  * waiters (wq, wl, qseq), not the queue. */
 #define QRF 6       /* the refresh script */
 #define LVE 7       /* the leave: release.lua, sent by a waiter that gives up */
-#define R_QUEUED 5  /* acquire: {0, position}: held by another, owner enqueued */
-#define QW 1        /* refresh: waiting (the entry's expiry is pushed back) */
+#define R_QUEUED 5  /* acquire: {2, pttl, place, replica}: held by another, owner enqueued */
+#define QW 1        /* refresh: waiting, {2, pttl, replica} (the entry's expiry is pushed back) */
 #define QG 2        /* refresh: granted, {fence} */
 #define QX 3        /* refresh: gone (no entry, and the key is not its) */
 #define QUEUED 4    /* Acquire: enqueued, until granted, gone or given up */

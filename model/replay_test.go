@@ -71,14 +71,37 @@ const replayLockers = 3
 func (r *replay) close() error { return r.sub.Close() }
 
 // owner is the owner token standing for the model's token t, as lockwatch
-// makes them (crypto/rand Text).
+// makes them (crypto/rand Text): an odd t's ends in the replica name of a
+// Locker with Config.Replica set, "@" and a name with the characters the
+// name may have.
 func (r *replay) owner(t int) string {
 	if o, ok := r.owners[t]; ok {
 		return o
 	}
 	o := rand.Text()
+	if t%2 == 1 {
+		o += fmt.Sprintf("@pod-%d.zone:a_b", t%3)
+	}
 	r.owners[t], r.tokens[o] = o, t
 	return o
+}
+
+// namesHolder checks a contended answer's replica: the name after the last
+// '@' of the lock's value, "" without one (or with the key free), never
+// any of the token before it.
+func (r *replay) namesHolder(script string, got any) error {
+	held, err := r.c.Get(r.ctx, r.keys.Lock).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("%s: the lock: %w", script, err)
+	}
+	want := ""
+	if i := strings.LastIndexByte(held, '@'); i >= 0 {
+		want = held[i+1:]
+	}
+	if got != want {
+		return fmt.Errorf("%s: want the holder's replica %q (lock %q), got %v", script, want, held, got)
+	}
+	return nil
 }
 
 // lockKeys are the KEYS of acquire.lua, release.lua, force.lua and
@@ -161,10 +184,15 @@ func (r *replay) acquire(st step) error {
 	case err != nil:
 		return fmt.Errorf("acquire: %w", err)
 	case want == 5:
-		if len(res) != 3 || res[0] != int64(2) || res[1].(int64) < 0 || res[2] != int64(st.arg["f"]) {
-			return fmt.Errorf("acquire: want queued {2, pttl >= 0, %d}, got %v", st.arg["f"], res)
+		if len(res) != 4 || res[0] != int64(2) || res[1].(int64) < 0 || res[2] != int64(st.arg["f"]) {
+			return fmt.Errorf("acquire: want queued {2, pttl >= 0, %d, replica}, got %v", st.arg["f"], res)
 		}
-		return nil
+		return r.namesHolder("acquire", res[3])
+	case want == 2:
+		if len(res) != 3 || res[0] != int64(0) || res[1].(int64) < 0 {
+			return fmt.Errorf("acquire: want contended {0, pttl >= 0, replica}, got %v", res)
+		}
+		return r.namesHolder("acquire", res[2])
 	case len(res) != 2:
 		return fmt.Errorf("acquire: reply %v", res)
 	case want == 1:
@@ -172,10 +200,6 @@ func (r *replay) acquire(st step) error {
 			return fmt.Errorf("acquire: want {1, fence}, got %v", res)
 		}
 		return r.minted(st.arg["f"], res[1].(int64))
-	case want == 2:
-		if res[0] != int64(0) || res[1].(int64) < 0 {
-			return fmt.Errorf("acquire: want contended {0, pttl >= 0}, got %v", res)
-		}
 	case want == 3:
 		if res[0] != int64(0) || res[1] != int64(-3) {
 			return fmt.Errorf("acquire: want barred {0, -3}, got %v", res)
@@ -213,9 +237,10 @@ func (r *replay) refresh(st step) error {
 	}
 	switch st.arg["r"] {
 	case 1:
-		if len(res) != 2 || res[0] != int64(2) || res[1].(int64) < 0 {
-			return fmt.Errorf("refresh: want waiting {2, pttl >= 0}, got %v", res)
+		if len(res) != 3 || res[0] != int64(2) || res[1].(int64) < 0 {
+			return fmt.Errorf("refresh: want waiting {2, pttl >= 0, replica}, got %v", res)
 		}
+		return r.namesHolder("refresh", res[2])
 	case 2:
 		f, err := r.realFence(st.arg["f"])
 		if err != nil {
@@ -282,10 +307,10 @@ func (r *replay) inspect(st step) error {
 		return err
 	}
 	bars := int64(len(st.state.ended) + len(st.state.cont))
-	if len(res) != 4 || fmt.Sprint(res[0]) != fmt.Sprint(r.holder(st.arg["who"])) || res[2] != f || res[3] != bars || res[1].(int64) <= 0 {
-		return fmt.Errorf("inspect: want [%v pttl>0 %d %d], got %v", r.holder(st.arg["who"]), f, bars, res)
+	if len(res) != 5 || fmt.Sprint(res[0]) != fmt.Sprint(r.holder(st.arg["who"])) || res[2] != f || res[3] != bars || res[1].(int64) <= 0 {
+		return fmt.Errorf("inspect: want [%v pttl>0 %d %d replica], got %v", r.holder(st.arg["who"]), f, bars, res)
 	}
-	return nil
+	return r.namesHolder("inspect", res[4])
 }
 
 func (r *replay) write(st step) error {

@@ -27,10 +27,14 @@ local GHOSTS = 6          -- ARGV[6..]: the Locker's ghosts of the key
 --               this attempt (a go-redis re-send) ran first, and the client
 --               gets the same fence, never a second lock; or when this
 --               script's hand-off grants the entry such a copy queued.
---   {0, pttl}   held by another (pttl: its remaining TTL in ms, -1 none).
---               owner is barred '~', so that a copy of this attempt that
---               comes after the holder left cannot take the key.
---   {2, pttl, place}  with entryTTL > 0, held by another: owner is queued
+--   {0, pttl, replica}  held by another (pttl: its remaining TTL in ms,
+--               -1 none; replica: the holder's, the text after the last
+--               '@' of its token, '' without one: never the token itself,
+--               which would let its reader release the lease). owner is
+--               barred '~', so that a copy of this attempt that comes
+--               after the holder left cannot take the key.
+--   {2, pttl, place, replica}  with entryTTL > 0, held by another (pttl
+--               and replica as above): owner is queued
 --               at place (0: already queued, by a copy of this attempt
 --               whose reply was lost: its entry stays) and barred '~';
 --               the grant comes as "<owner> <fence>" on channel, or from
@@ -53,7 +57,7 @@ for i = GHOSTS, #ARGV do
   ghostHolds = ghostHolds or holder == ARGV[i]
 end
 local free = not holder or ghostHolds -- or a ghost's, deleted below
-local last, ended, cont
+local last, ended, cont, granted
 if free then -- refusals come before any write
   local rec = redis.call('GET', fenceKey)
   last, ended, cont = parse(rec)
@@ -79,7 +83,7 @@ if free then
   if #ARGV >= GHOSTS then
     last, ended, cont = parse(redis.call('GET', fenceKey)) -- with the ghosts' bars
   end
-  local granted = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
+  granted = handoff(lockKey, fenceKey, queueKey, entriesKey, retention)
   if granted == owner then
     return heldBy(fenceKey) -- the entry a copy of this attempt queued
   elseif not granted then
@@ -93,17 +97,18 @@ if free then
 end
 -- Another holds the key, or the hand-off above granted it.
 local pttl = redis.call('PTTL', lockKey)
+local replica = string.match(granted or holder, '@([^@]*)$') or ''
 if entryTTL > 0 then
   ended, cont = select(2, parse(redis.call('GET', fenceKey)))
   if ended and isBarred(ended, cont, owner) then
     if redis.call('HGET', entriesKey, owner) then
-      return {2, pttl, 0}
+      return {2, pttl, 0, replica}
     end
     return {0, -3}
   end
   local place = enqueue(queueKey, entriesKey, owner, entryTTL, ttl, channel)
   barOwner(fenceKey, owner, retention, '~')
-  return {2, pttl, place}
+  return {2, pttl, place, replica}
 end
 barOwner(fenceKey, owner, retention, '~')
-return {0, pttl}
+return {0, pttl, replica}

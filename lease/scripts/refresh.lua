@@ -13,8 +13,9 @@ local retention = ARGV[3] -- how long an idle key remembers its fence, in ms
 -- Returns
 --   {1, fence}  granted: the lock holds owner, under fence (the grant's
 --               message may still be on its way, or lost).
---   {2, pttl}   waiting: owner's entry is live, and lives entryTTL from
---               now; pttl is the lock's.
+--   {2, pttl, replica}  waiting: owner's entry is live, and lives
+--               entryTTL from now; pttl is the lock's, replica its
+--               holder's (as acquire.lua answers it).
 --   {0, -4}     gone: no live entry, and the key is not owner's (an
 --               expired entry is dropped). A next attempt joins the tail.
 --   error "LOCKWATCH ..."  a free key cannot be handed on (acquire.lua's
@@ -35,7 +36,7 @@ local entry, live, ttl, channel = entryOf(entriesKey, owner)
 if live then
   redis.call('HSET', entriesKey, owner, string.format('%d %s %s', nowMs() + entryTTL, ttl, channel))
   keepEntries(queueKey, entriesKey, entryTTL)
-  return {2, redis.call('PTTL', lockKey)}
+  return {2, redis.call('PTTL', lockKey), string.match(holder or '', '@([^@]*)$') or ''}
 end
 if entry then
   redis.call('HDEL', entriesKey, owner)
