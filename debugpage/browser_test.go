@@ -20,8 +20,9 @@ const screenshotEnv = "LOCKWATCH_SCREENSHOT"
 
 // TestInBrowser loads the page in headless Chromium while leases are held
 // and one was lost: the table in the DOM Chromium rendered has the
-// snapshot's rows (names, fences, the hostile name as text), and the
-// screenshot is a painted PNG of the window's size.
+// snapshot's rows (names, fences, the hostile name as text, the command
+// that inspects each key by its hash), and the screenshot is a painted
+// PNG of the window's size.
 func TestInBrowser(t *testing.T) {
 	browsertest.Chromium(t) // skip (or fail in CI) before starting anything
 	f := newFixture(t, 2*time.Second, true)
@@ -40,15 +41,17 @@ func TestInBrowser(t *testing.T) {
 	require.Len(t, snap.Leases, len(held))
 	leases, ok := parseTable(t, dom, "leases")
 	require.True(t, ok, "no leases table in the rendered DOM:\n%s", dom)
-	var names, fences, keys []string
+	var names, fences, keys, commands []string
 	for _, l := range snap.Leases {
 		names = append(names, l.Name)
 		fences = append(fences, strconv.FormatInt(l.Fence, 10))
 		keys = append(keys, l.Key)
+		commands = append(commands, "lockwatch inspect --key-hash "+keyHash("lockwatch", l.Key))
 	}
 	assert.Equal(t, names, leases.col(t, "lock name"))
 	assert.Equal(t, fences, leases.col(t, "fence"))
 	assert.Equal(t, keys, leases.col(t, "key"))
+	assert.Equal(t, commands, leases.col(t, "in Redis"), "the key's hash, in the default namespace")
 	for _, s := range leases.col(t, "state") {
 		assert.Contains(t, []string{"held", "renewing"}, s)
 	}
@@ -59,6 +62,7 @@ func TestInBrowser(t *testing.T) {
 	assert.Equal(t, []string{"payouts"}, losses.col(t, "lock name"))
 	assert.Equal(t, []string{strconv.FormatInt(gone.Fence(), 10)}, losses.col(t, "fence"))
 	assert.Equal(t, []string{"force_released"}, losses.col(t, "reason"))
+	assert.Equal(t, []string{"lockwatch inspect --key-hash " + keyHash("lockwatch", "payout:7")}, losses.col(t, "in Redis now"))
 	assert.True(t, strings.HasPrefix(dom, "<!DOCTYPE html>") || strings.HasPrefix(dom, "<html"), "a rendered document")
 
 	const width, height = 1200, 800

@@ -33,8 +33,15 @@
 // not Redis's: a lease this process still shows as held may already be gone
 // from Redis (it then loses it at its next renewal), and the page knows
 // nothing of the leases other replicas hold. For what Redis holds for a key
-// (its holder, TTL, newest fence), ask Redis: lockwatch inspect --key KEY,
-// or lease.Locker.Inspect.
+// (its holder, TTL, newest fence), ask Redis: every row of a lease, a loss
+// or a permit ends with the command that does, by the key hash the row
+// shows, as in
+//
+//	lockwatch inspect --key-hash 3f0c… [--permit I] [--namespace NS]
+//
+// (--permit for a permit, --namespace unless the Locker's is the default);
+// lockwatch release --force takes the same flags. From Go, with the raw
+// key: lease.Locker.Inspect.
 //
 // The HTML page refreshes itself every 2 seconds (a meta refresh: the page
 // runs no script). It is self-contained, with inline CSS and no external
@@ -55,6 +62,8 @@
 //	    "name": "invoices",                        // lock name (lease.Config.Name)
 //	    "key_hash": "3f0c…",                       // the key's hash, as on spans and in Redis
 //	    "key": "invoice:42",                       // raw key: only with telemetry.Config.RawKeys
+//	    "namespace": "lockwatch",                  // lease.Config.Namespace: lockwatch inspect --namespace
+//	    "permit": 1,                               // a permit's lease only: its index (lockwatch inspect --permit)
 //	    "fence": 1764583200123456,                 // fencing token
 //	    "holder": "5f1c0e9a27b4",                  // its owner token's hash: lockwatch release --force --holder
 //	    "state": "held",                           // held, renewing, final or expired (lease.LeaseInfo.State)
@@ -65,7 +74,7 @@
 //	    "last_renewal_ms": 0.85                    // latency of the last confirmed renewal, 0 before the first
 //	  }],
 //	  "losses": [{                                 // the last losses, newest first (at most 32)
-//	    "name": "…", "key_hash": "…", "key": "…", "fence": 17,
+//	    "name": "…", "key_hash": "…", "key": "…", "namespace": "…", "permit": 1, "fence": 17,
 //	    "reason": "force_released",                // lease.LossReason
 //	    "lost_at": "2026-12-01T09:59:58.5Z",       // when its context was cancelled
 //	    "held_ms": 5012.75,                        // how long it had been held
@@ -82,6 +91,7 @@
 //	    "semaphore": "exports",                    // permits.Config.Name
 //	    "key_hash": "9b2e…",                       // the semaphore key's hash, as on spans and in Redis
 //	    "key": "exports:daily",                    // raw key: only with telemetry.Config.RawKeys
+//	    "namespace": "lockwatch",                  // its Locker's lease.Config.Namespace
 //	    "index": 1,                                // the permit's index, 0 to the limit - 1
 //	    "fence": 1764583200123999,                 // the permit's fencing token
 //	    "since": "2026-12-01T09:59:30Z"            // when Acquire took it

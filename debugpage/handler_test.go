@@ -55,7 +55,7 @@ func TestJSONActiveLeases(t *testing.T) {
 	for k := range raw.Leases[0] {
 		names = append(names, k)
 	}
-	assert.ElementsMatch(t, []string{"name", "key_hash", "fence", "holder", "state", "ttl_ms", "age_ms", "remaining_ms", "renewals", "last_renewal_ms"}, names)
+	assert.ElementsMatch(t, []string{"name", "key_hash", "namespace", "fence", "holder", "state", "ttl_ms", "age_ms", "remaining_ms", "renewals", "last_renewal_ms"}, names)
 
 	// Renewals every TTL/3: the counts grow, with a latency.
 	require.Eventually(t, func() bool {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/debugpage"
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
 	"github.com/lockwatch/lockwatch/lease"
 	"github.com/lockwatch/lockwatch/telemetry"
@@ -37,6 +38,7 @@ type permitJSON struct {
 	Semaphore string    `json:"semaphore"`
 	KeyHash   string    `json:"key_hash"`
 	Key       string    `json:"key"`
+	Namespace string    `json:"namespace"`
 	Index     int       `json:"index"`
 	Fence     int64     `json:"fence"`
 	Since     time.Time `json:"since"`
@@ -54,6 +56,8 @@ type leaseJSON struct {
 	Name          string  `json:"name"`
 	KeyHash       string  `json:"key_hash"`
 	Key           string  `json:"key"`
+	Namespace     string  `json:"namespace"`
+	Permit        *int    `json:"permit"`
 	Fence         int64   `json:"fence"`
 	Holder        string  `json:"holder"`
 	State         string  `json:"state"`
@@ -68,6 +72,7 @@ type lossJSON struct {
 	Name          string    `json:"name"`
 	KeyHash       string    `json:"key_hash"`
 	Key           string    `json:"key"`
+	Namespace     string    `json:"namespace"`
 	Fence         int64     `json:"fence"`
 	Reason        string    `json:"reason"`
 	LostAt        time.Time `json:"lost_at"`
@@ -283,4 +288,10 @@ func (f *fixture) forceRelease(t *testing.T, key string) lease.KeyInfo {
 	require.NoError(t, err)
 	require.True(t, info.Held)
 	return info
+}
+
+// keyHash is the hash of key in namespace, as Redis's names carry it:
+// what lockwatch inspect --key-hash takes.
+func keyHash(namespace, key string) string {
+	return leasekeys.HashTag(leasekeys.Of(namespace, key).Lock)
 }

@@ -57,9 +57,9 @@ func TestPermits(t *testing.T) {
 	}
 	hash := keyHashOf(t, p, "exports")
 	want := []permitJSON{
-		{Semaphore: "exports", KeyHash: hash, Index: first.Index, Fence: first.Fence()},
-		{Semaphore: "exports", KeyHash: hash, Index: second.Index, Fence: second.Fence()},
-		{Semaphore: "imports", Index: c.Index, Fence: c.Fence()},
+		{Semaphore: "exports", KeyHash: hash, Namespace: "lockwatch", Index: first.Index, Fence: first.Fence()},
+		{Semaphore: "exports", KeyHash: hash, Namespace: "lockwatch", Index: second.Index, Fence: second.Fence()},
+		{Semaphore: "imports", Namespace: "lockwatch", Index: c.Index, Fence: c.Fence()},
 	}
 	for i, got := range p.Permits {
 		assert.False(t, got.Since.Before(before), "held since its Acquire")
@@ -111,7 +111,8 @@ func TestPermitsRawKeys(t *testing.T) {
 	assert.Equal(t, []string{"exports:daily"}, rows.col(t, "key"))
 }
 
-// TestPermitsInBrowser: Chromium renders the permits' table.
+// TestPermitsInBrowser: Chromium renders the permits' table, each row
+// with the command that inspects its permit by the key hash it shows.
 func TestPermitsInBrowser(t *testing.T) {
 	browsertest.Chromium(t)
 	f := newFixture(t, 2*time.Second, false)
@@ -121,4 +122,7 @@ func TestPermitsInBrowser(t *testing.T) {
 	assert.Equal(t, []string{"relay"}, rows.col(t, "semaphore"))
 	assert.Equal(t, []string{strconv.Itoa(p.Index)}, rows.col(t, "permit"))
 	assert.Equal(t, []string{strconv.FormatInt(p.Fence(), 10)}, rows.col(t, "fence"))
+	hash := rows.col(t, "key hash")[0]
+	assert.Equal(t, keyHash("lockwatch", "relay:out"), hash)
+	assert.Equal(t, []string{"lockwatch inspect --key-hash " + hash + " --permit " + strconv.Itoa(p.Index)}, rows.col(t, "in Redis"))
 }

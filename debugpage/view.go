@@ -29,6 +29,8 @@ type leaseView struct {
 	Name          string `json:"name"`
 	KeyHash       string `json:"key_hash"`
 	Key           string `json:"key,omitempty"`
+	Namespace     string `json:"namespace"`
+	Permit        *int   `json:"permit,omitempty"`
 	Fence         int64  `json:"fence"`
 	Holder        string `json:"holder"`
 	State         string `json:"state"`
@@ -43,6 +45,8 @@ type lossView struct {
 	Name          string           `json:"name"`
 	KeyHash       string           `json:"key_hash"`
 	Key           string           `json:"key,omitempty"`
+	Namespace     string           `json:"namespace"`
+	Permit        *int             `json:"permit,omitempty"`
 	Fence         int64            `json:"fence"`
 	Reason        lease.LossReason `json:"reason"`
 	LostAt        time.Time        `json:"lost_at"`
@@ -69,6 +73,7 @@ type permitView struct {
 	Semaphore string    `json:"semaphore"`
 	KeyHash   string    `json:"key_hash"`
 	Key       string    `json:"key,omitempty"`
+	Namespace string    `json:"namespace"`
 	Index     int       `json:"index"`
 	Fence     int64     `json:"fence"`
 	Since     time.Time `json:"since"`
@@ -82,20 +87,57 @@ func newView(s lease.Snapshot, campaigns []obs.Campaign, permits []obs.HeldPermi
 	}
 	for _, p := range permits {
 		v.rawKeys = v.rawKeys || p.Key != ""
-		v.Permits = append(v.Permits, permitView{Semaphore: p.Semaphore, KeyHash: p.KeyHash, Key: p.Key, Index: p.Index, Fence: p.Fence, Since: p.Since})
+		v.Permits = append(v.Permits, permitView{Semaphore: p.Semaphore, KeyHash: p.KeyHash, Key: p.Key, Namespace: p.Namespace, Index: p.Index, Fence: p.Fence, Since: p.Since})
 	}
 	for _, l := range s.Leases {
 		v.rawKeys = v.rawKeys || l.Key != ""
-		v.Leases = append(v.Leases, leaseView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Fence: l.Fence, Holder: l.Holder, State: l.State,
+		v.Leases = append(v.Leases, leaseView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Namespace: l.Namespace, Permit: permitOf(l), Fence: l.Fence, Holder: l.Holder, State: l.State,
 			TTLMS: millis(l.TTL), AgeMS: millis(l.Age), RemainingMS: millis(l.Remaining), Renewals: l.Renewals, LastRenewalMS: millis(l.LastRenewal)})
 	}
 	for _, l := range s.Losses {
 		v.rawKeys = v.rawKeys || l.Key != ""
-		v.Losses = append(v.Losses, lossView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Fence: l.Fence, Reason: l.Reason,
+		v.Losses = append(v.Losses, lossView{Name: l.Name, KeyHash: l.KeyHash, Key: l.Key, Namespace: l.Namespace, Permit: permitOf(l), Fence: l.Fence, Reason: l.Reason,
 			LostAt: l.LostAt, HeldMS: millis(l.Age), Renewals: l.Renewals, LastRenewalMS: millis(l.LastRenewal)})
 	}
 	return v
 }
+
+// permitOf is l's permit index, nil for a key's own lease.
+func permitOf(l lease.LeaseInfo) *int {
+	if l.Permit < 0 {
+		return nil
+	}
+	return &l.Permit
+}
+
+// Inspect is the command that shows what Redis holds for the lease.
+func (l leaseView) Inspect() string { return inspectCommand(l.KeyHash, l.Namespace, l.Permit) }
+
+// Inspect is the command that shows what Redis holds for the lost lease's
+// key now.
+func (l lossView) Inspect() string { return inspectCommand(l.KeyHash, l.Namespace, l.Permit) }
+
+// Inspect is the command that shows what Redis holds for the permit.
+func (p permitView) Inspect() string { return inspectCommand(p.KeyHash, p.Namespace, &p.Index) }
+
+// inspectCommand names a lease by its key's hash, which the page shows (and
+// not by its key, which it hides by default), by its permit for a permit's
+// lease, and by its namespace unless it is the default, which lockwatch
+// inspect assumes.
+func inspectCommand(hash, namespace string, permit *int) string {
+	cmd := "lockwatch inspect --key-hash " + hash
+	if permit != nil {
+		cmd += " --permit " + strconv.Itoa(*permit)
+	}
+	if namespace != defaultNamespace {
+		cmd += " --namespace " + namespace
+	}
+	return cmd
+}
+
+// defaultNamespace is lease.Config.Namespace's default, and lockwatch
+// inspect's.
+const defaultNamespace = "lockwatch"
 
 // RawKeys tells the template whether to show the key column.
 func (v *view) RawKeys() bool { return v.rawKeys }

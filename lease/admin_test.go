@@ -302,7 +302,7 @@ func TestSnapshot(t *testing.T) {
 	assert.Equal(t, "final", snap.Leases[0].State, "its max hold comes before any renewal could help")
 	first := snap.Leases[1]
 	lockKey, _ := redisKeys(lk.set.Namespace, "a")
-	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Fence: a.Fence(), Holder: tokenHash(ownerOf(a)), State: "held", TTL: 300 * time.Millisecond,
+	assert.Equal(t, LeaseInfo{Name: "jobs", KeyHash: hashTag(lockKey), Namespace: lk.set.Namespace, Permit: -1, Fence: a.Fence(), Holder: tokenHash(ownerOf(a)), State: "held", TTL: 300 * time.Millisecond,
 		Age: first.Age, Remaining: first.Remaining}, first)
 	assert.Positive(t, first.Age)
 	assert.Positive(t, first.Remaining)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lockwatch/lockwatch/internal/clock"
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 )
 
 // Snapshot is what a Locker holds at one moment, for the people who run it:
@@ -29,7 +30,14 @@ type LeaseInfo struct {
 	Name    string // the lock name (Config.Name)
 	KeyHash string // the key's hash, as on spans and in Redis
 	Key     string // the raw key, only with telemetry.Config.RawKeys
-	Fence   int64
+	// Namespace is the lease's Config.Namespace: with KeyHash, what
+	// lockwatch inspect --key-hash --namespace names it by.
+	Namespace string
+	// Permit is the permit's index for a permit's lease (package
+	// permits), whose names are its own (lockwatch inspect --permit),
+	// and -1 for a key's own lease.
+	Permit int
+	Fence  int64
 	// Holder is the hash of the lease's owner token, as Inspect shows the
 	// key's holder: what lockwatch release --force --holder takes.
 	Holder string
@@ -121,8 +129,12 @@ func (g *lossLog) list() []LeaseInfo {
 
 // info describes l in a Snapshot; the caller holds the scheduler's lock.
 func (l *Lease) info(state string, age time.Duration) LeaseInfo {
-	info := LeaseInfo{Name: l.set.Name, KeyHash: hashTag(l.lockKey), Fence: l.token.Fence, Holder: holderOf(l.owner), State: state, TTL: l.set.TTL,
+	info := LeaseInfo{Name: l.set.Name, KeyHash: hashTag(l.lockKey), Namespace: l.set.Namespace, Permit: -1,
+		Fence: l.token.Fence, Holder: holderOf(l.owner), State: state, TTL: l.set.TTL,
 		Age: age, Renewals: l.renewals, LastRenewal: l.lastRenewal}
+	if slot, ok := leasekeys.SlotOf(l.lockKey); ok {
+		info.Permit = slot
+	}
 	if l.set.rec.RawKeys() {
 		info.Key = l.key
 	}

@@ -27,7 +27,8 @@ func (s *Semaphore) observe(ctx context.Context, ev *obs.PermitAcquire, p *Permi
 
 // held is the permit as the process's list of held permits shows it.
 func (p *Permit) held() obs.HeldPermit {
-	h := obs.HeldPermit{Semaphore: p.sem.cfg.Name, KeyHash: leaseslot.KeyHash(p.Lease), Index: p.Index,
+	h := obs.HeldPermit{Semaphore: p.sem.cfg.Name, KeyHash: leaseslot.KeyHash(p.Lease),
+		Namespace: leaseslot.Namespace(p.sem.fast), Index: p.Index,
 		Fence: p.Fence(), Since: time.Now()}
 	if p.sem.rec.RawKeys() {
 		h.Key = p.sem.key

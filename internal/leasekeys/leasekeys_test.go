@@ -60,3 +60,13 @@ func TestOfHash(t *testing.T) {
 		assert.False(t, ValidHash(bad), "%q", bad)
 	}
 }
+
+func TestSlotOf(t *testing.T) {
+	for _, slot := range []int{0, 3, 63} {
+		got, ok := SlotOf(OfSlot("lockwatch", "exports#7", slot).Lock)
+		assert.True(t, ok)
+		assert.Equal(t, slot, got)
+	}
+	_, ok := SlotOf(Of("lockwatch", "exports#7").Lock)
+	assert.False(t, ok, "a key's own lease, whatever its key")
+}

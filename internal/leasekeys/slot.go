@@ -1,6 +1,9 @@
 package leasekeys
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // OfSlot returns the names of permit slot of key's semaphore (package
 // permits) in namespace: key's names (Of) with "#<slot>" after each, so
@@ -17,6 +20,17 @@ func (k Keys) Slot(slot int) Keys {
 		Lock: k.Lock + suffix, Fence: k.Fence + suffix,
 		Queue: k.Queue + suffix, Entries: k.Entries + suffix,
 	}
+}
+
+// SlotOf returns the slot whose lock a permit's lock name is (Slot's
+// Lock), and false for the lock of a key's own lease.
+func SlotOf(lock string) (int, bool) {
+	i := strings.LastIndexByte(lock, '#')
+	if i < 0 {
+		return 0, false
+	}
+	slot, err := strconv.Atoi(lock[i+1:])
+	return slot, err == nil
 }
 
 // SlotKey is the key of permit slot of key's semaphore, as callers see it:

@@ -110,6 +110,7 @@ func (t *Recorder) PermitEnded(ctx context.Context, semaphore string, reason Los
 type HeldPermit struct {
 	Semaphore string    // permits.Config.Name
 	KeyHash   string    // the semaphore key's hash, as on spans and in Redis
+	Namespace string    // its Locker's namespace (lease.Config.Namespace)
 	Key       string    // the raw key, only with Config.RawKeys
 	Index     int       // the permit's number, 0 to the limit - 1
 	Fence     int64     // the permit's fencing token
