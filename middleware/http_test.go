@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lockwatch/lockwatch/fence"
+	"github.com/lockwatch/lockwatch/internal/leasekeys"
 	"github.com/lockwatch/lockwatch/internal/obs"
 	"github.com/lockwatch/lockwatch/internal/testenv/faultproxy"
 	"github.com/lockwatch/lockwatch/internal/testenv/redistest"
@@ -131,6 +133,25 @@ func TestHTTPAnswers(t *testing.T) {
 		p := decodeProblem(t, post(t, c, url+"/reports/43"))
 		assert.Equal(t, reasonContended, p.Reason)
 		assert.Equal(t, "another replica is doing this work", p.Detail)
+	})
+
+	t.Run("contended by a named replica: the detail names it, never its token", func(t *testing.T) {
+		lk := newLocker(t, srv.Client(t), nil, lease.Config{TTL: 5 * time.Second, Replica: "pod-b"})
+		other := newLocker(t, srv.Client(t), nil, lease.Config{TTL: 5 * time.Second, Replica: "pod-a"})
+		holder, err := other.Acquire(ctx, "44")
+		require.NoError(t, err)
+		defer holder.Release(ctx)
+		token := srv.Client(t).Get(ctx, leasekeys.Of(leaseNamespace(t), "44").Lock).Val()
+		random, _, found := strings.Cut(token, "@pod-a")
+		require.True(t, found, "the lock holds the holder's token and replica: %q", token)
+		url, c := routeServer(t, lk, func(http.ResponseWriter, *http.Request) {}, Config{})
+		resp := post(t, c, url+"/reports/44")
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusConflict, resp.StatusCode)
+		assert.Contains(t, string(body), `"detail":"replica pod-a is doing this work"`)
+		assert.NotContains(t, string(body), random)
+		assert.NotContains(t, fmt.Sprint(resp.Header), random)
 	})
 
 	t.Run("unknown: 503 and the handler does not run", func(t *testing.T) {

@@ -72,10 +72,11 @@ var (
 // own earlier request, say, still running here.
 const heldHereDetail = "another request on this replica is doing this work"
 
-// acquireRefusal classifies an Acquire error: every permit held, contended
-// (retry after the holder's TTL; the detail says when the holder is on
-// this replica), unknown (the work did not run; the clean-up frees the key
-// within moments), or anything else.
+// acquireRefusal classifies an Acquire error: every permit held,
+// contended (retry after the holder's TTL; the detail says when the
+// holder is on this replica, or names the holder's replica when its
+// Locker has a lease.Config.Replica), unknown (the work did not run; the
+// clean-up frees the key within moments), or anything else.
 func acquireRefusal(err error) refusal {
 	var busy *lease.NotAcquiredError
 	switch {
@@ -84,8 +85,11 @@ func acquireRefusal(err error) refusal {
 	case errors.As(err, &busy):
 		r := refuseContended
 		r.retry = max(busy.HolderTTL, time.Second)
-		if busy.HeldHere {
+		switch {
+		case busy.HeldHere:
 			r.detail = heldHereDetail
+		case busy.HolderReplica != "":
+			r.detail = "replica " + busy.HolderReplica + " is doing this work"
 		}
 		return r
 	case errors.Is(err, lease.ErrUnknown):

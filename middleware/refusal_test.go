@@ -83,8 +83,9 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 	}
 }
 
-// A contended refusal says whether the holder is on this replica, and
-// stays generic when that is not known.
+// A contended refusal says whether the holder is on this replica, names
+// the holder's replica when its Locker has a Config.Replica, and stays
+// generic when neither is known.
 func TestContendedRefusalNamesTheHolder(t *testing.T) {
 	elsewhere := acquireRefusal(&lease.NotAcquiredError{Key: "k"}).problem("lock", nil)
 	assert.Equal(t, "another replica is doing this work", elsewhere.Detail)
@@ -93,6 +94,13 @@ func TestContendedRefusalNamesTheHolder(t *testing.T) {
 	joined := errors.Join(here, errors.New("wait over"))
 	assert.Equal(t, heldHereDetail, status.Convert(acquireRefusal(joined).grpcStatus("lock", joined)).Message())
 	assert.Equal(t, elsewhere.Title, acquireRefusal(here).problem("lock", nil).Title, "one title per type")
+
+	named := &lease.NotAcquiredError{Key: "k", HolderReplica: "pod-a"}
+	assert.Equal(t, "replica pod-a is doing this work", acquireRefusal(named).problem("lock", nil).Detail)
+	joined = errors.Join(named, errors.New("wait over"))
+	assert.Equal(t, "replica pod-a is doing this work", status.Convert(acquireRefusal(joined).grpcStatus("lock", joined)).Message())
+	named.HeldHere = true
+	assert.Equal(t, heldHereDetail, acquireRefusal(named).problem("lock", nil).Detail, "this replica's own lease says so")
 }
 
 // rows are the refusals of refusal.go by variable name.
