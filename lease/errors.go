@@ -47,9 +47,9 @@ type NotAcquiredError struct {
 	HeldHere bool
 	// HolderReplica is the holder's replica name (its Locker's
 	// Config.Replica) as Redis answered the last attempt: "" when the
-	// holder's Locker has none, or when nothing named the holder (a
-	// semaphore's refusal of a key with no permit held). Only the name
-	// that process chose: never its owner token.
+	// holder's Locker has none, or when no one holder refused (a
+	// semaphore's refusal: each permit has a holder of its own). Only the
+	// name that process chose, never its owner token.
 	HolderReplica string
 }
 

@@ -283,3 +283,44 @@ func TestWriterLostWhileWaiting(t *testing.T) {
 	eventuallySlots(t, c, ns, "doc", 2, 0, 0)
 	assert.Zero(t, c.Exists(ctx, leasekeys.Of(ns, "doc").Lock).Val(), "the key's lease is released")
 }
+
+// TestARefusedWriterNamesTheHoldersReplica: a writer refused by another
+// writer, or by a reader, names that holder's replica
+// (lease.Config.Replica), waiting or not; a semaphore's refusal, whose
+// permits may have as many holders, names none.
+func TestARefusedWriterNamesTheHoldersReplica(t *testing.T) {
+	ctx, ns := testCtx(t), testNamespace(t)
+	c := redistest.Start(t).Client(t, leaseClient)
+	a := newLocker(t, c, lease.Config{Namespace: ns, TTL: 10 * time.Second, Replica: "pod-a"})
+	b := newLocker(t, c, lease.Config{Namespace: ns, TTL: 10 * time.Second, Replica: "pod-b"})
+	refusedBy := func(sh *permits.Shared) string {
+		t.Helper()
+		_, err := sh.Write(ctx)
+		var na *lease.NotAcquiredError
+		require.ErrorAs(t, err, &na)
+		assert.Equal(t, "doc", na.Key)
+		return na.HolderReplica
+	}
+	fast := newShared(t, b, "doc", permits.Config{Limit: 2})
+	waiting := newShared(t, b, "doc", permits.Config{Limit: 2, Wait: 100 * time.Millisecond})
+
+	w, err := newShared(t, a, "doc", permits.Config{Limit: 2}).Write(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "pod-a", refusedBy(fast), "another writer")
+	assert.Equal(t, "pod-a", refusedBy(waiting), "another writer, after a wait")
+	require.NoError(t, w.Release(ctx))
+
+	r, err := newShared(t, a, "doc", permits.Config{Limit: 2}).Read(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "pod-a", refusedBy(fast), "a reader")
+	assert.Equal(t, "pod-a", refusedBy(waiting), "a reader, after a wait")
+	require.NoError(t, r.Release(ctx))
+
+	one, err := newSemaphore(t, a, "jobs", permits.Config{Limit: 1}).Acquire(ctx)
+	require.NoError(t, err)
+	_, err = newSemaphore(t, b, "jobs", permits.Config{Limit: 1}).Acquire(ctx)
+	var na *lease.NotAcquiredError
+	require.ErrorAs(t, err, &na)
+	assert.Empty(t, na.HolderReplica, "a semaphore names no holder")
+	require.NoError(t, one.Release(ctx))
+}

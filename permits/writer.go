@@ -124,12 +124,16 @@ func releaseAll(ctx context.Context, leases []*lease.Lease) error {
 
 // timedOut is the error a writer's wait ends with: an unknown attempt's,
 // or contention alone when the caller's context is live (the wait's own
-// bound passed, or it did not wait), as a lease's Acquire says it, else
-// err.
+// bound passed, or it did not wait), as a lease's Acquire says it, for
+// the key and naming the replica of the holder that refused it (a writer,
+// or a reader of the permit it last tried), else err.
 func timedOut(ctx context.Context, key string, err error) error {
+	var busy *lease.NotAcquiredError
 	switch {
 	case errors.Is(err, lease.ErrUnknown):
 		return err
+	case errors.As(err, &busy) && context.Cause(ctx) == nil:
+		return &lease.NotAcquiredError{Key: key, HolderReplica: busy.HolderReplica}
 	case errors.Is(err, lease.ErrNotAcquired) && context.Cause(ctx) == nil:
 		return &lease.NotAcquiredError{Key: key}
 	}
