@@ -19,7 +19,8 @@ Usage: lockwatch inspect (--key K | --key-hash H) [--permit I | --permits N] [--
 Shows what Redis holds for the lease on K: whether it is held, the TTL left,
 the newest fencing token minted for it, how many owner tokens are barred on
 its fence record, and a short hash of the holder's owner token (the token
-itself never leaves Redis). It only reads; it is for people, not for
+itself never leaves Redis), with the holder's replica when its Locker names
+one (lease.Config.Replica). It only reads; it is for people, not for
 deciding who may work: only the fence at the resource decides which writes
 count.
 
@@ -38,8 +39,9 @@ default) is most often a mistyped one: inspect prints what it read, warns on
 stderr and exits 66.
 
 With --json it prints one JSON object, one per line with --permits:
-  {"key":..., "key_hash":..., "namespace":..., "permit":i, "held":bool, "ttl_ms":n, "fence":n, "barred":n, "holder":"..."}
-key is "" when given by --key-hash; permit is there for a permit only.
+  {"key":..., "key_hash":..., "namespace":..., "permit":i, "held":bool, "ttl_ms":n, "fence":n, "barred":n, "holder":"...", "holder_replica":"..."}
+key is "" when given by --key-hash; permit is there for a permit only;
+holder_replica is "" when the key is free or its holder names no replica.
 ttl_ms is 0 when the key is free and -1 when it is held without an expiry
 (written by something other than lockwatch).
 

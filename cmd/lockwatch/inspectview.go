@@ -21,6 +21,8 @@ type keyJSON struct {
 	Fence     int64  `json:"fence"`
 	Barred    int    `json:"barred"`
 	Holder    string `json:"holder"`
+	// HolderReplica is the holder's lease.Config.Replica, "" for none.
+	HolderReplica string `json:"holder_replica"`
 }
 
 // view is one lease inspect read: the key's, or permit's (noPermit for
@@ -57,7 +59,7 @@ func (v view) printJSON(w io.Writer) error {
 		ttl = -1
 	}
 	o := keyJSON{Key: info.Key, KeyHash: info.KeyHash, Namespace: v.ns, Held: info.Held, TTLMillis: ttl,
-		Fence: info.Fence, Barred: info.Barred, Holder: info.Holder}
+		Fence: info.Fence, Barred: info.Barred, Holder: info.Holder, HolderReplica: info.HolderReplica}
 	if v.permit != noPermit {
 		o.Permit = &v.permit
 	}
@@ -84,7 +86,7 @@ func (v view) printHead(w io.Writer) {
 func (v view) printBlock(w io.Writer) {
 	info := v.info
 	if info.Held {
-		fmt.Fprintf(w, "held:      yes, by holder %s\n", info.Holder)
+		fmt.Fprintf(w, "held:      yes, by %s\n", holderText(info))
 	} else {
 		fmt.Fprintln(w, "held:      no")
 	}
@@ -109,10 +111,10 @@ func (v view) printBlock(w io.Writer) {
 // printLine is a permit of a --permits list on one line.
 func (v view) printLine(w io.Writer) {
 	info := v.info
-	line := fmt.Sprintf("permit %-3d held by holder %s, ttl %v", v.permit, info.Holder, info.TTL.Round(time.Millisecond))
+	line := fmt.Sprintf("permit %-3d held by %s, ttl %v", v.permit, holderText(info), info.TTL.Round(time.Millisecond))
 	switch {
 	case info.Held && info.TTL < 0:
-		line = fmt.Sprintf("permit %-3d held by holder %s, no expiry (not written by lockwatch)", v.permit, info.Holder)
+		line = fmt.Sprintf("permit %-3d held by %s, no expiry (not written by lockwatch)", v.permit, holderText(info))
 	case !info.Held:
 		line = fmt.Sprintf("permit %-3d free", v.permit)
 	}
@@ -122,4 +124,13 @@ func (v view) printLine(w io.Writer) {
 		line += ", no fence remembered"
 	}
 	fmt.Fprintln(w, line)
+}
+
+// holderText names a held lease's holder: its hash (what release --force
+// --holder takes), and its replica when its Locker has a Config.Replica.
+func holderText(info lease.KeyInfo) string {
+	if info.HolderReplica == "" {
+		return "holder " + info.Holder
+	}
+	return "holder " + info.Holder + " on replica " + info.HolderReplica
 }

@@ -246,6 +246,8 @@ func (f *runFlags) notRun(h *holding, sig os.Signal, err error) error {
 		return fail(exitSignalBase+signalNumber(sig), "%s: got %v before the program started; it did not run", f.key, sig)
 	case f.permits > 0 && errors.Is(err, lease.ErrNotAcquired):
 		return fail(exitHeld, "%s: all %d permits are held by others: the program did not run", f.key, f.permits)
+	case errors.As(err, &contended) && contended.HolderReplica != "":
+		return fail(exitHeld, "%s is held by replica %s for %v more: the program did not run", f.key, contended.HolderReplica, contended.HolderTTL.Round(time.Millisecond))
 	case errors.As(err, &contended):
 		return fail(exitHeld, "%s is held by another for %v more: the program did not run", f.key, contended.HolderTTL.Round(time.Millisecond))
 	default:
