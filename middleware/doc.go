@@ -131,6 +131,7 @@
 //	LEASE_UNKNOWN            503   UNAVAILABLE          yes    Redis did not answer the acquire in time; the work did not run
 //	LEASE_UNAVAILABLE        503   UNAVAILABLE          yes    Redis failed or the Locker is closed; the work did not run
 //	LEASE_LOST               503   UNAVAILABLE          yes    the lease was lost before the answer; the work may not have completed
+//	LEASE_EXPIRING           503   UNAVAILABLE          yes    Commit refused: too little validity left (lease.Config.CommitHard); nothing was written
 //	PERMITS_SATURATED        429   RESOURCE_EXHAUSTED   yes    every permit of the key is held (Config.Permits), after the optional wait
 //	FENCE_STALE              409   ABORTED              no     a newer lease holder has already written the resource
 //	FENCE_MALFORMED          400   INVALID_ARGUMENT     no     the token is not a single value in the wire form
@@ -144,7 +145,10 @@
 //
 // A refusal marked retry carries a Retry-After header (HTTP) and a
 // google.rpc.RetryInfo (gRPC): the holder's remaining TTL (at least a
-// second) for LEASE_CONTENDED, a second for the others. A guarded gRPC
-// call that stops waiting because its own context ended gets that
-// context's status (CANCELED, DEADLINE_EXCEEDED) instead of FENCE_BUSY.
+// second) for LEASE_CONTENDED, a second for the others. LEASE_EXPIRING and
+// FENCE_STALE answer a handler's write: a gRPC handler returns Commit's
+// error as it is, and the interceptors answer it from the table (so do
+// they LEASE_LOST). A guarded gRPC call that stops waiting because its own
+// context ended gets that context's status (CANCELED, DEADLINE_EXCEEDED)
+// instead of FENCE_BUSY.
 package middleware

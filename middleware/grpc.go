@@ -25,7 +25,10 @@ import (
 // is the loss showing through (its context ending, or an unclassified error)
 // is replaced; a status of the handler's own (say NOT_FOUND) is returned as
 // it is. A handler that returns success after the loss keeps its answer (see
-// the package doc).
+// the package doc). A handler that returns Commit's error, or its write's
+// stale rejection, as it is gets the table's status for it (FENCE_STALE,
+// LEASE_LOST, LEASE_EXPIRING), also after a loss: a stale rejection says
+// that the write did not happen.
 func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, c Config) grpc.UnaryServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")
@@ -84,7 +87,7 @@ func (h *holder) call(ctx context.Context, method, key string, run func(context.
 			err = refuseLost.grpcStatus(name, nil)
 		}
 	}()
-	err = run(l.Context())
+	err = handlerStatus(name, run(l.Context()))
 	returned = true
 	return err
 }

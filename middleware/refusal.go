@@ -37,6 +37,7 @@ const (
 	reasonUnknown               = "LEASE_UNKNOWN"
 	reasonUnavailable           = "LEASE_UNAVAILABLE"
 	reasonLost                  = "LEASE_LOST"
+	reasonExpiring              = "LEASE_EXPIRING"
 	reasonSaturated             = "PERMITS_SATURATED"
 	reasonFenceStale            = "FENCE_STALE"
 	reasonFenceMalformed        = "FENCE_MALFORMED"
@@ -55,6 +56,7 @@ var (
 	refuseUnknown     = refusal{reasonUnknown, http.StatusServiceUnavailable, codes.Unavailable, "Lease state unknown", "the lock service did not answer in time; the work did not run", time.Second, false}
 	refuseUnavailable = refusal{reasonUnavailable, http.StatusServiceUnavailable, codes.Unavailable, "Lease unavailable", "the lock service is unavailable; the work did not run", time.Second, false}
 	refuseLost        = refusal{reasonLost, http.StatusServiceUnavailable, codes.Unavailable, "Lease lost", "the lease was lost while the work ran; it may not have completed", time.Second, false}
+	refuseExpiring    = refusal{reasonExpiring, http.StatusServiceUnavailable, codes.Unavailable, "Lease about to expire", "the lease had too little validity left to write; nothing was written", time.Second, false}
 	refuseSaturated   = refusal{reasonSaturated, http.StatusTooManyRequests, codes.ResourceExhausted, "All permits held", "as many requests as this route allows are running on the replicas; the work did not run", time.Second, false}
 	refuseStale       = refusal{reasonFenceStale, http.StatusConflict, codes.Aborted, "Stale fencing token", "a newer lease holder has already written", 0, false}
 	refuseMalformed   = refusal{reasonFenceMalformed, http.StatusBadRequest, codes.InvalidArgument, "Malformed fencing token", "", 0, true}

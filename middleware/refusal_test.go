@@ -48,6 +48,7 @@ func TestRefusalsAnswerAlikeOnHTTPAndGRPC(t *testing.T) {
 		{errKeyBusy, fenceRefusal, reasonFenceBusy, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{errors.New("connection refused"), fenceRefusal, reasonFenceStoreUnavailable, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{lease.ErrLost, func(error) refusal { return refuseLost }, reasonLost, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
+		{fmt.Errorf("%w: 1ms left", lease.ErrExpiring), func(err error) refusal { r, _ := handlerRefusal(err); return r }, reasonExpiring, http.StatusServiceUnavailable, codes.Unavailable, time.Second},
 		{fmt.Errorf("%w: %w", errSaturated, &lease.NotAcquiredError{Key: "k"}), acquireRefusal, reasonSaturated, http.StatusTooManyRequests, codes.ResourceExhausted, time.Second},
 	} {
 		t.Run(tc.reason, func(t *testing.T) {
@@ -110,6 +111,7 @@ var rows = map[string]refusal{
 	"refuseUnknown":     refuseUnknown,
 	"refuseUnavailable": refuseUnavailable,
 	"refuseLost":        refuseLost,
+	"refuseExpiring":    refuseExpiring,
 	"refuseSaturated":   refuseSaturated,
 	"refuseStale":       refuseStale,
 	"refuseMalformed":   refuseMalformed,
