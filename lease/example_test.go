@@ -80,6 +80,28 @@ func ExampleLocker_Acquire_contended() {
 	// the holder is a lease of this process: true
 }
 
+// Each replica names itself with Config.Replica: a replica refused a key
+// learns which replica holds it, never the holder's owner token.
+func ExampleConfig_replica() {
+	ctx := context.Background()
+	client := redis.NewClient(&redis.Options{Addr: addr})
+	defer client.Close()
+	a := lease.NewLocker(client, lease.Config{Namespace: "example-replica", Replica: "orders-a"})
+	defer a.Close()
+	b := lease.NewLocker(client, lease.Config{Namespace: "example-replica", Replica: "orders-b"})
+	defer b.Close()
+
+	held, _ := a.Acquire(ctx, "invoice-7")
+	defer held.Release(ctx)
+
+	_, err := b.Acquire(ctx, "invoice-7")
+	var busy *lease.NotAcquiredError
+	if errors.As(err, &busy) {
+		fmt.Println("held by", busy.HolderReplica)
+	}
+	// Output: held by orders-a
+}
+
 // One Locker per process, on a client whose deadlines bound socket reads;
 // Check at start-up refuses a Redis that cannot hold leases safely.
 func ExampleNewLocker() {
