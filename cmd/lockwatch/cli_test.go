@@ -91,7 +91,7 @@ func TestHelpDocumentsStatuses(t *testing.T) {
 			"--permits", "LOCKWATCH_PERMIT", "K#i",
 			" 64 ", " 69 ", " 70 ", " 75 ", " 76 ", " 79 ", " 126 ", " 127 ", "128+n"}},
 		{[]string{"inspect", "-h"}, []string{"--json", "ttl_ms", "--key-hash", "--permits N", "--permit I", " 0 ", " 64 ", " 66 ", " 69 "}},
-		{[]string{"release", "-h"}, []string{"--force", "force_released", "--key-hash", "--permit I", " 0 ", " 1 ", " 64 ", " 69 "}},
+		{[]string{"release", "-h"}, []string{"--force", "force_released", "--key-hash", "--permit I", " 0 ", " 1 ", " 64 ", " 66 ", " 69 "}},
 		{[]string{"version", "-h"}, []string{" 0 ", " 64 "}},
 	} {
 		code, stdout, stderr := lockwatchRun(t, tc.args...)

@@ -200,7 +200,9 @@
 // then the old holder may still be working, and only the fence stops its
 // writes. It takes the key only from the holder --holder names (the hash
 // inspect prints), or else from the one holding it when release looks: if
-// another holder has the key by then, nothing changes. Without --force it
+// another holder has the key by then, nothing changes. A key Redis has
+// nothing of, most often a mistyped one, changes nothing either, and is a
+// warning on stderr and exit 66, as with inspect. Without --force it
 // is a usage error: a lease is released by its holder. The force release is
 // logged at Warn on stderr, under the lock name --name (default
 // lockwatch-run); a service that calls lease.Locker.ForceRelease also
@@ -267,7 +269,7 @@
 //	           fence: the mark is bricked, and was left as it is (no --force, or it moved since read)
 //	64         usage error: bad flags, missing --key, no PROGRAM, --permits not 1 to 1024, release without --force,
 //	           fence --force without --to when no minted fence is remembered
-//	66         inspect: Redis has nothing of the key (no lease, no fence record, no waiter): a mistyped key?
+//	66         inspect, release: Redis has nothing of the key (no lease, no fence record, no waiter): a mistyped key?
 //	69         Redis unreachable, unsafe, or it refused the acquire: nothing was taken, PROGRAM never ran;
 //	           inspect, fence: a read failed; release, fence --force: the outcome is unknown;
 //	           elect: Redis unreachable or unsafe at the start: it never campaigned

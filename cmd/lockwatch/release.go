@@ -8,6 +8,8 @@ import (
 	"io"
 	"regexp"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/lockwatch/lockwatch/lease"
 )
 
@@ -36,6 +38,10 @@ lockwatch inspect prints), or else the one holding the key when release
 looks, just before. If another holder has the key by then (the stuck one
 released and a healthy one took over), nothing changes.
 
+A key Redis has nothing of (no lease, no fence record, no waiter: never
+taken, or its last fence record expired) is most often a mistyped one:
+release changes nothing, warns on stderr and exits 66, as inspect does.
+
 It prints the holder's hash and fence it took the key from, and logs the
 force release at Warn on stderr under the lock name --name. (A service that
 calls lease.Locker.ForceRelease also counts it in
@@ -46,6 +52,7 @@ Exit statuses:
   0   the key was held by that holder and is now free
   1   the key was free, or held by another holder: nothing changed
   64  usage error (including a missing --force)
+  66  Redis has nothing of the key: a mistyped key? Nothing changed
   69  Redis unreachable, or the outcome is unknown (the key may or may not be free)`,
 	setup: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		var conn connFlags
@@ -68,20 +75,20 @@ Exit statuses:
 			if *holder != "" && !holderRE.MatchString(*holder) {
 				return usageErr("release", "--holder %q is not a holder hash: 12 lower-case hex digits, as lockwatch inspect prints", *holder)
 			}
-			lk, closeAll, err := connectLocker(&conn, given(fs), stderr, "release",
+			lk, client, closeAll, err := connect(&conn, given(fs), stderr, "release",
 				lease.Config{Namespace: k.namespace, Name: *name})
 			if err != nil {
 				return err
 			}
 			defer closeAll()
-			return forceRelease(context.Background(), lk, &k, *holder, stdout)
+			return forceRelease(context.Background(), lk, client, &k, *holder, stdout)
 		}
 	},
 }
 
 // forceRelease takes k's target from holder, or from the one holding it
 // when holder is "", and says what it did.
-func forceRelease(ctx context.Context, lk *lease.Locker, k *targetFlags, holder string, stdout io.Writer) error {
+func forceRelease(ctx context.Context, lk *lease.Locker, client redis.UniversalClient, k *targetFlags, holder string, stdout io.Writer) error {
 	t, name := k.targets()[0], k.label()
 	if holder == "" {
 		seen, err := inspectTarget(ctx, lk, t)
@@ -89,8 +96,7 @@ func forceRelease(ctx context.Context, lk *lease.Locker, k *targetFlags, holder 
 			return fail(exitUnavailable, "%v", err)
 		}
 		if !seen.Held {
-			fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", name, seen.Fence)
-			return &exitError{code: exitNotHeld}
+			return notHeld(ctx, client, k, seen, stdout)
 		}
 		holder = seen.Holder
 	}
@@ -100,14 +106,30 @@ func forceRelease(ctx context.Context, lk *lease.Locker, k *targetFlags, holder 
 		fmt.Fprintf(stdout, "%s is held by holder %s, not %s: nothing changed (fence %d)\n", name, info.Holder, holder, info.Fence)
 		return &exitError{code: exitNotHeld}
 	case errors.Is(err, lease.ErrNotHeld):
-		fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", name, info.Fence)
-		return &exitError{code: exitNotHeld}
+		return notHeld(ctx, client, k, info, stdout)
 	case err != nil:
 		return fail(exitUnavailable, "%v", err)
 	}
 	fmt.Fprintf(stdout, "released %s from holder %s at fence %d: the next acquirer gets a larger fence; "+
 		"the holder loses the lease at its next renewal\n", name, info.Holder, info.Fence)
 	return nil
+}
+
+// notHeld says that k's target was free, and fails with exitNotHeld, or
+// with exitNeverSeen and a warning when Redis has nothing of it: a
+// release --force of a mistyped key would otherwise look like one of a
+// key its holder had just released.
+func notHeld(ctx context.Context, client redis.UniversalClient, k *targetFlags, info lease.KeyInfo, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "%s was not held: nothing changed (fence %d)\n", k.label(), info.Fence)
+	never, err := neverSeen(ctx, client, info, k.targets()[0])
+	switch {
+	case err != nil:
+		return fail(exitUnavailable, "%s: %v", k.label(), err)
+	case never:
+		return fail(exitNeverSeen, "%s: Redis has nothing of it in namespace %s (no lease, no fence record, no waiter): "+
+			"a mistyped key? nothing changed", k.label(), k.namespace)
+	}
+	return &exitError{code: exitNotHeld}
 }
 
 // holderRE is the form of lease.KeyInfo.Holder, which inspect prints.
