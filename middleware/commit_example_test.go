@@ -2,7 +2,6 @@ package middleware_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,8 +19,9 @@ import (
 // Commit passes, and the token goes to the store that checks it. Here the
 // lease is lost inside the write (its max hold passes), another replica
 // takes the order and writes it, and then the late write goes out: it
-// reaches the store, which refuses it. Made on r.Context(), the lost
-// lease's context, it would have been cancelled before the store saw it.
+// reaches the store, which refuses it, and WriteError answers the refusal
+// as the table says. Made on r.Context(), the lost lease's context, the
+// write would have been cancelled before the store saw it.
 func ExampleHTTP_commit() {
 	ctx := context.Background()
 	client := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
@@ -41,11 +41,8 @@ func ExampleHTTP_commit() {
 			<-overtaken          // ...and another replica writes first
 			return orders.Write(ctx, l.Key(), token, []byte("shipped"))
 		})
-		switch {
-		case errors.Is(err, fence.ErrStale):
-			http.Error(w, "a newer holder wrote first", http.StatusConflict)
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		if err != nil {
+			middleware.WriteError(w, r, err) // the stale write: 409 FENCE_STALE
 		}
 	})
 	lockOrder := middleware.HTTP(locker, func(r *http.Request) string { return "order:" + r.PathValue("id") }, middleware.Config{})
@@ -79,5 +76,5 @@ func ExampleHTTP_commit() {
 	fmt.Print("first replica: ", <-answer)
 	// Output:
 	// other replica: <nil>
-	// first replica: 409 a newer holder wrote first
+	// first replica: 409 {"type":"urn:lockwatch:problem:FENCE_STALE","title":"Stale fencing token","status":409,"detail":"a newer lease holder has already written","reason":"FENCE_STALE","lock_name":"POST /orders/{id}/ship"}
 }

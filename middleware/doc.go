@@ -19,6 +19,14 @@
 //	err := l.Commit(r.Context(), func(ctx context.Context, token fence.Token) error {
 //		return orders.Update(ctx, db, id, token, state) // Commit's ctx
 //	})
+//	if err != nil {
+//		middleware.WriteError(w, r, err) // FENCE_STALE, LEASE_LOST, LEASE_EXPIRING, else 500
+//		return
+//	}
+//
+// WriteError answers Commit's refusals and the store's stale rejection as
+// the middleware answers its own refusals (the table below); a gRPC handler
+// returns the error as it is, and the interceptor does the same.
 //
 // Commit's context keeps the request's values but not its cancellation. The
 // request's context is the lease's, cancelled at a loss: a write made on it is

@@ -28,7 +28,7 @@ import (
 // the package doc). A handler that returns Commit's error, or its write's
 // stale rejection, as it is gets the table's status for it (FENCE_STALE,
 // LEASE_LOST, LEASE_EXPIRING), also after a loss: a stale rejection says
-// that the write did not happen.
+// that the write did not happen. WriteError is the same on HTTP.
 func UnaryServerInterceptor(locker *lease.Locker, key func(ctx context.Context, fullMethod string, req any) string, c Config) grpc.UnaryServerInterceptor {
 	if key == nil {
 		panic("middleware: nil key function")

@@ -52,7 +52,7 @@ func HTTP(locker *lease.Locker, key func(*http.Request) string, c Config) func(h
 					h.cfg.errorWriter(w, r, refuseLost.problem(name, lost))
 				}
 			}()
-			next.ServeHTTP(rec, r.WithContext(l.Context()))
+			next.ServeHTTP(rec, r.WithContext(withRoute(l.Context(), route{name, h.cfg.errorWriter})))
 			returned = true
 		})
 	}

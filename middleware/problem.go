@@ -11,13 +11,14 @@ import (
 // Problem is an HTTP refusal, as the error writer gets it
 // (Config.ErrorWriter) and as the default writer sends it: an RFC 9457
 // application/problem+json body. Reason is one of the reasons of the package
-// doc's table.
+// doc's table, or empty (and left out) in WriteError's 500 for an error the
+// table has no reason for.
 type Problem struct {
 	Type       string        `json:"type"`
 	Title      string        `json:"title"`
 	Status     int           `json:"status"`
 	Detail     string        `json:"detail,omitempty"`
-	Reason     string        `json:"reason"`
+	Reason     string        `json:"reason,omitempty"`
 	LockName   string        `json:"lock_name,omitempty"`
 	RetryAfter time.Duration `json:"-"` // sent as the Retry-After header, in whole seconds (at least 1)
 	Err        error         `json:"-"` // what caused it, for custom writers and logs
