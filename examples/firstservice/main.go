@@ -52,7 +52,7 @@ func main() {
 	flag.StringVar(&c.http, "http", env("HTTP_ADDR", "127.0.0.1:8081"), "HTTP API address ($HTTP_ADDR)")
 	flag.StringVar(&c.grpc, "grpc", env("GRPC_ADDR", "127.0.0.1:50051"), "gRPC address ($GRPC_ADDR)")
 	flag.StringVar(&c.admin, "admin", env("ADMIN_ADDR", "127.0.0.1:9464"), "internal address: /metrics, /debug/lockwatch ($ADMIN_ADDR)")
-	flag.StringVar(&c.name, "name", env("REPLICA", "a"), "this replica's name, written with each order ($REPLICA)")
+	flag.StringVar(&c.name, "name", env("REPLICA", "a"), "this replica's name, written with each order and named in other replicas' refusals ($REPLICA)")
 	flag.DurationVar(&c.ttl, "ttl", 5*time.Second, "lease TTL")
 	flag.DurationVar(&c.writeDelay, "write-delay", 0, "a slow database: each write waits this long before its statement")
 	flag.Parse()
@@ -74,7 +74,7 @@ func run(ctx context.Context, c config) error {
 
 	client := redis.NewClient(&redis.Options{Addr: c.redis, ContextTimeoutEnabled: true})
 	defer client.Close()
-	locker := lease.NewLocker(client, lease.Config{TTL: c.ttl})
+	locker := lease.NewLocker(client, lease.Config{TTL: c.ttl, Replica: c.name}) // other replicas' refusals name it
 	defer locker.Close()
 	if err := locker.Check(ctx); err != nil { // a Redis that could evict a held lease stops us here
 		return err

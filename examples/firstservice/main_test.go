@@ -110,6 +110,7 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	require.NoError(t, r.err)
 	assert.Equal(t, http.StatusConflict, r.status, r.body)
 	assert.Contains(t, r.body, "LEASE_CONTENDED")
+	assert.Contains(t, r.body, `"detail":"replica a is doing this work"`, "b's refusal names a, its -name")
 	assert.NotEmpty(t, r.retryAfter)
 	conn, err := grpc.NewClient(b.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -122,6 +123,7 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	}
 	_, err = ship("o1")
 	assert.Equal(t, codes.Aborted, status.Code(err), "%v", err)
+	assert.Equal(t, "replica a is doing this work", status.Convert(err).Message())
 
 	// a stops inside its write; b takes o1 once a's key has expired.
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
