@@ -181,13 +181,15 @@
 //
 // shows what Redis holds for K (lease.Locker.Inspect): whether it is held,
 // the TTL left, the newest fencing token, the number of barred owner
-// tokens, and a short hash of the holder's owner token; never the token.
-// With --json it prints one object with key, key_hash, namespace, held,
-// ttl_ms, fence, barred and holder (and permit, for a permit). --key-hash
-// names K by the hash spans, logs and the debug page show. --permit I
-// shows K's permit I, --permits N permits 0 to N-1, a line (a JSON object)
-// each. A key Redis has nothing of (no lease, no fence record, no waiter),
-// most often a mistyped one, is a warning on stderr and exit 66.
+// tokens, and a short hash of the holder's owner token, never the token,
+// with the holder's replica when its Locker names one
+// (lease.Config.Replica). With --json it prints one object with key,
+// key_hash, namespace, held, ttl_ms, fence, barred, holder and
+// holder_replica (and permit, for a permit). --key-hash names K by the
+// hash spans, logs and the debug page show. --permit I shows K's permit
+// I, --permits N permits 0 to N-1, a line (a JSON object) each. A key
+// Redis has nothing of (no lease, no fence record, no waiter), most often
+// a mistyped one, is a warning on stderr and exit 66.
 //
 // # lockwatch release --force
 //
