@@ -16,8 +16,10 @@ import (
 // every earlier writer's), then every reader's permit, queued behind the
 // readers that hold them and ahead of every reader that comes later.
 // With Config.Wait it waits for both, within the one bound; without, it
-// fails fast. It fails as Semaphore.Acquire does, and a writer that got
-// part of what it needs releases it before returning.
+// fails fast. It fails as Semaphore.Acquire does, or with the
+// *lease.LostError of a lease it lost while it waited for the others (a
+// reader may hold that permit by then), and a writer that got part of
+// what it needs releases it before returning.
 //
 // The writer's Permit has Index -1 and Key the key; its lease is the
 // key's own, lost (context cancelled, Err and Commit refusing) as soon as
