@@ -101,10 +101,10 @@ func lockers(b *testing.B, c *redis.Client, rt *roundTrips, ns string) []locker 
 			key = ns + "-raw-fenced:{" + key + "}"
 			keys, owner := []string{key + ":l", key + ":f", key + ":w"}, rand.Text()
 			args := []any{owner, cycleTTL.Milliseconds(), time.Hour.Milliseconds(), 0}
-			r, err := fencedAcquire.Run(ctx, c, keys, args...).Int64Slice()
+			r, err := fencedAcquire.Run(ctx, c, keys, args...).Slice() // contended: {0, pttl, replica}
 			if err != nil {
 				return err
-			} else if r[0] != 1 {
+			} else if r[0] != int64(1) {
 				return errContended
 			}
 			return fencedRelease.Run(ctx, c, keys, args...).Err()
