@@ -184,3 +184,30 @@ func ExampleServer_NewerToken() {
 	})
 	// Output: true true
 }
+
+// Two next holders wrote, one after the other: each token is newer than
+// the one before, Redis records the newest as minted, and the holder's
+// write after them is stale; a lease taken next writes again.
+func ExampleServer_NewerToken_twice() {
+	inTest(func(t testing.TB) {
+		srv := lockwatchtest.New(t, lease.Config{})
+		ctx := context.Background()
+		store := fence.NewRedisStore(srv.Client(), "payments", fence.RedisConfig{})
+		l, _ := srv.Locker().Acquire(ctx, "invoice:42")
+		first, second := srv.NewerToken("invoice:42"), srv.NewerToken("invoice:42")
+		fmt.Println(store.Write(ctx, "invoice:42", first, []byte("next")))
+		fmt.Println(store.Write(ctx, "invoice:42", second, []byte("the one after")))
+		info, _ := srv.Locker().Inspect(ctx, "invoice:42")
+		fmt.Println(info.Fence == second.Fence)
+		fmt.Println(errors.Is(store.Write(ctx, "invoice:42", l.Token(), []byte("late")), fence.ErrStale))
+		_ = l.Release(ctx)
+		next, _ := srv.Locker().Acquire(ctx, "invoice:42")
+		fmt.Println(store.Write(ctx, "invoice:42", next.Token(), []byte("retried")))
+	})
+	// Output:
+	// <nil>
+	// <nil>
+	// true
+	// true
+	// <nil>
+}

@@ -32,7 +32,8 @@ type Server struct {
 	mr      *miniredis.Miniredis
 	client  *redis.Client
 	locker  *lease.Locker
-	other   *lease.Locker // the other owner: Contend, NewerToken
+	other   *lease.Locker // the other owner: Contend
+	direct  *redis.Client // no reply dropped: NewerToken's record
 	cfg     lease.Config
 	replies replyLoss
 }
@@ -55,6 +56,7 @@ func New(t testing.TB, cfg lease.Config) *Server {
 	s := &Server{t: t, mr: mr, cfg: cfg}
 	s.client = redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true, Dialer: s.replies.dial})
 	otherClient := redis.NewClient(&redis.Options{Addr: mr.Addr(), ContextTimeoutEnabled: true})
+	s.direct = otherClient
 	s.locker = lease.NewLocker(s.client, cfg)
 	s.other = lease.NewLocker(otherClient, lease.Config{
 		TTL: cfg.TTL, Namespace: cfg.Namespace, Name: "lockwatchtest", Secrets: cfg.Secrets, Telemetry: quiet(),

@@ -153,3 +153,34 @@ func TestContendWaitsForARelease(t *testing.T) {
 	_, err = srv.Locker().Acquire(context.Background(), "k")
 	require.ErrorIs(t, err, lease.ErrNotAcquired)
 }
+
+// TestNewerTokenRecordsItsFence: NewerToken records its fence in the key's
+// fence record as an acquire does: the barred owners stay barred, a
+// key without a record gets one for the default retention, and the
+// store's check of the token does not depend on it.
+func TestNewerTokenRecordsItsFence(t *testing.T) {
+	srv := lockwatchtest.New(t, lease.Config{})
+	ctx := context.Background()
+	l, err := srv.Locker().Acquire(ctx, "order:2")
+	require.NoError(t, err)
+	seen, err := srv.Locker().Inspect(ctx, "order:2")
+	require.NoError(t, err)
+	_, err = srv.Locker().ForceRelease(ctx, "order:2", seen.Holder)
+	require.NoError(t, err)
+	barred, err := srv.Locker().Inspect(ctx, "order:2")
+	require.NoError(t, err)
+	require.Equal(t, 1, barred.Barred)
+
+	token := srv.NewerToken("order:2")
+	assert.Equal(t, l.Fence()+1, token.Fence)
+	info, err := srv.Locker().Inspect(ctx, "order:2")
+	require.NoError(t, err)
+	assert.Equal(t, token.Fence, info.Fence, "the newest fence minted")
+	assert.Equal(t, 1, info.Barred, "the barred owner stays barred")
+
+	fresh := srv.NewerToken("order:3")
+	assert.Equal(t, int64(1), fresh.Fence, "a key never taken: the first fence")
+	ttl, err := srv.Client().PTTL(ctx, leasekeys.Of("lockwatch", "order:3").Fence).Result()
+	require.NoError(t, err)
+	assert.InDelta(t, float64(7*24*time.Hour), float64(ttl), float64(time.Minute), "the default retention")
+}
