@@ -114,14 +114,25 @@ func explain(a, b leaseRec, faults []injected, fos []failover, ttl, window time.
 	if pausedDuring(a.Proc, max(a.Acquired, b.Acquired-int64(window)), b.Acquired) {
 		return overlapStopped
 	}
-	// A shared lease's writer took its leases from b.Taken on: Redis may
-	// have lost those, and a taken the key after the loss.
-	if b.Taken != 0 && b.Taken < b.Acquired {
-		early := b
-		early.Acquired, early.Taken = b.Taken, 0
-		if explain(early, a, faults, fos, ttl, window, func(int, int64, int64) bool { return false }) == overlapRedisLoss {
-			return overlapRedisLoss
-		}
+	// A shared lease's writer took its leases from Taken on, before its
+	// Acquire returned: Redis may have lost one of those, and the other
+	// holder taken it after the loss, whichever of the two returned first.
+	never := func(int, int64, int64) bool { return false }
+	if w, ok := takenEarly(a); ok && explain(w, b, faults, fos, ttl, window, never) == overlapRedisLoss {
+		return overlapRedisLoss
+	}
+	if w, ok := takenEarly(b); ok && explain(w, a, faults, fos, ttl, window, never) == overlapRedisLoss {
+		return overlapRedisLoss
 	}
 	return overlapUnexplained
+}
+
+// takenEarly is a shared lease's writer as from when it began to take
+// its leases, if that was before its Acquire returned.
+func takenEarly(w leaseRec) (leaseRec, bool) {
+	if w.Taken == 0 || w.Taken >= w.Acquired {
+		return w, false
+	}
+	w.Acquired, w.Taken = w.Taken, 0
+	return w, true
 }

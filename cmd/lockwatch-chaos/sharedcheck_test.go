@@ -154,9 +154,9 @@ func TestSharedMetricsCompared(t *testing.T) {
 // TestWriterTakenBeforeALoss: a writer holds the key's lease and the
 // permits from its Write's invoke on. A restart without persistence while
 // it waits loses them; a reader that takes a permit after the restart,
-// live when the writer's Write returns, is beside it because Redis lost
-// the writer's keys. Without the restart inside the writer's taking, it
-// stays unexplained.
+// before or after the writer's Write returns, is beside it because Redis
+// lost the writer's keys. Without the restart inside the writer's
+// taking, it stays unexplained.
 func TestWriterTakenBeforeALoss(t *testing.T) {
 	const ms = int64(time.Millisecond)
 	restart := []injected{{fault: fault{Kind: faultKill}, Start: 100 * ms, End: 150 * ms}}
@@ -170,4 +170,12 @@ func TestWriterTakenBeforeALoss(t *testing.T) {
 	assert.Equal(t, overlapUnexplained, explain(rd, wr, restart, nil, time.Second, 100*time.Millisecond, never))
 	wr.Taken = 0
 	assert.Equal(t, overlapUnexplained, explain(rd, wr, restart, nil, time.Second, 100*time.Millisecond, never))
+
+	// The writer returned first, holding a permit the restart lost; a
+	// reader took that permit after the restart.
+	wr, rd = writerRec("wr1", 5, 160*ms, 350*ms), readerRec("rd1", 0, 9, 200*ms, 400*ms)
+	wr.Taken = 50 * ms
+	assert.Equal(t, overlapRedisLoss, explain(wr, rd, restart, nil, time.Second, 100*time.Millisecond, never))
+	wr.Taken = 0
+	assert.Equal(t, overlapUnexplained, explain(wr, rd, restart, nil, time.Second, 100*time.Millisecond, never))
 }
