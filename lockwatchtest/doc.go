@@ -28,10 +28,10 @@
 //   - Lose: the key is gone from Redis, as after a pause past the TTL; the
 //     holder's next renewal finds it so and cancels the lease's Context
 //     with a *lease.LostError cause (lease.LossRenewalRejected).
-//   - NewerToken: a token a next holder would carry, its fence recorded in
-//     Redis as the newest minted; written to a fenced store, it moves the
-//     store's mark past the holder's token, whose next write the store
-//     rejects (*fence.StaleError, fence.ErrStale).
+//   - NewerToken: a token a next holder would carry, newer than the last
+//     call's; written to a fenced store, it moves the store's mark past
+//     the holder's token, whose next write the store rejects
+//     (*fence.StaleError, fence.ErrStale).
 //
 // The package's example test, TestPayHandlesEveryFault, tests a payment
 // handler behind the middleware against all four; each method's example

@@ -1,13 +1,11 @@
 package lockwatchtest
 
 import (
-	"cmp"
 	"sync"
 	"time"
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/internal/leasekeys"
-	"github.com/redis/go-redis/v9"
 )
 
 // Contend makes another owner hold key, with a lease renewed until release
@@ -71,36 +69,31 @@ func (s *Server) Lose(key string) {
 // (*fence.StaleError, errors.Is fence.ErrStale), while its lease itself is
 // untouched, the pause not noticed yet.
 //
-// Like a next holder's acquire, it records the fence as the newest minted
-// for key: the next NewerToken is newer still (a second next holder),
-// lease.Locker.Inspect shows it, and every lease taken after it carries a
+// Its fence is the newest minted plus one, or Redis's clock in
+// microseconds if later, as an acquire mints one, and newer than the
+// tokens NewerToken returned for key before: each call is a next holder
+// after the last. It is not recorded in Redis, so the holder's renewals
+// go on; a lease taken after it, minted from Redis's clock, carries a
 // newer fence, whose writes the store accepts.
 func (s *Server) NewerToken(key string) fence.Token {
 	s.t.Helper()
 	ctx, cancel := s.context()
 	defer cancel()
-	retention := cmp.Or(s.cfg.FenceRetention, defaultFenceRetention)
-	n, err := mintNext.Run(ctx, s.direct, []string{leasekeys.Of(s.cfg.Namespace, key).Fence}, retention.Milliseconds()).Int64()
+	info, err := s.other.Inspect(ctx, key)
+	if err == nil {
+		var now time.Time
+		now, err = s.direct.Time(ctx).Result()
+		info.Fence = max(info.Fence, now.UnixMicro()-1)
+	}
 	if err != nil {
 		s.t.Fatalf("lockwatchtest: newer token for %q: %v", key, err)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.issued == nil {
+		s.issued = map[string]int64{}
+	}
+	n := max(info.Fence, s.issued[key]) + 1
+	s.issued[key] = n
 	return fence.Mint(s.cfg.Namespace, key, n, s.cfg.Secrets)
 }
-
-// defaultFenceRetention is lease.Config's default FenceRetention: how long
-// a record the kit writes is kept when the key had none.
-const defaultFenceRetention = 7 * 24 * time.Hour
-
-// mintNext records, in one step, the fence after the newest minted in
-// the fence record KEYS[1] (leasekeys.Record: the fence, then the lists
-// of barred owners, kept as they are), and returns it. The record keeps
-// its expiry, or takes ARGV[1] ms when it has none.
-var mintNext = redis.NewScript(`
-local rec = redis.call('GET', KEYS[1]) or ''
-local digits = string.match(rec, '^%d*')
-local fence = (tonumber(digits) or 0) + 1
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl <= 0 then ttl = tonumber(ARGV[1]) end
-redis.call('SET', KEYS[1], string.format('%d', fence) .. string.sub(rec, #digits + 1), 'PX', ttl)
-return fence
-`)

@@ -3,6 +3,7 @@ package lockwatchtest
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,10 +33,13 @@ type Server struct {
 	mr      *miniredis.Miniredis
 	client  *redis.Client
 	locker  *lease.Locker
-	other   *lease.Locker // the other owner: Contend
-	direct  *redis.Client // no reply dropped: NewerToken's record
+	other   *lease.Locker // the other owner: Contend, NewerToken
+	direct  *redis.Client // no reply dropped: NewerToken's clock
 	cfg     lease.Config
 	replies replyLoss
+
+	mu     sync.Mutex
+	issued map[string]int64 // NewerToken's last fence, by key
 }
 
 // New starts an embedded Redis on a loopback port and returns it with a
