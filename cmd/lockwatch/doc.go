@@ -14,7 +14,7 @@
 //
 // # lockwatch run
 //
-//	lockwatch run --key K [--ttl 10s] [--wait 0] [--namespace lockwatch] [--name lockwatch-run] [--grace TTL/20] -- PROGRAM ARGS...
+//	lockwatch run --key K [--ttl 10s] [--wait 0] [--namespace lockwatch] [--name lockwatch-run] [--replica NAME] [--grace TTL/20] -- PROGRAM ARGS...
 //
 // takes the lease on K and runs PROGRAM with three variables added to its
 // environment: LOCKWATCH_FENCE, the lease's fence in decimal (for the
@@ -31,6 +31,12 @@
 // and lockwatch takes it back when PROGRAM stops or exits. When PROGRAM
 // exits, lockwatch ends what it left behind, releases the lease and exits
 // with PROGRAM's status.
+//
+// --replica NAME is lease.Config.Replica: while this run holds K, another
+// run on K is refused with "K is held by replica NAME" rather than "held
+// by another", and lockwatch inspect shows NAME. It is at most 64 bytes
+// of [A-Za-z0-9._:-] (else a usage error, 64); without it the holder is
+// unnamed, so that nothing (a hostname, say) is shown unless chosen.
 //
 // Signals sent to lockwatch (INT, TERM, HUP, QUIT, USR1, USR2, WINCH, ALRM)
 // are forwarded to PROGRAM's process group, those that ask to end (INT,
@@ -147,7 +153,7 @@
 //
 // # lockwatch elect
 //
-//	lockwatch elect --key K [--ttl 10s] [--grace TTL/20] [--identity hostname-pid] [--name K] [--namespace lockwatch] -- PROGRAM ARGS...
+//	lockwatch elect --key K [--ttl 10s] [--grace TTL/20] [--identity hostname-pid] [--replica NAME] [--name K] [--namespace lockwatch] -- PROGRAM ARGS...
 //
 // campaigns for the leadership of K (package election) and runs PROGRAM
 // in each term it leads, so that of all the candidates for K, on any
@@ -157,7 +163,8 @@
 // LOCKWATCH_KEY as under lockwatch run: the fence is larger than every
 // earlier term's, whoever led it. Candidates wait in K's queue, first
 // come, first served; --identity names the candidate to package
-// election's Observe, --name the election in metrics and logs.
+// election's Observe, --replica (as under run) to the refusals of others
+// while it leads, --name the election in metrics and logs.
 //
 // When a term is lost, PROGRAM's process group gets SIGTERM and SIGCONT at
 // once and SIGKILL after --grace, before the key can expire, as under run

@@ -17,7 +17,7 @@ var electCmd = &command{
 	name:     "elect",
 	synopsis: "campaign for a key and run a program while leading",
 	usage: `
-Usage: lockwatch elect --key K [--ttl D] [--grace D] [--identity NAME] [--name N] [--namespace NS] [connection flags] -- PROGRAM ARGS...
+Usage: lockwatch elect --key K [--ttl D] [--grace D] [--identity NAME] [--replica NAME] [--name N] [--namespace NS] [connection flags] -- PROGRAM ARGS...
 
 Campaigns for the leadership of K (package election) and runs PROGRAM while
 it leads, so that of all the candidates for K one runs its PROGRAM at a
@@ -27,7 +27,10 @@ term's), $LOCKWATCH_FENCE_TOKEN (its token, for a guarded service's
 Fencing-Token header) and $LOCKWATCH_KEY, as under lockwatch run;
 $LOCKWATCH_TOKEN_SECRETS signs the token, and PROGRAM does not get it.
 Candidates wait in K's queue, first come, first served; --identity names
-this one to those who ask who leads (default hostname-pid).
+this one to those who ask who leads (default hostname-pid). --replica
+NAME names it to the others while it leads: a lockwatch run on K is
+refused with "K is held by replica NAME" (without --replica, "held by
+another"), and lockwatch inspect shows NAME.
 
 When the term is lost (a renewal rejected, failed or late; the key
 force-released), PROGRAM's process group gets SIGTERM and SIGCONT at once,
@@ -73,6 +76,7 @@ While Redis fails, a candidate tries again every second: it does not exit.`,
 		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss, and for what PROGRAM left behind; at most TTL/20, half the safety margin (the default)")
 		fs.StringVar(&f.name, "name", "", "the election's `name` in metrics and logs, its terms' lock name (default the key)")
 		fs.StringVar(&f.identity, "identity", "", "this candidate's `name`, for those who ask who leads (default hostname-pid)")
+		fs.StringVar(&f.replica, "replica", "", replicaUsage)
 		return func(args []string, _, stderr io.Writer) error {
 			set := given(fs)
 			if err := f.check(set, args); err != nil {
@@ -88,6 +92,7 @@ type electFlags struct {
 	keyFlags
 	holdFlags
 	name, identity string
+	replica        string // lease.Config.Replica
 }
 
 func (f *electFlags) check(set map[string]bool, args []string) error {
@@ -116,7 +121,7 @@ func (f *electFlags) run(conn *connFlags, set map[string]bool, args []string, st
 		return err
 	}
 	lk, _, closeAll, err := connect(conn, set, stderr, "elect", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
-		Namespace: f.namespace, Secrets: secrets})
+		Namespace: f.namespace, Replica: f.replica, Secrets: secrets})
 	if err != nil {
 		return err
 	}

@@ -15,6 +15,10 @@ import (
 // what it left are gone, and ended before the key can expire when the lease
 // is lost.
 
+// replicaUsage is the help of run's and elect's --replica. The name is
+// lease's to check: newLocker makes a bad one a usage error.
+const replicaUsage = "this process's `NAME` in other processes' refusals (\"K is held by replica NAME\") and in inspect: at most 64 bytes of [A-Za-z0-9._:-] (default none: \"held by another\")"
+
 // holdFlags are the lease's TTL and the program's grace between SIGTERM and
 // SIGKILL, which the TTL bounds.
 type holdFlags struct{ ttl, grace time.Duration }

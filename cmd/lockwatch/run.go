@@ -39,7 +39,7 @@ var runCmd = &command{
 	name:     "run",
 	synopsis: "run a program while holding a fenced lease on a key",
 	usage: `
-Usage: lockwatch run --key K [--permits N] [--ttl D] [--wait D] [--namespace NS] [--name N] [--grace D] [connection flags] -- PROGRAM ARGS...
+Usage: lockwatch run --key K [--permits N] [--ttl D] [--wait D] [--namespace NS] [--name N] [--replica NAME] [--grace D] [connection flags] -- PROGRAM ARGS...
 
 Takes a fenced lease on K, runs PROGRAM with $LOCKWATCH_FENCE (the lease's
 fence, decimal), $LOCKWATCH_FENCE_TOKEN (its token, for a guarded service's
@@ -48,6 +48,9 @@ releases the lease when PROGRAM exits. $LOCKWATCH_TOKEN_SECRETS
 (id=BASE64,..., the first active) signs the token; PROGRAM does not get it. Flags come before "--"; everything
 after it is the program and its arguments. PROGRAM inherits stdin, stdout and
 stderr, and runs while the lease is renewed (every TTL/3) by lockwatch.
+--replica NAME names this process to the others: while it holds K, a
+run on K is refused with "K is held by replica NAME" (without --replica,
+"held by another"), and lockwatch inspect shows NAME.
 
 With --permits N, lockwatch takes one of N permits of K instead of its
 exclusive lease, so that at most N programs run at once under K, on any
@@ -131,6 +134,7 @@ A failed release only prints a warning: the key then expires by its TTL.`,
 		fs.DurationVar(&f.wait, "wait", 0, "how long to wait for a key held by another (with --permits: for a permit) before exiting 75")
 		fs.IntVar(&f.permits, "permits", 0, "hold one of `N` permits of the key (1 to 1024), not its exclusive lease: at most N programs run at once")
 		fs.StringVar(&f.name, "name", defaultName, "the lock `name` of the lease's metrics and logs (bounded: not the key)")
+		fs.StringVar(&f.replica, "replica", "", replicaUsage)
 		fs.DurationVar(&f.grace, "grace", 0, "time between SIGTERM and SIGKILL after a loss, and for what PROGRAM left behind; at most TTL/20, half the safety margin (the default)")
 		return func(args []string, _, stderr io.Writer) error {
 			set := given(fs)
@@ -147,6 +151,7 @@ type runFlags struct {
 	keyFlags
 	holdFlags
 	name    string
+	replica string // lease.Config.Replica
 	wait    time.Duration
 	permits int // 0: the exclusive lease on the key
 }
@@ -186,7 +191,7 @@ func (f *runFlags) run(conn *connFlags, set map[string]bool, args []string, stde
 		return err
 	}
 	lk, closeAll, err := connectLocker(conn, set, stderr, "run", lease.Config{TTL: f.ttl, SafetyMargin: f.margin(),
-		Wait: f.leaseWait(), Namespace: f.namespace, Name: f.name, Secrets: secrets})
+		Wait: f.leaseWait(), Namespace: f.namespace, Name: f.name, Replica: f.replica, Secrets: secrets})
 	if err != nil {
 		return err
 	}
