@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -18,14 +17,14 @@ import (
 )
 
 // The refusal reasons the demo matches: lockwatch's wire values (the table
-// of the middleware package doc), and the demo's own.
+// of the middleware package doc).
 const (
 	reasonContended   = "LEASE_CONTENDED"
 	reasonUnknown     = "LEASE_UNKNOWN"
 	reasonUnavailable = "LEASE_UNAVAILABLE"
 	reasonLost        = "LEASE_LOST"
 	reasonFenceStale  = "FENCE_STALE"
-	reasonExpiring    = "LEASE_EXPIRING" // the demo's: Commit refused, the lease having too little validity left
+	reasonExpiring    = "LEASE_EXPIRING"
 )
 
 // depositReply is the answer to a deposit.
@@ -74,33 +73,17 @@ func (r *replica) deposit(w http.ResponseWriter, req *http.Request) {
 		r.d.pauseOutcome(r, account, l.Fence(), err)
 	}
 	switch {
-	case errors.Is(err, fence.ErrStale):
-		writeProblem(w, &middleware.Problem{Type: "urn:lockwatch:problem:" + reasonFenceStale,
-			Title: "Stale write rejected", Status: http.StatusConflict, Reason: reasonFenceStale,
-			Detail: "the ledger has accepted a write from a newer lease; this one was not applied"})
-	case errors.Is(err, lease.ErrLost):
-		// Nothing written: the middleware answers 503 LEASE_LOST.
-	case errors.Is(err, lease.ErrExpiring):
-		writeProblem(w, &middleware.Problem{Type: "urn:lockwatch:problem:" + reasonExpiring,
-			Title: "Lease too close to expiry", Status: http.StatusServiceUnavailable, Reason: reasonExpiring,
-			Detail: "the lease had too little validity left to write safely; nothing was written", RetryAfter: time.Second})
-	case err != nil:
-		r.failed(w, ctx, err, slow)
-	default:
+	case err == nil:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(depositReply{Account: account, Balance: balance + amount, Fence: l.Fence()})
+	case errors.Is(err, fence.ErrStale), errors.Is(err, lease.ErrLost), errors.Is(err, lease.ErrExpiring):
+		// The refusal table's problem, with the route's lock name:
+		// FENCE_STALE (409) for the ledger's rejection, LEASE_LOST or
+		// LEASE_EXPIRING (503, retry after a second) for Commit's refusals.
+		middleware.WriteError(w, req, err)
+	default:
+		r.failed(w, ctx, err, slow)
 	}
-}
-
-// writeProblem answers p as application/problem+json, as the middleware's
-// own refusals are, so that the workload decodes every refusal alike.
-func writeProblem(w http.ResponseWriter, p *middleware.Problem) {
-	w.Header().Set("Content-Type", "application/problem+json")
-	if p.RetryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(p.RetryAfter.Seconds()))))
-	}
-	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
 }
 
 // failed answers an error that is not the lease's: 503 when the ledger did

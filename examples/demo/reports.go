@@ -8,7 +8,6 @@ import (
 
 	"github.com/lockwatch/lockwatch/fence"
 	"github.com/lockwatch/lockwatch/lease"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -167,17 +166,14 @@ func waitRemaining(ctx context.Context, l *lease.Lease, below time.Duration) err
 	}
 }
 
-// statusOf maps a handler error to its gRPC status. A lost lease is
-// returned as is: the interceptor answers UNAVAILABLE LEASE_LOST.
+// statusOf maps a handler error to its gRPC status. Commit's refusals
+// and the ledger's stale rejection are returned as they are: the
+// interceptors answer them with the refusal table's status (UNAVAILABLE
+// LEASE_LOST or LEASE_EXPIRING, ABORTED FENCE_STALE) and the lock name.
 func statusOf(err error) error {
 	switch {
-	case errors.Is(err, lease.ErrLost):
+	case errors.Is(err, lease.ErrLost), errors.Is(err, lease.ErrExpiring), errors.Is(err, fence.ErrStale):
 		return err
-	case errors.Is(err, fence.ErrStale):
-		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, lease.ErrExpiring):
-		st, _ := status.New(codes.Unavailable, err.Error()).WithDetails(&errdetails.ErrorInfo{Reason: reasonExpiring, Domain: "lockwatch-demo"})
-		return st.Err()
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	}

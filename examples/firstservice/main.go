@@ -26,8 +26,6 @@ import (
 	"github.com/lockwatch/lockwatch/telemetry/otelsetup"
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -148,24 +146,19 @@ func (s *service) write(ctx context.Context, id, state string) (int64, error) {
 func (s *service) handle(state string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := s.write(r.Context(), r.PathValue("id"), state)
-		switch {
-		case errors.Is(err, fence.ErrStale): // a newer lease wrote first
-			http.Error(w, err.Error(), http.StatusConflict)
-		case errors.Is(err, lease.ErrLost): // nothing written: the middleware answers 503
-		case err != nil: // Commit refused (too little of the lease left), or the database failed
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		default:
-			fmt.Fprintf(w, "order %s %s by %s with fence %d\n", r.PathValue("id"), state, s.name, f)
+		if err != nil { // a newer lease wrote first, the lease is lost or about to expire, or the database failed
+			log.Printf("replica %s: order %s not written: %v", s.name, r.PathValue("id"), err)
+			middleware.WriteError(w, r, err) // 409 FENCE_STALE, 503 LEASE_LOST or LEASE_EXPIRING, else 500
+			return
 		}
+		fmt.Fprintf(w, "order %s %s by %s with fence %d\n", r.PathValue("id"), state, s.name, f)
 	})
 }
 
 func (s *service) ship(ctx context.Context, in *wrapperspb.StringValue) (*wrapperspb.StringValue, error) {
 	f, err := s.write(ctx, in.GetValue(), "shipped")
-	if errors.Is(err, fence.ErrStale) {
-		return nil, status.Error(codes.Aborted, err.Error())
-	} else if err != nil {
-		return nil, err // after a loss, the interceptor answers UNAVAILABLE LEASE_LOST
+	if err != nil {
+		return nil, err // the interceptor answers ABORTED FENCE_STALE, UNAVAILABLE LEASE_LOST or LEASE_EXPIRING
 	}
 	return wrapperspb.String(fmt.Sprintf("order %s shipped by %s with fence %d", in.GetValue(), s.name, f)), nil
 }

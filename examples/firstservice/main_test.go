@@ -53,7 +53,9 @@ const (
 )
 
 // TestREADMEShowsTheProgram: the program in the README's "Your first
-// service" is this main.go, byte for byte, so the README cannot drift.
+// service" is this main.go, byte for byte, so the README cannot drift;
+// its recipe's output shows the stale answer TestPauseAReplicaPastItsTTL
+// gets.
 func TestREADMEShowsTheProgram(t *testing.T) {
 	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	require.NoError(t, err)
@@ -68,7 +70,12 @@ func TestREADMEShowsTheProgram(t *testing.T) {
 	block, ok = strings.CutSuffix(block, "```\n")
 	require.True(t, ok, "the block ends with ``` before %q", readmeEnd)
 	assert.Equal(t, string(src), block, "README.md's program differs from examples/firstservice/main.go")
+	assert.Contains(t, string(readme), "\n"+readmeStale+"\n", "the recipe's output shows a's stale answer")
 }
+
+// readmeStale is the third line the README's recipe prints: a's late
+// write refused by the table, as middleware.WriteError answers it.
+const readmeStale = `{"type":"urn:lockwatch:problem:FENCE_STALE","title":"Stale fencing token","status":409,"detail":"a newer lease holder has already written","reason":"FENCE_STALE","lock_name":"POST /orders/{id}/ship"}`
 
 // The timings of the pause: a replica holds its lease through a write of
 // writeDelay, longer than the TTL, so that it can be stopped inside it
@@ -137,7 +144,9 @@ func TestPauseAReplicaPastItsTTL(t *testing.T) {
 	late := <-first
 	require.NoError(t, late.err)
 	assert.Equal(t, http.StatusConflict, late.status, "%s (a 200: a was stopped only after its write had gone out)", late.body)
-	assert.Contains(t, late.body, "fence: stale token "+strconv.FormatInt(aFence, 10)+" at orders: "+strconv.FormatInt(bFence, 10)+" already accepted")
+	assert.Equal(t, "application/problem+json", late.contentType)
+	assert.Equal(t, readmeStale+"\n", late.body, "a's answer is the README's third line") //nolint:testifylint // byte for byte, field order included: what curl prints
+	a.waitLine(t, regexp.MustCompile(`order o1 not written: fence: stale token `+strconv.FormatInt(aFence, 10)+` at orders: `+strconv.FormatInt(bFence, 10)+` already accepted`))
 	assert.Regexp(t, `(?m)^lockwatch_fence_rejections_total\{[^}]*resource="orders"[^}]*\} 1$`, get(t, client, a.admin+"/metrics"))
 	assert.Contains(t, lossesOn(t, client, a.admin), `POST /orders/{id}/ship `+strconv.FormatInt(aFence, 10))
 	a.waitLine(t, regexp.MustCompile(`lease lost; its work is cancelled`))
@@ -229,9 +238,9 @@ func (r *replica) stop(t *testing.T) {
 }
 
 type reply struct {
-	status           int
-	body, retryAfter string
-	err              error
+	status                        int
+	body, retryAfter, contentType string
+	err                           error
 }
 
 // post posts to url; it runs on goroutines of its own too, so a failure
@@ -243,7 +252,7 @@ func post(client *http.Client, url string) reply {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	return reply{resp.StatusCode, string(body), resp.Header.Get("Retry-After"), err}
+	return reply{resp.StatusCode, string(body), resp.Header.Get("Retry-After"), resp.Header.Get("Content-Type"), err}
 }
 
 // retryContended posts until the answer is not LEASE_CONTENDED.
