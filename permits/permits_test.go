@@ -90,6 +90,7 @@ func testConcurrentHolders(t *testing.T, b backend) {
 		sems[i] = newSemaphore(t, lk, "reports", permits.Config{Limit: limit, Wait: 30 * time.Second})
 	}
 	var live, most atomic.Int64
+	var full atomic.Bool // limit holders were live at once
 	var mu sync.Mutex
 	fences := map[int][]int64{}
 	errs := make(chan error, callers*rounds)
@@ -107,9 +108,18 @@ func testConcurrentHolders(t *testing.T, b backend) {
 				n := live.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
+				if n == limit {
+					full.Store(true)
+				}
 				mu.Lock()
 				fences[p.Index] = append(fences[p.Index], p.Fence())
 				mu.Unlock()
+				// Until the permits were all held once, a holder waits
+				// for the others (up to a bound), so that the callers
+				// contend however slowly the machine runs them.
+				for until := time.Now().Add(5 * time.Second); !full.Load() && time.Now().Before(until); {
+					time.Sleep(time.Millisecond)
+				}
 				time.Sleep(time.Millisecond) // overlap with the other holders
 				live.Add(-1)
 				if err := p.Release(ctx); err != nil {
